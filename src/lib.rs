@@ -1,0 +1,22 @@
+//! daemonsync: GitOps for Kubernetes DaemonSets, node by node.
+//!
+//! Module map (data flows top to bottom):
+//!
+//! * [`manifest`]: read multi-document YAML / JSON / `kind: List` files into `apps/v1`
+//!   DaemonSets, apply the API server's defaulting and validation, keep other kinds aside.
+//! * [`model`]: the small internal types the planner works on (nodes, pods, label selectors,
+//!   taints, tolerations, node affinity), converted from Kubernetes objects.
+//! * [`plan`]: the pure planner. Eligibility, pod rendering, pod ownership, the per-node
+//!   decisions, the rolling update (maxUnavailable and maxSurge), status counters, the next
+//!   reconcile step and the projected waves. No I/O, no clock.
+//! * [`cluster`]: where observed state comes from (a snapshot file today).
+//! * [`report`]: renderings of a [`plan::Plan`] (table, JSON).
+//! * [`cli`]: the command line, reachable from tests through the library.
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod cluster;
+pub mod manifest;
+pub mod model;
+pub mod plan;
+pub mod report;

@@ -1,0 +1,3 @@
+//! Manifests: multi-document YAML / JSON, `kind: List`, defaulting and validation.
+//!
+//! OWNER: manifest helper.

@@ -1,0 +1,36 @@
+//! The small internal types the planner works on.
+//!
+//! Observed Kubernetes objects (nodes, pods) are converted once into these compact types, so
+//! the planner touches only what it needs and never the full API objects. Conversions from
+//! `k8s-openapi` types live beside each type.
+
+mod node;
+mod pod;
+mod selector;
+mod toleration;
+
+pub use node::{Node, Taint, TaintEffect};
+pub use pod::{OwnerRef, Pod, PodPhase, ReadyCondition};
+pub use selector::{LabelSelector, SelectorOp, SelectorRequirement};
+pub use toleration::{Toleration, TolerationOp};
+
+use std::collections::BTreeMap;
+
+/// Labels of an object: sorted, so every rendering of them is deterministic.
+pub type Labels = BTreeMap<String, String>;
+
+/// A point in time. The planner never reads a clock: `now` is always passed in.
+pub type Timestamp = jiff::Timestamp;
+
+/// Label key of the revision hash on daemon pods (upstream `controller-revision-hash`).
+pub const REVISION_HASH_LABEL: &str = "controller-revision-hash";
+/// Legacy pod label carrying the DaemonSet template generation.
+pub const TEMPLATE_GENERATION_LABEL: &str = "pod-template-generation";
+/// DaemonSet annotation exposing the template generation in `apps/v1`.
+pub const TEMPLATE_GENERATION_ANNOTATION: &str = "deprecated.daemonset.template.generation";
+/// Label marking the pods daemonsync creates.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+/// Value of [`MANAGED_BY_LABEL`] on pods daemonsync creates.
+pub const MANAGED_BY_VALUE: &str = "daemonsync";
+/// The node field key used in `matchFields` (`metadata.name`).
+pub const NODE_NAME_FIELD: &str = "metadata.name";

@@ -1,0 +1,214 @@
+use super::{Labels, NODE_NAME_FIELD, Timestamp};
+
+/// A pod as the planner sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Pod {
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.labels`.
+    pub labels: Labels,
+    /// The controller ownerReference (`controller: true`), if any.
+    pub controller: Option<OwnerRef>,
+    /// `spec.nodeName` (set once the pod is bound).
+    pub node_name: Option<String>,
+    /// The node this pod is for: `spec.nodeName`, else the single `metadata.name In [X]`
+    /// matchFields entry of the first required node-affinity term (upstream
+    /// `GetTargetNodeName`). `None` when it cannot be determined: such pods are ignored.
+    pub target_node: Option<String>,
+    /// `status.phase`.
+    pub phase: PodPhase,
+    /// `metadata.creationTimestamp`.
+    pub creation_timestamp: Option<Timestamp>,
+    /// `metadata.deletionTimestamp`: set while the pod is terminating.
+    pub deletion_timestamp: Option<Timestamp>,
+    /// The `Ready` condition, if reported.
+    pub ready: Option<ReadyCondition>,
+    /// Why a container is waiting or failing (`CrashLoopBackOff`, `ImagePullBackOff`, …), for
+    /// reports.
+    pub waiting_reason: Option<String>,
+}
+
+/// An ownerReference, reduced to what ownership decisions need.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OwnerRef {
+    /// `apiVersion` of the owner.
+    pub api_version: String,
+    /// `kind` of the owner.
+    pub kind: String,
+    /// `name` of the owner.
+    pub name: String,
+    /// `uid` of the owner.
+    pub uid: String,
+}
+
+/// Pod phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, PartialOrd, Ord, Hash)]
+pub enum PodPhase {
+    /// Accepted, not all containers started.
+    #[default]
+    Pending,
+    /// Bound and at least one container running.
+    Running,
+    /// All containers terminated successfully.
+    Succeeded,
+    /// All containers terminated, at least one in failure.
+    Failed,
+    /// State could not be obtained.
+    Unknown,
+}
+
+impl PodPhase {
+    /// Parses the API spelling; anything unrecognised (or absent) counts as `Pending`.
+    pub fn parse(s: Option<&str>) -> Self {
+        match s {
+            Some("Running") => Self::Running,
+            Some("Succeeded") => Self::Succeeded,
+            Some("Failed") => Self::Failed,
+            Some("Unknown") => Self::Unknown,
+            _ => Self::Pending,
+        }
+    }
+
+    /// Failed or Succeeded.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Failed | Self::Succeeded)
+    }
+
+    /// The API spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "Pending",
+            Self::Running => "Running",
+            Self::Succeeded => "Succeeded",
+            Self::Failed => "Failed",
+            Self::Unknown => "Unknown",
+        }
+    }
+}
+
+/// The pod's `Ready` condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadyCondition {
+    /// `status == "True"`.
+    pub status: bool,
+    /// `lastTransitionTime`.
+    pub last_transition: Option<Timestamp>,
+}
+
+impl Pod {
+    /// True when the pod has a deletion timestamp (it is terminating).
+    pub fn is_terminating(&self) -> bool {
+        self.deletion_timestamp.is_some()
+    }
+
+    /// True when the `Ready` condition is `True`.
+    pub fn is_ready(&self) -> bool {
+        self.ready.is_some_and(|r| r.status)
+    }
+
+    /// Upstream `IsPodAvailable` (newest, inclusive boundary): ready, and either
+    /// `minReadySeconds` is 0 or the Ready transition is at least that long ago.
+    pub fn is_available(&self, min_ready_seconds: i32, now: Timestamp) -> bool {
+        let Some(ready) = self.ready.filter(|r| r.status) else {
+            return false;
+        };
+        if min_ready_seconds <= 0 {
+            return true;
+        }
+        match ready.last_transition {
+            Some(t) => {
+                let deadline = t.as_second().saturating_add(i64::from(min_ready_seconds));
+                // Compare at nanosecond precision: t + minReady <= now.
+                match Timestamp::new(deadline, t.subsec_nanosecond()) {
+                    Ok(deadline) => deadline <= now,
+                    Err(_) => false,
+                }
+            }
+            None => false,
+        }
+    }
+
+    /// Value of the `controller-revision-hash` label.
+    pub fn revision_hash(&self) -> Option<&str> {
+        self.labels.get(super::REVISION_HASH_LABEL).map(String::as_str)
+    }
+
+    /// Converts an API pod.
+    pub fn from_k8s(pod: &k8s_openapi::api::core::v1::Pod) -> Self {
+        let meta = &pod.metadata;
+        let spec = pod.spec.as_ref();
+        let status = pod.status.as_ref();
+        let controller = meta
+            .owner_references
+            .as_ref()
+            .and_then(|refs| refs.iter().find(|r| r.controller == Some(true)))
+            .map(|r| OwnerRef {
+                api_version: r.api_version.clone(),
+                kind: r.kind.clone(),
+                name: r.name.clone(),
+                uid: r.uid.clone(),
+            });
+        let node_name = spec.and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty());
+        let ready = status
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+            .map(|c| ReadyCondition {
+                status: c.status == "True",
+                last_transition: c.last_transition_time.as_ref().map(|t| t.0),
+            });
+        let waiting_reason = status.and_then(|s| {
+            s.init_container_statuses
+                .iter()
+                .chain(s.container_statuses.iter())
+                .flatten()
+                .find_map(|cs| {
+                    let st = cs.state.as_ref()?;
+                    st.waiting
+                        .as_ref()
+                        .and_then(|w| w.reason.clone())
+                        .or_else(|| st.terminated.as_ref().and_then(|t| t.reason.clone()))
+                })
+        });
+        Pod {
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone().unwrap_or_default(),
+            labels: meta.labels.clone().unwrap_or_default(),
+            controller,
+            target_node: node_name.clone().or_else(|| spec.and_then(target_node_from_affinity)),
+            node_name,
+            phase: PodPhase::parse(status.and_then(|s| s.phase.as_deref())),
+            creation_timestamp: meta.creation_timestamp.as_ref().map(|t| t.0),
+            deletion_timestamp: meta.deletion_timestamp.as_ref().map(|t| t.0),
+            ready,
+            waiting_reason,
+        }
+    }
+}
+
+/// Upstream `GetTargetNodeName` for an unbound pod: the single value of the first
+/// `metadata.name In [...]` matchFields entry in the required node-affinity terms. More than
+/// one value, or none at all, means the target cannot be determined.
+pub fn target_node_from_affinity(spec: &k8s_openapi::api::core::v1::PodSpec) -> Option<String> {
+    let terms = &spec
+        .affinity
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()?
+        .node_selector_terms;
+    for term in terms {
+        for req in term.match_fields.iter().flatten() {
+            if req.key == NODE_NAME_FIELD && req.operator == "In" {
+                let values = req.values.as_deref().unwrap_or_default();
+                return match values {
+                    [one] => Some(one.clone()),
+                    _ => None,
+                };
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,3 @@
+//! daemonsync's revision hash of a defaulted pod template.
+//!
+//! OWNER: eligibility helper.

@@ -1,0 +1,1 @@
+//! Renderings of a plan.
