@@ -77,7 +77,76 @@ pub struct DaemonSetSpec {
 impl DaemonSetSpec {
     /// Compiles a defaulted, validated DaemonSet.
     pub fn compile(ds: &DaemonSet) -> Self {
-        let _ = ds;
-        unimplemented!("eligibility helper")
+        // TEMPORARY until the full module lands.
+        let spec = ds.spec.clone().unwrap_or_default();
+        let t = spec.template.spec.clone().unwrap_or_default();
+        let ru = spec
+            .update_strategy
+            .as_ref()
+            .and_then(|u| u.rolling_update.clone())
+            .unwrap_or_default();
+        let conv = |v: Option<k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>,
+                    d: i32| match v {
+            None => IntOrPercent::Int(d),
+            Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(i)) => {
+                IntOrPercent::Int(i)
+            }
+            Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(s)) => {
+                IntOrPercent::Percent(s.trim_end_matches('%').parse().unwrap_or(0))
+            }
+        };
+        let strategy = if spec
+            .update_strategy
+            .as_ref()
+            .and_then(|u| u.type_.as_deref())
+            == Some("OnDelete")
+        {
+            UpdateStrategy::OnDelete
+        } else {
+            UpdateStrategy::RollingUpdate {
+                max_unavailable: conv(ru.max_unavailable, 1),
+                max_surge: conv(ru.max_surge, 0),
+            }
+        };
+        let tolerations = t
+            .tolerations
+            .clone()
+            .unwrap_or_default()
+            .iter()
+            .map(|x| Toleration {
+                key: x.key.clone().filter(|k| !k.is_empty()),
+                operator: if x.operator.as_deref() == Some("Exists") {
+                    crate::model::TolerationOp::Exists
+                } else {
+                    crate::model::TolerationOp::Equal
+                },
+                value: x.value.clone().unwrap_or_default(),
+                effect: x
+                    .effect
+                    .as_deref()
+                    .filter(|e| !e.is_empty())
+                    .map(|e| crate::model::TaintEffect::parse(e).ok_or(e.to_string())),
+                toleration_seconds: x.toleration_seconds,
+            })
+            .collect();
+        DaemonSetSpec {
+            namespace: ds
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
+            name: ds.metadata.name.clone().unwrap_or_default(),
+            selector: LabelSelector::from_k8s(&spec.selector),
+            node_name: t.node_name.clone(),
+            node_selector: t.node_selector.clone().unwrap_or_default(),
+            required_affinity: None,
+            tolerations,
+            strategy,
+            min_ready_seconds: spec.min_ready_seconds.unwrap_or(0),
+            revision: crate::plan::revision::revision_hash(&spec.template, None),
+            template_generation: None,
+            host_network: t.host_network.unwrap_or(false),
+            host_ports: Vec::new(),
+        }
     }
 }

@@ -1,9 +1,44 @@
 //! The pure planner: a function of (desired, observed, policy, now). No I/O, no clock.
+//!
+//! [`plan`] takes the desired DaemonSets (defaulted and valid, see [`crate::manifest`]) and the
+//! observed nodes, pods and live DaemonSets, and returns a [`Plan`]: for every DaemonSet its
+//! status counters, every node's state with a reason, the next reconcile step and the projected
+//! waves of the rollout.
+//!
+//! One step corresponds to one upstream sync: if the per-node decisions (create where a pod is
+//! missing; delete failed, duplicate and misscheduled pods) produce actions, the step is those;
+//! otherwise it is the rolling update's actions.
+//!
+//! Determinism: where the upstream controller iterates a Go map, daemonsync visits nodes in
+//! ascending name order (then vanished nodes by name), and pods of one node in upstream order
+//! (bound first, oldest first, then by name). Plans of the same input are byte-identical.
 
+mod classify;
 pub mod daemonset;
 pub mod eligibility;
+mod manage;
+mod pods;
 pub mod render;
 pub mod revision;
+mod rollout;
+mod status;
+mod view;
+mod waves;
+
+pub use classify::{NodeState, Reason};
+pub use daemonset::{DaemonSetSpec, IntOrPercent, UpdateStrategy};
+pub use pods::{RECORD_KIND, is_pod_updated};
+pub use rollout::{Budgets, allows_surge, budgets};
+pub use status::Status;
+pub use view::DeleteReason;
+
+use crate::model::{Node, Pod, Timestamp};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use pods::{PodIndex, PodInfo};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::Arc;
+use view::{Actions, Slot};
 
 /// Planner policy: switches that change semantics deliberately.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -12,4 +47,519 @@ pub struct Policy {
     /// `TaintTolerationComparisonOperators`, alpha in v1.35 and off by default). When off,
     /// such a toleration tolerates nothing, as on a default v1.35 cluster.
     pub taint_comparison_operators: bool,
+}
+
+/// Upper bound on creates and on deletes in one step (upstream `BurstReplicas`).
+pub const BURST_REPLICAS: usize = 250;
+
+/// Version of the plan's JSON form.
+pub const PLAN_API_VERSION: &str = "daemonsync.io/v1alpha1";
+
+/// A desired DaemonSet and where it came from.
+#[derive(Debug, Clone)]
+pub struct Desired {
+    /// Where the manifest came from (file and document), for reports.
+    pub source: String,
+    /// The defaulted, validated DaemonSet.
+    pub daemonset: DaemonSet,
+}
+
+/// The observed state of a cluster.
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    /// All nodes.
+    pub nodes: Vec<Node>,
+    /// Pods (all, or at least every pod that may belong to a managed DaemonSet).
+    pub pods: Vec<Pod>,
+    /// `apps/v1` DaemonSets the built-in controller runs today.
+    pub daemonsets: Vec<DaemonSet>,
+}
+
+/// Node names are shared between the many places of a plan that mention them.
+pub type Name = Arc<str>;
+
+/// The plan for every desired DaemonSet.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    /// Always [`PLAN_API_VERSION`].
+    pub api_version: &'static str,
+    /// Always `Plan`.
+    pub kind: &'static str,
+    /// The instant the plan was computed for (`minReadySeconds` is measured against it).
+    pub now: Timestamp,
+    /// One entry per desired DaemonSet, sorted by namespace and name.
+    pub daemonsets: Vec<DaemonSetPlan>,
+}
+
+impl Plan {
+    /// True when any DaemonSet's next step has actions.
+    pub fn has_changes(&self) -> bool {
+        self.daemonsets.iter().any(|d| !d.step.is_empty())
+    }
+}
+
+/// The plan of one DaemonSet.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DaemonSetPlan {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// Where the manifest came from.
+    pub source: String,
+    /// daemonsync's revision hash of the desired template.
+    pub revision: String,
+    /// How the desired template compares with a live `apps/v1` DaemonSet of the same name.
+    pub live: LiveComparison,
+    /// The update strategy as written (after defaulting).
+    pub strategy: StrategySummary,
+    /// Budgets resolved against `desiredNumberScheduled`.
+    pub budgets: Budgets,
+    /// Status counters (Kubernetes `DaemonSetStatus` field names).
+    pub status: Status,
+    /// Every node, sorted by name, then vanished nodes that still have pods.
+    pub nodes: Vec<NodeEntry>,
+    /// The next reconcile step.
+    pub step: Step,
+    /// Projected waves until converged, assuming each new pod becomes available.
+    pub waves: Vec<Wave>,
+    /// False when the projection cannot complete (see `warnings`).
+    pub converges: bool,
+    /// Things a reviewer must know.
+    pub warnings: Vec<String>,
+}
+
+/// How git's template compares with a live DaemonSet run by the built-in controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LiveComparison {
+    /// No live `apps/v1` DaemonSet of this name.
+    None,
+    /// Equivalent after defaulting: pods the live controller counts as updated are current.
+    Equivalent,
+    /// Different: every existing pod is out of date.
+    Differs,
+}
+
+/// The update strategy in plan output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StrategySummary {
+    /// `RollingUpdate` or `OnDelete`.
+    #[serde(rename = "type")]
+    pub type_: &'static str,
+    /// As written, e.g. `10%` or `1`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_unavailable: Option<String>,
+    /// As written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_surge: Option<String>,
+    /// `spec.minReadySeconds`.
+    pub min_ready_seconds: i32,
+}
+
+/// One node's state for one DaemonSet.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeEntry {
+    /// Node name.
+    pub node: Name,
+    /// State.
+    pub state: NodeState,
+    /// Why.
+    pub reason: Reason,
+}
+
+/// Which part of the reconcile produced the step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StepPhase {
+    /// Nothing to do.
+    None,
+    /// Per-node decisions: missing, failed, duplicate, misscheduled pods.
+    Manage,
+    /// The rolling update.
+    RollingUpdate,
+}
+
+/// The actions of the next reconcile step.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// Where the actions come from.
+    pub phase: StepPhase,
+    /// Nodes that get a new pod.
+    pub create: Vec<Name>,
+    /// Pods deleted.
+    pub delete: Vec<PodDeletion>,
+}
+
+impl Step {
+    /// True when the step does nothing.
+    pub fn is_empty(&self) -> bool {
+        self.create.is_empty() && self.delete.is_empty()
+    }
+}
+
+/// A pod the step deletes.
+#[derive(Debug, Clone, Serialize)]
+pub struct PodDeletion {
+    /// Pod namespace.
+    pub namespace: String,
+    /// Pod name.
+    pub name: String,
+    /// The node it is on.
+    pub node: Name,
+    /// Why.
+    pub reason: DeleteReason,
+}
+
+/// One projected wave.
+#[derive(Debug, Clone, Serialize)]
+pub struct Wave {
+    /// Nodes that receive a new pod or lose theirs in this wave, by name.
+    pub nodes: Vec<Name>,
+}
+
+/// Plans every desired DaemonSet against the observed state at instant `now`.
+pub fn plan(desired: &[Desired], observed: &Observed, policy: &Policy, now: Timestamp) -> Plan {
+    let ctx = Context::new(observed);
+    let mut daemonsets: Vec<DaemonSetPlan> = desired
+        .iter()
+        .map(|d| ctx.plan_one(d, policy, now))
+        .collect();
+    daemonsets.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    Plan {
+        api_version: PLAN_API_VERSION,
+        kind: "Plan",
+        now,
+        daemonsets,
+    }
+}
+
+/// Indexes built once per plan and shared by every DaemonSet.
+struct Context<'a> {
+    observed: &'a Observed,
+    /// Node indices sorted by name.
+    order: Vec<u32>,
+    /// Node names, by node index.
+    names: Vec<Name>,
+    /// Position in `order` of each node name.
+    position: HashMap<&'a str, u32>,
+    pods: PodIndex<'a>,
+}
+
+impl<'a> Context<'a> {
+    fn new(observed: &'a Observed) -> Self {
+        let mut order: Vec<u32> = (0..observed.nodes.len() as u32).collect();
+        order.sort_by(|&a, &b| {
+            observed.nodes[a as usize]
+                .name
+                .cmp(&observed.nodes[b as usize].name)
+        });
+        let names = observed
+            .nodes
+            .iter()
+            .map(|n| Name::from(n.name.as_str()))
+            .collect();
+        let position = order
+            .iter()
+            .enumerate()
+            .map(|(pos, &i)| (observed.nodes[i as usize].name.as_str(), pos as u32))
+            .collect();
+        Context {
+            observed,
+            order,
+            names,
+            position,
+            pods: PodIndex::new(&observed.pods),
+        }
+    }
+
+    fn live(&self, ns: &str, name: &str) -> Option<&'a DaemonSet> {
+        self.observed.daemonsets.iter().find(|d| {
+            d.metadata.namespace.as_deref().unwrap_or("default") == ns
+                && d.metadata.name.as_deref() == Some(name)
+        })
+    }
+
+    fn plan_one(&self, desired: &Desired, policy: &Policy, now: Timestamp) -> DaemonSetPlan {
+        let ds = &desired.daemonset;
+        let mut spec = DaemonSetSpec::compile(ds);
+        let mut warnings = Vec::new();
+        let live = self.live(&spec.namespace, &spec.name);
+        let comparison = match live {
+            None => LiveComparison::None,
+            Some(l) if same_template(ds, l) => {
+                spec.template_generation = template_generation(l);
+                LiveComparison::Equivalent
+            }
+            Some(_) => {
+                spec.template_generation = None;
+                LiveComparison::Differs
+            }
+        };
+        let slots = self.slots(&spec, policy, now);
+        let surge = allows_surge(&spec);
+        let status = status::status(&slots);
+        let budgets = budgets(&spec, status.desired_number_scheduled);
+        let rolling = matches!(spec.strategy, UpdateStrategy::RollingUpdate { .. });
+
+        let frozen = frozen_reason(ds, live, &spec);
+        let (phase, mut actions) = match &frozen {
+            Some(why) => {
+                warnings.push(why.clone());
+                (StepPhase::None, Actions::default())
+            }
+            None => {
+                let managed = manage::manage(&slots, surge);
+                if !managed.is_empty() {
+                    (StepPhase::Manage, managed)
+                } else if rolling {
+                    match rollout::rolling_update(&slots, budgets, status.desired_number_scheduled)
+                    {
+                        Ok(a) if a.is_empty() => (StepPhase::None, a),
+                        Ok(a) => (StepPhase::RollingUpdate, a),
+                        Err(rollout::Stalled::NodeGone { slot }) => {
+                            warnings.push(format!(
+                                "rolling update waits: an old pod is bound to node {} which no \
+                                 longer exists; the pod garbage collector must remove it first",
+                                self.slot_name(&slots[slot as usize])
+                            ));
+                            (StepPhase::None, Actions::default())
+                        }
+                    }
+                } else {
+                    (StepPhase::None, Actions::default())
+                }
+            }
+        };
+        actions.create.truncate(BURST_REPLICAS);
+        actions.delete.truncate(BURST_REPLICAS);
+
+        let projection = if frozen.is_some() {
+            waves::Projection {
+                waves: Vec::new(),
+                converges: false,
+            }
+        } else {
+            waves::project(
+                &slots,
+                budgets,
+                status.desired_number_scheduled,
+                surge,
+                rolling,
+            )
+        };
+        if !rolling && status.updated_number_scheduled < status.current_number_scheduled {
+            warnings.push(format!(
+                "OnDelete: {} node(s) keep their old pod until it is deleted",
+                status.current_number_scheduled - status.updated_number_scheduled
+            ));
+        } else if frozen.is_none() && !projection.converges {
+            warnings.push("the rollout does not converge under the current budgets".into());
+        }
+
+        let nodes = slots
+            .iter()
+            .map(|s| {
+                let (state, reason) = classify::classify(
+                    s,
+                    surge,
+                    spec.min_ready_seconds,
+                    |id| {
+                        self.pod(id)
+                            .and_then(|p| p.revision_hash().map(str::to_string))
+                    },
+                    |id| self.pod(id).and_then(|p| p.waiting_reason.clone()),
+                );
+                NodeEntry {
+                    node: self.slot_name(s),
+                    state,
+                    reason,
+                }
+            })
+            .collect();
+        let step = Step {
+            phase,
+            create: actions
+                .create
+                .iter()
+                .map(|&s| self.slot_name(&slots[s as usize]))
+                .collect(),
+            delete: actions
+                .delete
+                .iter()
+                .map(|d| {
+                    let pod = &self.observed.pods[d.pod as usize];
+                    PodDeletion {
+                        namespace: pod.namespace.clone(),
+                        name: pod.name.clone(),
+                        node: self.slot_name(&slots[d.slot as usize]),
+                        reason: d.why,
+                    }
+                })
+                .collect(),
+        };
+        let waves = projection
+            .waves
+            .iter()
+            .map(|w| Wave {
+                nodes: w
+                    .iter()
+                    .map(|&s| self.slot_name(&slots[s as usize]))
+                    .collect(),
+            })
+            .collect();
+        DaemonSetPlan {
+            namespace: spec.namespace.clone(),
+            name: spec.name.clone(),
+            source: desired.source.clone(),
+            revision: spec.revision.clone(),
+            live: comparison,
+            strategy: strategy_summary(&spec),
+            budgets,
+            status,
+            nodes,
+            step,
+            waves,
+            converges: projection.converges,
+            warnings,
+        }
+    }
+
+    fn pod(&self, id: u32) -> Option<&'a Pod> {
+        self.observed.pods.get(id as usize)
+    }
+
+    fn slot_name(&self, slot: &Slot) -> Name {
+        match (slot.node, &slot.gone_name) {
+            (Some(pos), _) => self.names[self.order[pos as usize] as usize].clone(),
+            (None, Some(n)) => Name::from(n.as_str()),
+            (None, None) => Name::from(""),
+        }
+    }
+
+    /// Builds the per-node view: one slot per node in name order, then one per vanished node
+    /// that still has pods of this DaemonSet.
+    fn slots(&self, spec: &DaemonSetSpec, policy: &Policy, now: Timestamp) -> Vec<Slot> {
+        let nodes = &self.observed.nodes;
+        let mut slots: Vec<Slot> = self
+            .order
+            .iter()
+            .enumerate()
+            .map(|(pos, &i)| {
+                let e = eligibility::evaluate(spec, &nodes[i as usize], policy);
+                Slot {
+                    node: Some(pos as u32),
+                    gone_name: None,
+                    should_run: e.should_run,
+                    should_continue: e.should_continue_running,
+                    ineligible: e.reason,
+                    pods: Vec::new(),
+                }
+            })
+            .collect();
+        let mut gone: HashMap<&str, u32> = HashMap::new();
+        let pods = &self.observed.pods;
+        for id in self.pods.claimed(pods, spec) {
+            let pod = &pods[id as usize];
+            // Terminal pods that are already being deleted are gone for every purpose.
+            if pod.phase.is_terminal() && pod.is_terminating() {
+                continue;
+            }
+            let Some(target) = pod.target_node.as_deref() else {
+                continue;
+            };
+            let slot = match self.position.get(target) {
+                Some(&pos) => pos as usize,
+                None => *gone.entry(target).or_insert_with(|| {
+                    slots.push(Slot {
+                        node: None,
+                        gone_name: Some(target.to_string()),
+                        should_run: false,
+                        should_continue: false,
+                        ineligible: None,
+                        pods: Vec::new(),
+                    });
+                    (slots.len() - 1) as u32
+                }) as usize,
+            };
+            slots[slot].pods.push(PodInfo::new(pod, id, 0, spec, now));
+        }
+        let first_gone = self.order.len();
+        slots[first_gone..].sort_by(|a, b| a.gone_name.cmp(&b.gone_name));
+        for slot in slots.iter_mut().filter(|s| s.pods.len() > 1) {
+            slot.pods
+                .sort_by(|a, b| pods::upstream_order(&pods[a.id as usize], &pods[b.id as usize]));
+            for (rank, p) in slot.pods.iter_mut().enumerate() {
+                p.rank = rank as u64;
+            }
+        }
+        slots
+    }
+}
+
+/// Why a DaemonSet must not be reconciled at all this step, if so.
+fn frozen_reason(ds: &DaemonSet, live: Option<&DaemonSet>, spec: &DaemonSetSpec) -> Option<String> {
+    if spec.selector.as_ref().is_some_and(|s| s.is_empty()) {
+        return Some(
+            "this DaemonSet selects all pods; a non-empty selector is required, nothing is done"
+                .into(),
+        );
+    }
+    if ds.metadata.deletion_timestamp.is_some() {
+        return Some("the DaemonSet is being deleted; nothing is done".into());
+    }
+    if live.is_some_and(|l| l.metadata.deletion_timestamp.is_some()) {
+        return Some(
+            "the live DaemonSet of this name is being deleted; its pods are not adopted".into(),
+        );
+    }
+    None
+}
+
+fn strategy_summary(spec: &DaemonSetSpec) -> StrategySummary {
+    let show = |v: IntOrPercent| match v {
+        IntOrPercent::Int(i) => i.to_string(),
+        IntOrPercent::Percent(p) => format!("{p}%"),
+    };
+    match spec.strategy {
+        UpdateStrategy::RollingUpdate {
+            max_unavailable,
+            max_surge,
+        } => StrategySummary {
+            type_: "RollingUpdate",
+            max_unavailable: Some(show(max_unavailable)),
+            max_surge: Some(show(max_surge)),
+            min_ready_seconds: spec.min_ready_seconds,
+        },
+        UpdateStrategy::OnDelete => StrategySummary {
+            type_: "OnDelete",
+            max_unavailable: None,
+            max_surge: None,
+            min_ready_seconds: spec.min_ready_seconds,
+        },
+    }
+}
+
+fn template_generation(ds: &DaemonSet) -> Option<i64> {
+    ds.metadata
+        .annotations
+        .as_ref()?
+        .get(crate::model::TEMPLATE_GENERATION_ANNOTATION)?
+        .parse()
+        .ok()
+}
+
+/// Whether two DaemonSets have the same pod template once both are defaulted.
+fn same_template(desired: &DaemonSet, live: &DaemonSet) -> bool {
+    let mut live = live.clone();
+    crate::manifest::apply_defaults(&mut live);
+    let a = desired.spec.as_ref().map(|s| &s.template);
+    let b = live.spec.as_ref().map(|s| &s.template);
+    match (a, b) {
+        (Some(a), Some(b)) => revision::revision_hash(a, None) == revision::revision_hash(b, None),
+        _ => false,
+    }
 }

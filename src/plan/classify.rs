@@ -1,0 +1,200 @@
+//! Per-node classification with reasons: why each node is where it is.
+
+use crate::model::PodPhase;
+use crate::plan::eligibility::Ineligible;
+use crate::plan::view::Slot;
+use serde::Serialize;
+use std::fmt;
+
+/// Where a node stands for one DaemonSet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeState {
+    /// Runs one available pod of the current revision.
+    UpToDate,
+    /// Runs a pod of an older revision.
+    OutOfDate,
+    /// Should run a pod and has none.
+    Missing,
+    /// Runs a pod that should not be there (the node no longer qualifies, or is gone).
+    Misscheduled,
+    /// Runs more than one pod.
+    Duplicate,
+    /// Its pod failed or exited.
+    Failed,
+    /// Runs a current pod that is not ready or not yet available (minReadySeconds).
+    Unavailable,
+    /// A new pod is starting beside the old one (maxSurge).
+    Surging,
+    /// Its only pods are terminating.
+    Terminating,
+    /// Selected by nodeSelector and affinity, but a taint is not tolerated.
+    Blocked,
+    /// Not selected: nodeName, nodeSelector, affinity or an untolerated NoExecute taint.
+    Ineligible,
+}
+
+impl NodeState {
+    /// The spelling used in every output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeState::UpToDate => "up-to-date",
+            NodeState::OutOfDate => "out-of-date",
+            NodeState::Missing => "missing",
+            NodeState::Misscheduled => "misscheduled",
+            NodeState::Duplicate => "duplicate",
+            NodeState::Failed => "failed",
+            NodeState::Unavailable => "unavailable",
+            NodeState::Surging => "surging",
+            NodeState::Terminating => "terminating",
+            NodeState::Blocked => "blocked",
+            NodeState::Ineligible => "ineligible",
+        }
+    }
+
+    /// True for states a reviewer should look at (everything but up-to-date and ineligible).
+    pub fn needs_attention(self) -> bool {
+        !matches!(self, NodeState::UpToDate | NodeState::Ineligible)
+    }
+}
+
+impl fmt::Display for NodeState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a node is in its state. Rendered to a sentence only when printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    /// Current revision, available.
+    Current,
+    /// Runs revision `from` (`None`: no revision label) where `to` is desired.
+    OldRevision {
+        /// The pod's `controller-revision-hash`, if any.
+        from: Option<String>,
+        /// Whether the old pod is available.
+        available: bool,
+    },
+    /// No pod yet.
+    NoPod,
+    /// Current pod not ready; the container's waiting reason when known.
+    NotReady(Option<String>),
+    /// Ready, but not for `minReadySeconds` yet.
+    MinReadySeconds(i32),
+    /// The pod's phase is terminal.
+    Terminal(PodPhase),
+    /// Number of pods running on the node.
+    Pods(usize),
+    /// Old and new pod side by side; whether the new one is ready.
+    SurgeStarting,
+    /// Only terminating pods remain.
+    Terminating,
+    /// The node does not (or no longer does) qualify.
+    Ineligible(Ineligible),
+    /// The node qualifies on labels but a taint blocks it; `kept` when a running pod stays.
+    Blocked {
+        /// Why.
+        why: Ineligible,
+        /// A running pod is kept (counted as misscheduled).
+        kept: bool,
+    },
+    /// The pod's node is no longer in the cluster.
+    NodeGone,
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::Current => f.write_str("running the current revision"),
+            Reason::OldRevision { from, available } => {
+                match from {
+                    Some(h) => write!(f, "running old revision {h}")?,
+                    None => f.write_str("running a pod without the current revision")?,
+                }
+                if !available {
+                    f.write_str(" (not available)")?;
+                }
+                Ok(())
+            }
+            Reason::NoPod => f.write_str("no pod yet"),
+            Reason::NotReady(Some(w)) => write!(f, "pod not ready: {w}"),
+            Reason::NotReady(None) => f.write_str("pod not ready"),
+            Reason::MinReadySeconds(s) => write!(f, "ready, but not yet for minReadySeconds={s}"),
+            Reason::Terminal(p) => write!(f, "pod phase is {}", p.as_str()),
+            Reason::Pods(n) => write!(f, "{n} pods on the node; one is kept"),
+            Reason::SurgeStarting => f.write_str("new pod starting beside the old one"),
+            Reason::Terminating => f.write_str("pod terminating"),
+            Reason::Ineligible(why) => write!(f, "{why}"),
+            Reason::Blocked { why, kept: true } => {
+                write!(
+                    f,
+                    "{why}; the running pod is kept but counted as misscheduled"
+                )
+            }
+            Reason::Blocked { why, kept: false } => write!(f, "{why}"),
+            Reason::NodeGone => f.write_str("node no longer exists"),
+        }
+    }
+}
+
+impl Serialize for Reason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Classifies one slot. `revision_of` returns the hash label of an observed pod.
+pub(crate) fn classify(
+    slot: &Slot,
+    surge: bool,
+    min_ready_seconds: i32,
+    revision_of: impl Fn(u32) -> Option<String>,
+    waiting_of: impl Fn(u32) -> Option<String>,
+) -> (NodeState, Reason) {
+    if slot.node.is_none() {
+        return (NodeState::Misscheduled, Reason::NodeGone);
+    }
+    let live: Vec<_> = slot.pods.iter().filter(|p| !p.terminating).collect();
+    let terminating_only = live.is_empty() && slot.has_pods();
+    if !slot.should_run {
+        let why = slot
+            .ineligible
+            .clone()
+            .expect("a node that should not run has a reason");
+        let taint_blocked = matches!(why, Ineligible::Taint { .. });
+        return match (live.is_empty(), taint_blocked && slot.should_continue) {
+            (true, _) if terminating_only => (NodeState::Terminating, Reason::Ineligible(why)),
+            (true, _) if taint_blocked => {
+                (NodeState::Blocked, Reason::Blocked { why, kept: false })
+            }
+            (true, _) => (NodeState::Ineligible, Reason::Ineligible(why)),
+            (false, true) => (NodeState::Blocked, Reason::Blocked { why, kept: true }),
+            (false, false) => (NodeState::Misscheduled, Reason::Ineligible(why)),
+        };
+    }
+    match live.as_slice() {
+        [] if terminating_only => (NodeState::Terminating, Reason::Terminating),
+        [] => (NodeState::Missing, Reason::NoPod),
+        [p] if p.phase.is_terminal() => (NodeState::Failed, Reason::Terminal(p.phase)),
+        [p] if !p.updated => (
+            NodeState::OutOfDate,
+            Reason::OldRevision {
+                from: revision_of(p.id),
+                available: p.available,
+            },
+        ),
+        [p] if p.available => (NodeState::UpToDate, Reason::Current),
+        [p] if p.ready => (
+            NodeState::Unavailable,
+            Reason::MinReadySeconds(min_ready_seconds),
+        ),
+        [p] => (NodeState::Unavailable, Reason::NotReady(waiting_of(p.id))),
+        [a, b]
+            if surge && a.updated != b.updated && live.iter().all(|p| !p.phase.is_terminal()) =>
+        {
+            (NodeState::Surging, Reason::SurgeStarting)
+        }
+        many => (NodeState::Duplicate, Reason::Pods(many.len())),
+    }
+}

@@ -1,0 +1,87 @@
+//! The per-node decisions (upstream `podsShouldBeOnNode` and the unscheduled-pod cleanup of
+//! `manage`, spec section 5.3): create where a pod is missing, delete failed, duplicate and
+//! misscheduled pods.
+
+use crate::plan::pods::PodInfo;
+use crate::plan::view::{Actions, Delete, DeleteReason, Slot};
+
+/// Manage actions for every slot, in slot order.
+pub(crate) fn manage(slots: &[Slot], allows_surge: bool) -> Actions {
+    let mut actions = Actions::default();
+    for (i, slot) in slots.iter().enumerate() {
+        let i = i as u32;
+        if slot.node.is_none() {
+            // A vanished node: only pods that were never bound are ours to clean up; bound pods
+            // are left to the pod garbage collector.
+            for p in slot.pods.iter().filter(|p| !p.bound) {
+                actions.delete.push(del(i, p, DeleteReason::NodeGone));
+            }
+            continue;
+        }
+        on_node(i, slot, allows_surge, &mut actions);
+    }
+    actions
+}
+
+fn del(slot: u32, p: &PodInfo, why: DeleteReason) -> Delete {
+    Delete {
+        slot,
+        pod: p.id,
+        why,
+    }
+}
+
+fn on_node(i: u32, slot: &Slot, allows_surge: bool, actions: &mut Actions) {
+    if slot.should_run && !slot.has_pods() {
+        actions.create.push(i);
+        return;
+    }
+    if !slot.should_continue {
+        for p in slot.pods.iter().filter(|p| !p.terminating) {
+            actions.delete.push(del(i, p, DeleteReason::Misscheduled));
+        }
+        return;
+    }
+    let mut running: Vec<&PodInfo> = Vec::with_capacity(slot.pods.len());
+    for p in slot.pods.iter().filter(|p| !p.terminating) {
+        match p.phase {
+            // Failed pods are always deleted; the executor spaces out repeated failures on one
+            // node (upstream's per-node backoff) since the planner keeps no memory.
+            crate::model::PodPhase::Failed => actions.delete.push(del(i, p, DeleteReason::Failed)),
+            crate::model::PodPhase::Succeeded => {
+                actions.delete.push(del(i, p, DeleteReason::Succeeded))
+            }
+            _ => running.push(p),
+        }
+    }
+    if !allows_surge {
+        // Slot pods are already in upstream order: keep the first, delete the rest. No
+        // creation here even with nothing running: the next step sees an empty node.
+        for p in running.iter().skip(1) {
+            actions.delete.push(del(i, p, DeleteReason::Duplicate));
+        }
+        return;
+    }
+    match running.len() {
+        0 if slot.should_run => actions.create.push(i),
+        0 | 1 => {}
+        _ => {
+            let oldest_new = running.iter().find(|p| p.hash_current).copied();
+            let oldest_old = running.iter().find(|p| !p.hash_current).copied();
+            for p in &running {
+                let kept = Some(p.id) == oldest_new.map(|p| p.id)
+                    || Some(p.id) == oldest_old.map(|p| p.id);
+                if !kept {
+                    actions.delete.push(del(i, p, DeleteReason::Duplicate));
+                }
+            }
+            if let (Some(new), Some(old)) = (oldest_new, oldest_old) {
+                if !old.ready {
+                    actions.delete.push(del(i, old, DeleteReason::OldNotReady));
+                } else if new.available {
+                    actions.delete.push(del(i, old, DeleteReason::Replaced));
+                }
+            }
+        }
+    }
+}

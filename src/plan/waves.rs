@@ -1,0 +1,178 @@
+//! Rollout projection: from the current state, assuming every pod of the current revision
+//! becomes available, the waves of nodes that receive a new pod (or lose theirs) until the
+//! DaemonSet converges.
+//!
+//! The projection replays the planner's own steps on a copy of the per-node view, so it can
+//! never disagree with what `apply` will do. Once the view is regular (every node either done,
+//! or running one available old pod on a node that should run it) the remaining waves are
+//! exactly the remaining old nodes in visiting order, `budget` at a time; the projection then
+//! chunks them instead of replaying, which keeps it linear in the number of nodes.
+
+use crate::plan::manage::manage;
+use crate::plan::pods::{PodInfo, SYNTHETIC};
+use crate::plan::rollout::{Budgets, Stalled, rolling_update};
+use crate::plan::view::{Actions, DeleteReason, Slot};
+
+/// Bound on replayed steps per projection before it gives up and reports non-convergence.
+const MAX_REPLAYED_STEPS: usize = 20_000;
+/// Bound on replayed steps inside one wave (manage and rolling update alternate a few times).
+const MAX_STEPS_PER_WAVE: usize = 8;
+
+/// Result of a projection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Projection {
+    /// Slots touched in each wave, in visiting order.
+    pub waves: Vec<Vec<u32>>,
+    /// False when the rollout cannot complete under the assumption (OnDelete with old pods, a
+    /// stalled rolling update, or the replay bound was reached).
+    pub converges: bool,
+}
+
+/// Projects the rollout. `rolling` is false for OnDelete.
+pub(crate) fn project(
+    slots: &[Slot],
+    budgets: Budgets,
+    desired: i32,
+    allows_surge: bool,
+    rolling: bool,
+) -> Projection {
+    let mut slots = slots.to_vec();
+    let mut waves = Vec::new();
+    let mut next_id = SYNTHETIC;
+    let mut replayed = 0;
+    loop {
+        if rolling && let Some(rest) = regular_remaining(&slots, allows_surge) {
+            let per_wave = if budgets.max_surge > 0 {
+                budgets.max_surge
+            } else {
+                budgets.max_unavailable
+            }
+            .max(1) as usize;
+            waves.extend(rest.chunks(per_wave).map(<[u32]>::to_vec));
+            return Projection {
+                waves,
+                converges: true,
+            };
+        }
+        let mut touched = Vec::new();
+        let mut stalled = false;
+        for _ in 0..MAX_STEPS_PER_WAVE {
+            replayed += 1;
+            let mut actions = manage(&slots, allows_surge);
+            if actions.is_empty() && rolling {
+                match rolling_update(&slots, budgets, desired) {
+                    Ok(a) => actions = a,
+                    Err(Stalled::NodeGone { .. }) => stalled = true,
+                }
+            }
+            if actions.is_empty() {
+                break;
+            }
+            apply(&mut slots, &actions, &mut next_id, &mut touched);
+        }
+        let woke = make_current_available(&mut slots);
+        if !touched.is_empty() {
+            touched.sort_unstable();
+            touched.dedup();
+            waves.push(touched);
+        } else if !woke {
+            return Projection {
+                converges: !stalled && converged(&slots),
+                waves,
+            };
+        }
+        if replayed >= MAX_REPLAYED_STEPS {
+            return Projection {
+                waves,
+                converges: false,
+            };
+        }
+    }
+}
+
+/// Applies a step to the projected view: deleted pods disappear at once, created pods start
+/// not ready.
+fn apply(slots: &mut [Slot], actions: &Actions, next_id: &mut u32, touched: &mut Vec<u32>) {
+    for d in &actions.delete {
+        let slot = &mut slots[d.slot as usize];
+        slot.pods.retain(|p| p.id != d.pod);
+        // Removing the old pod after its replacement is available completes the node's
+        // earlier wave; it does not start a new one.
+        if !matches!(d.why, DeleteReason::Replaced | DeleteReason::OldNotReady) {
+            touched.push(d.slot);
+        }
+    }
+    for &s in &actions.create {
+        let id = *next_id;
+        *next_id += 1;
+        slots[s as usize].pods.push(PodInfo {
+            id,
+            rank: u64::from(id),
+            terminating: false,
+            phase: crate::model::PodPhase::Pending,
+            bound: false,
+            hash_current: true,
+            updated: true,
+            ready: false,
+            available: false,
+        });
+        touched.push(s);
+    }
+}
+
+/// The assumption of the projection: every current-revision pod becomes available. Returns
+/// whether anything changed.
+fn make_current_available(slots: &mut [Slot]) -> bool {
+    let mut changed = false;
+    for p in slots.iter_mut().flat_map(|s| s.pods.iter_mut()) {
+        if p.updated && p.is_running() && !p.available {
+            p.ready = true;
+            p.available = true;
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// Every node that should run the DaemonSet runs exactly one current pod; other nodes run
+/// none, except current pods kept on nodes blocked only by a NoSchedule taint.
+fn converged(slots: &[Slot]) -> bool {
+    slots.iter().all(|s| {
+        if s.node.is_some() && s.should_run {
+            matches!(s.pods.as_slice(), [p] if p.updated && p.is_running())
+        } else {
+            s.pods.is_empty() || (s.should_continue && s.pods.iter().all(|p| p.updated))
+        }
+    })
+}
+
+/// When the view is regular, the old nodes still to roll, in visiting order: every further
+/// wave then takes the next `budget` of them, exactly as the replay would. `None` when some
+/// node still needs the replay (missing pods, duplicates, unavailable old pods, pods on nodes
+/// that no longer qualify or no longer exist).
+fn regular_remaining(slots: &[Slot], allows_surge: bool) -> Option<Vec<u32>> {
+    let mut rest = Vec::new();
+    for (i, s) in slots.iter().enumerate() {
+        let settled = |p: &PodInfo| p.is_running() && p.available;
+        let qualifies = s.node.is_some() && s.should_run;
+        match s.pods.as_slice() {
+            [] if !qualifies => {}
+            [p] if settled(p) && p.updated => {
+                let kept = s.should_continue || (s.node.is_none() && p.bound);
+                if !qualifies && !kept {
+                    return None;
+                }
+            }
+            [p] if settled(p) && qualifies => rest.push(i as u32),
+            // Surge: a replaced node whose old pod goes in the next step's manage pass.
+            [a, b]
+                if allows_surge
+                    && qualifies
+                    && settled(a)
+                    && settled(b)
+                    && a.updated != b.updated => {}
+            _ => return None,
+        }
+    }
+    Some(rest)
+}
