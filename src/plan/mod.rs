@@ -21,7 +21,11 @@ mod pods;
 pub mod render;
 pub mod revision;
 mod rollout;
+#[cfg(test)]
+mod scenarios;
 mod status;
+#[cfg(test)]
+mod testkit;
 mod view;
 mod waves;
 
@@ -223,10 +227,22 @@ pub struct Wave {
 
 /// Plans every desired DaemonSet against the observed state at instant `now`.
 pub fn plan(desired: &[Desired], observed: &Observed, policy: &Policy, now: Timestamp) -> Plan {
+    plan_with(desired, observed, policy, now, false)
+}
+
+/// [`plan`], optionally skipping the per-node decisions so that the step is the rolling
+/// update's (tests replay upstream syncs, which run both in one pass).
+pub(crate) fn plan_with(
+    desired: &[Desired],
+    observed: &Observed,
+    policy: &Policy,
+    now: Timestamp,
+    rolling_only: bool,
+) -> Plan {
     let ctx = Context::new(observed);
     let mut daemonsets: Vec<DaemonSetPlan> = desired
         .iter()
-        .map(|d| ctx.plan_one(d, policy, now))
+        .map(|d| ctx.plan_one(d, policy, now, rolling_only))
         .collect();
     daemonsets.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     Plan {
@@ -283,7 +299,13 @@ impl<'a> Context<'a> {
         })
     }
 
-    fn plan_one(&self, desired: &Desired, policy: &Policy, now: Timestamp) -> DaemonSetPlan {
+    fn plan_one(
+        &self,
+        desired: &Desired,
+        policy: &Policy,
+        now: Timestamp,
+        rolling_only: bool,
+    ) -> DaemonSetPlan {
         let ds = &desired.daemonset;
         let mut spec = DaemonSetSpec::compile(ds);
         let mut warnings = Vec::new();
@@ -301,7 +323,8 @@ impl<'a> Context<'a> {
         };
         let slots = self.slots(&spec, policy, now);
         let surge = allows_surge(&spec);
-        let status = status::status(&slots);
+        let mut status = status::status(&slots);
+        status.observed_generation = ds.metadata.generation;
         let budgets = budgets(&spec, status.desired_number_scheduled);
         let rolling = matches!(spec.strategy, UpdateStrategy::RollingUpdate { .. });
 
@@ -312,7 +335,11 @@ impl<'a> Context<'a> {
                 (StepPhase::None, Actions::default())
             }
             None => {
-                let managed = manage::manage(&slots, surge);
+                let managed = if rolling_only {
+                    Actions::default()
+                } else {
+                    manage::manage(&slots, surge)
+                };
                 if !managed.is_empty() {
                     (StepPhase::Manage, managed)
                 } else if rolling {

@@ -21,6 +21,9 @@ pub struct Status {
     pub number_unavailable: i32,
     /// Nodes that run the pod but should not.
     pub number_misscheduled: i32,
+    /// `metadata.generation` of the DaemonSet this status describes, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
 }
 
 /// Upstream `updateDaemonSetStatus` over the slots of existing nodes (vanished nodes are never
