@@ -18,6 +18,8 @@ pub mod daemonset;
 pub mod eligibility;
 mod manage;
 mod pods;
+#[cfg(test)]
+mod properties;
 pub mod render;
 pub mod revision;
 mod rollout;
