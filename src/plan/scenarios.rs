@@ -797,3 +797,152 @@ fn on_delete_projects_no_waves_and_warns() {
     assert!(plan.warnings.iter().any(|w| w.contains("OnDelete")));
     assert!(plan.nodes.iter().all(|n| n.state == NodeState::OutOfDate));
 }
+
+#[test]
+fn live_daemonset_with_equivalent_template_keeps_its_updated_pods_current() {
+    // A DaemonSet the built-in controller runs today: its pods carry the upstream hash and the
+    // template generation, never daemonsync's hash.
+    let git = ds("foo").build();
+    let live = ds("foo").annotation(crate::model::TEMPLATE_GENERATION_ANNOTATION, "3").build();
+    let mut c = Cluster::new(nodes(2));
+    c.live.push(live);
+    for (n, generation) in [("node-0", "3"), ("node-1", "2")] {
+        let p = c.pod(&git, n);
+        p.labels.insert(crate::model::REVISION_HASH_LABEL.into(), "7d4b9c".into());
+        p.labels.insert(crate::model::TEMPLATE_GENERATION_LABEL.into(), generation.into());
+        p.ready = Some(ReadyCondition { status: true, last_transition: Some(t0()) });
+    }
+    let plan = c.plan(&git);
+    assert_eq!(plan.live, crate::plan::LiveComparison::Equivalent);
+    let states: Vec<_> = plan.nodes.iter().map(|n| n.state).collect();
+    assert_eq!(states, [NodeState::UpToDate, NodeState::OutOfDate]);
+    assert_eq!(plan.status.updated_number_scheduled, 1);
+}
+
+#[test]
+fn live_daemonset_with_different_template_makes_every_pod_out_of_date() {
+    let git = ds("foo").image("foo/bar:2").build();
+    let live = ds("foo").annotation(crate::model::TEMPLATE_GENERATION_ANNOTATION, "3").build();
+    let mut c = Cluster::new(nodes(2));
+    c.live.push(live);
+    for n in ["node-0", "node-1"] {
+        let p = c.pod(&git, n);
+        p.labels.insert(crate::model::REVISION_HASH_LABEL.into(), "7d4b9c".into());
+        p.labels.insert(crate::model::TEMPLATE_GENERATION_LABEL.into(), "3".into());
+        p.ready = Some(ReadyCondition { status: true, last_transition: Some(t0()) });
+    }
+    let plan = c.plan(&git);
+    assert_eq!(plan.live, crate::plan::LiveComparison::Differs);
+    assert!(plan.nodes.iter().all(|n| n.state == NodeState::OutOfDate));
+    assert_eq!(plan.step.delete.len(), 1, "maxUnavailable 1 replaces one node at a time");
+}
+
+#[test]
+fn pods_of_other_controllers_are_never_touched() {
+    let d = ds("foo").build();
+    let mut c = Cluster::new(nodes(1));
+    let foreign = c.pod(&d, "node-0");
+    foreign.controller.as_mut().unwrap().kind = "ReplicaSet".into();
+    let other_ds = c.pod(&d, "node-0");
+    other_ds.controller.as_mut().unwrap().name = "bar".into();
+    let plan = c.plan(&d);
+    assert_eq!(plan.step.create.len(), 1, "neither pod counts as foo's");
+    assert!(plan.step.delete.is_empty());
+}
+
+#[test]
+fn pods_of_daemonsyncs_record_are_claimed() {
+    let d = ds("foo").build();
+    let mut c = Cluster::new(nodes(1));
+    c.pod(&d, "node-0").controller.as_mut().unwrap().kind = crate::plan::RECORD_KIND.into();
+    assert_eq!(c.sync(&d), (0, 0));
+}
+
+#[test]
+fn orphans_matching_the_selector_are_adopted_unless_terminating() {
+    let d = ds("foo").build();
+    let mut c = Cluster::new(nodes(2));
+    c.pod(&d, "node-0").controller = None;
+    let t = c.pod(&d, "node-1");
+    t.controller = None;
+    t.deletion_timestamp = Some(t0());
+    let plan = c.plan(&d);
+    let states: Vec<_> = plan.nodes.iter().map(|n| n.state).collect();
+    assert_eq!(states, [NodeState::Unavailable, NodeState::Missing]);
+}
+
+#[test]
+fn classification_explains_every_node() {
+    let d = ds("foo")
+        .node_selector(json!({"color": "blue", "speed": "fast"}))
+        .image("foo/bar:2")
+        .build();
+    let mut all = vec![
+        node("a-plain").build(),
+        node("b-noexec").blue().taint("k", "v", TaintEffect::NoExecute).build(),
+        node("c-nosched").blue().taint("k", "v", TaintEffect::NoSchedule).build(),
+    ];
+    all.extend(["d-current", "e-old", "f-missing", "g-dup", "h-failed", "i-notready"]
+        .iter()
+        .map(|n| node(n).blue().build()));
+    let mut c = Cluster::new(all);
+    let ready = Some(ReadyCondition { status: true, last_transition: Some(t0()) });
+    c.pod(&d, "a-plain").ready = ready;
+    c.pod(&d, "c-nosched").ready = ready;
+    c.pod(&d, "d-current").ready = ready;
+    let old = c.pod(&d, "e-old");
+    old.ready = ready;
+    old.labels.insert(crate::model::REVISION_HASH_LABEL.into(), "old123".into());
+    c.pods(&d, "g-dup", 2);
+    c.pod(&d, "h-failed").phase = PodPhase::Failed;
+    c.pod(&d, "i-notready").waiting_reason = Some("CrashLoopBackOff".into());
+    c.pod(&d, "gone-node").node_name = Some("gone-node".into());
+    let plan = c.plan(&d);
+    let got: Vec<(String, NodeState, String)> = plan
+        .nodes
+        .iter()
+        .map(|n| (n.node.to_string(), n.state, n.reason.to_string()))
+        .collect();
+    let find = |name: &str| got.iter().find(|g| g.0 == name).unwrap().clone();
+    assert_eq!(find("a-plain").1, NodeState::Misscheduled);
+    assert!(find("a-plain").2.contains("color"), "{:?}", find("a-plain"));
+    assert_eq!(find("b-noexec").1, NodeState::Blocked);
+    assert_eq!(find("c-nosched").1, NodeState::Blocked);
+    assert!(find("c-nosched").2.contains("kept"), "{:?}", find("c-nosched"));
+    assert_eq!(find("d-current").1, NodeState::UpToDate);
+    assert_eq!(find("e-old").1, NodeState::OutOfDate);
+    assert!(find("e-old").2.contains("old123"));
+    assert_eq!(find("f-missing").1, NodeState::Missing);
+    assert_eq!(find("g-dup").1, NodeState::Duplicate);
+    assert_eq!(find("h-failed").1, NodeState::Failed);
+    assert_eq!(find("i-notready").1, NodeState::Unavailable);
+    assert!(find("i-notready").2.contains("CrashLoopBackOff"));
+    assert_eq!(find("gone-node").1, NodeState::Misscheduled);
+    assert!(find("gone-node").2.contains("no longer exists"));
+    // Sorted by name, vanished nodes last.
+    assert_eq!(got.last().unwrap().0, "gone-node");
+    assert_eq!(plan.status.number_misscheduled, 2, "a-plain and c-nosched");
+}
+
+#[test]
+fn surge_waves_take_max_surge_nodes_at_a_time() {
+    let v1 = ds("foo").surge(json!(2));
+    let mut c = Cluster::new(nodes(5));
+    replay(&mut c, &v1.build(), &[s(5, 0), R]);
+    let plan = c.plan(&v1.image("foo/bar:2").build());
+    let sizes: Vec<usize> = plan.waves.iter().map(|w| w.nodes.len()).collect();
+    assert_eq!(sizes, [2, 2, 1]);
+    assert!(plan.converges);
+}
+
+#[test]
+fn unbound_pod_on_a_vanished_node_is_deleted() {
+    let d = ds("foo").build();
+    let mut c = Cluster::new(nodes(1));
+    c.pod(&d, "node-0");
+    let p = c.pod(&d, "old-node");
+    p.node_name = None;
+    let plan = c.plan(&d);
+    assert_eq!(plan.step.delete.len(), 1);
+    assert_eq!(plan.step.delete[0].reason, crate::plan::DeleteReason::NodeGone);
+}
