@@ -117,16 +117,28 @@ fn innermost(err: &serde_saphyr::Error) -> &serde_saphyr::Error {
     }
 }
 
+/// Drop the parser's own location suffix (we print line and column ourselves) and hints
+/// about parser options that a manifest author cannot act on.
+fn clean_message(message: &str) -> String {
+    let mut m = message.trim();
+    if let Some(i) = m.rfind(" at line ")
+        && m[i..].contains(", column ")
+    {
+        m = &m[..i];
+    }
+    m.replace(", set DuplicateKeyPolicy in Options if acceptable", "")
+}
+
 fn yaml_error(file_label: &str, markers: &DocMarkers, err: &serde_saphyr::Error) -> LoadError {
     let inner = innermost(err);
-    let message = inner.to_string();
+    let message = clean_message(&inner.to_string());
     let is_budget = matches!(
         inner,
         serde_saphyr::Error::Budget { .. }
             | serde_saphyr::Error::AliasReplayLimitExceeded { .. }
             | serde_saphyr::Error::AliasReplayStackDepthExceeded { .. }
             | serde_saphyr::Error::AliasReplayCounterOverflow { .. }
-    );
+    ) || message.contains("recursion limit");
     if is_budget {
         return LoadError::Budget {
             file: file_label.to_string(),

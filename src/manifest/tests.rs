@@ -628,6 +628,15 @@ fn syntax_error_reports_line_and_column() {
     }
     let msg = err.to_string();
     assert!(msg.starts_with("broken.yaml, document 2, line "), "{msg}");
+    assert!(!msg.contains(" at line "), "location printed twice: {msg}");
+    assert!(msg.contains("fix the manifest at that position"), "{msg}");
+    let err = read_documents("dup.yaml", "a: 1\na: 2\n", &Limits::default()).unwrap_err();
+    assert!(
+        err.to_string().starts_with(
+            "dup.yaml, document 1, line 2, column 1: syntax error: duplicate mapping key: a;"
+        ),
+        "{err}"
+    );
 }
 
 #[test]
