@@ -1,3 +1,168 @@
-//! TEMPORARY.
-/// defaults
-pub fn apply_defaults(_ds: &mut k8s_openapi::api::apps::v1::DaemonSet) {}
+//! Manifests: multi-document YAML / JSON, `kind: List`, defaulting and validation.
+//!
+//! Flow: [`load_paths`] / [`load_str`] read files into [`RawDocument`]s ([`read_documents`]),
+//! classify each object, set the default namespace, deserialize `apps/v1` DaemonSets,
+//! apply the API server's defaulting ([`apply_defaults`]) and validation ([`validate`]).
+//! Valid DaemonSets become [`Manifest`]s, invalid ones [`InvalidDaemonSet`]s (with
+//! API-server style [`FieldError`]s), everything else an [`OtherObject`].
+
+mod defaults;
+mod error;
+mod load;
+mod validate;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+
+pub use defaults::{apply_defaults, apply_pod_defaults};
+pub use error::{FieldError, FieldErrorKind, LoadError};
+pub use load::{load_paths, load_str, read_documents};
+pub use validate::validate;
+
+/// Where an object came from: file, document number, start line and `List` item index.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DocRef {
+    /// The file label (path as given, or a caller-chosen label for [`load_str`]).
+    pub file: String,
+    /// 1-based document number within the file (`---`-separated).
+    pub document: usize,
+    /// 1-based line where the document's content starts, if known.
+    pub line: Option<usize>,
+    /// Index inside a `kind: List`'s `items`, if the object came from a list.
+    pub item: Option<usize>,
+}
+
+impl fmt::Display for DocRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}, document {}", self.file, self.document)?;
+        if let Some(line) = self.line {
+            write!(f, " (line {line})")?;
+        }
+        if let Some(item) = self.item {
+            write!(f, ", items[{item}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// One parsed object (a YAML/JSON document, or one item of a `kind: List`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawDocument {
+    /// Where it came from.
+    pub source: DocRef,
+    /// The object as generic JSON.
+    pub value: serde_json::Value,
+}
+
+/// A defaulted and valid `apps/v1` DaemonSet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Manifest {
+    /// Where it came from.
+    pub source: DocRef,
+    /// The DaemonSet after namespace defaulting, [`apply_defaults`] and a clean [`validate`].
+    pub daemonset: DaemonSet,
+}
+
+/// A DaemonSet the API server would reject, with the reasons.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InvalidDaemonSet {
+    /// Where it came from.
+    pub source: DocRef,
+    /// `"namespace/name"`, or `"<unnamed>"` when it has no name.
+    pub name: String,
+    /// The errors, in the order the API server would report them.
+    pub errors: Vec<FieldError>,
+}
+
+/// An object this module does not manage (RBAC, ConfigMaps, CRDs, ...). Never an error.
+///
+/// Only identifying fields are kept; e.g. a Secret's data is dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherObject {
+    /// Where it came from.
+    pub source: DocRef,
+    /// Its `apiVersion`.
+    pub api_version: String,
+    /// Its `kind`.
+    pub kind: String,
+    /// Its `metadata.name`, if any.
+    pub name: Option<String>,
+}
+
+/// Everything loaded, in input order (files in walk order, documents in file order).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Manifests {
+    /// Valid, defaulted DaemonSets.
+    pub daemonsets: Vec<Manifest>,
+    /// DaemonSets that fail validation (or use a removed API version).
+    pub invalid: Vec<InvalidDaemonSet>,
+    /// All other objects.
+    pub others: Vec<OtherObject>,
+}
+
+impl Manifests {
+    fn extend(&mut self, other: Manifests) {
+        self.daemonsets.extend(other.daemonsets);
+        self.invalid.extend(other.invalid);
+        self.others.extend(other.others);
+    }
+}
+
+/// Resource limits for loading; defaults are generous for real manifests and keep hostile
+/// input (huge files, alias bombs, deep nesting) bounded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest single file accepted, checked before reading (default 8 MiB).
+    pub max_file_bytes: u64,
+    /// Most files accepted from [`load_paths`] (default 10 000).
+    pub max_files: usize,
+    /// Most bytes accepted over all files of one [`load_paths`] call (default 64 MiB).
+    pub max_total_bytes: u64,
+    /// Deepest YAML nesting accepted (default 64).
+    pub max_depth: usize,
+    /// Most YAML nodes (scalars, sequences, mappings) per file (default 250 000).
+    pub max_nodes: usize,
+    /// Most YAML alias references (`*ref`) per file (default 1 000).
+    pub max_aliases: usize,
+    /// Most parser events replayed through alias expansion per file (default 10 000).
+    pub max_alias_replayed_events: usize,
+    /// Most documents per file (default 1 024).
+    pub max_documents: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_file_bytes: 8 * 1024 * 1024,
+            max_files: 10_000,
+            max_total_bytes: 64 * 1024 * 1024,
+            max_depth: 64,
+            max_nodes: 250_000,
+            max_aliases: 1_000,
+            max_alias_replayed_events: 10_000,
+            max_documents: 1_024,
+        }
+    }
+}
+
+/// Options for [`load_str`] and [`load_paths`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Namespace given to objects without `metadata.namespace` (as kubectl does); `"default"`.
+    pub default_namespace: String,
+    /// Resource limits.
+    pub limits: Limits,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            default_namespace: "default".to_string(),
+            limits: Limits::default(),
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! Error types: API-server style field errors and load errors.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use super::DocRef;
+
+/// The kind of a [`FieldError`], named after the API server's `field.ErrorType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FieldErrorKind {
+    /// "Invalid value": the value is malformed or out of range.
+    Invalid,
+    /// "Required value": a mandatory field is missing or empty.
+    Required,
+    /// "Unsupported value": the value is not one of an enumerated set.
+    NotSupported,
+    /// "Forbidden": the field may not be set here.
+    Forbidden,
+    /// "Duplicate value": the value must be unique but was seen before.
+    Duplicate,
+    /// "Not found": the value refers to something that does not exist (e.g. a volume).
+    NotFound,
+}
+
+impl FieldErrorKind {
+    /// The text the API server prints for this kind, e.g. `"Invalid value"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FieldErrorKind::Invalid => "Invalid value",
+            FieldErrorKind::Required => "Required value",
+            FieldErrorKind::NotSupported => "Unsupported value",
+            FieldErrorKind::Forbidden => "Forbidden",
+            FieldErrorKind::Duplicate => "Duplicate value",
+            FieldErrorKind::NotFound => "Not found",
+        }
+    }
+
+    /// Whether the API server prints the offending value for this kind.
+    fn shows_value(self) -> bool {
+        !matches!(self, FieldErrorKind::Required | FieldErrorKind::Forbidden)
+    }
+}
+
+impl fmt::Display for FieldErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One validation error, shaped like the API server's `field.Error`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// The `field.Path` string, e.g. `spec.template.spec.containers[0].image`.
+    pub path: String,
+    /// What went wrong.
+    pub kind: FieldErrorKind,
+    /// The offending value, already rendered the way the API server prints it
+    /// (strings quoted, numbers bare). `None` prints as `null` for kinds that show values.
+    pub value: Option<String>,
+    /// Human-readable detail (may be empty).
+    pub detail: String,
+}
+
+impl FieldError {
+    /// An "Invalid value" error.
+    pub fn invalid(
+        path: impl Into<String>,
+        value: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Self {
+        FieldError {
+            path: path.into(),
+            kind: FieldErrorKind::Invalid,
+            value: Some(value.into()),
+            detail: detail.into(),
+        }
+    }
+
+    /// A "Required value" error.
+    pub fn required(path: impl Into<String>, detail: impl Into<String>) -> Self {
+        FieldError {
+            path: path.into(),
+            kind: FieldErrorKind::Required,
+            value: None,
+            detail: detail.into(),
+        }
+    }
+
+    /// A "Forbidden" error.
+    pub fn forbidden(path: impl Into<String>, detail: impl Into<String>) -> Self {
+        FieldError {
+            path: path.into(),
+            kind: FieldErrorKind::Forbidden,
+            value: None,
+            detail: detail.into(),
+        }
+    }
+
+    /// An "Unsupported value" error listing the supported values.
+    pub fn not_supported(
+        path: impl Into<String>,
+        value: impl Into<String>,
+        supported: &[&str],
+    ) -> Self {
+        let detail = if supported.is_empty() {
+            String::new()
+        } else {
+            let quoted: Vec<String> = supported.iter().map(|s| quote(s)).collect();
+            format!("supported values: {}", quoted.join(", "))
+        };
+        FieldError {
+            path: path.into(),
+            kind: FieldErrorKind::NotSupported,
+            value: Some(value.into()),
+            detail,
+        }
+    }
+
+    /// A "Duplicate value" error.
+    pub fn duplicate(path: impl Into<String>, value: impl Into<String>) -> Self {
+        FieldError {
+            path: path.into(),
+            kind: FieldErrorKind::Duplicate,
+            value: Some(value.into()),
+            detail: String::new(),
+        }
+    }
+
+    /// A "Not found" error.
+    pub fn not_found(path: impl Into<String>, value: impl Into<String>) -> Self {
+        FieldError {
+            path: path.into(),
+            kind: FieldErrorKind::NotFound,
+            value: Some(value.into()),
+            detail: String::new(),
+        }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.kind)?;
+        if self.kind.shows_value() {
+            write!(f, ": {}", self.value.as_deref().unwrap_or("null"))?;
+        }
+        if !self.detail.is_empty() {
+            write!(f, ": {}", self.detail)?;
+        }
+        Ok(())
+    }
+}
+
+/// Render a string the way Go's `%q` does (close enough for printable text).
+pub(crate) fn quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+}
+
+fn doc_suffix(document: &Option<usize>) -> String {
+    match document {
+        Some(d) => format!(", document {d}"),
+        None => String::new(),
+    }
+}
+
+/// Why a set of manifests could not be loaded at all.
+///
+/// Problems inside a single DaemonSet are not `LoadError`s: they are reported per object as
+/// [`super::InvalidDaemonSet`]. A `LoadError` means the input itself could not be read or parsed.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// A file or directory could not be read.
+    #[error("{}: cannot read: {source}; check that the path exists and is readable", path.display())]
+    Io {
+        /// The path that failed.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file is not valid UTF-8 text.
+    #[error("{file}: not UTF-8 text (invalid byte at offset {offset}); save the manifest as UTF-8")]
+    NotUtf8 {
+        /// File label.
+        file: String,
+        /// Byte offset of the first invalid byte.
+        offset: usize,
+    },
+    /// YAML or JSON syntax error.
+    #[error(
+        "{file}{}, line {line}, column {column}: syntax error: {message}; fix the manifest at that position (indentation, quoting, a missing ':' or bracket) and retry",
+        doc_suffix(document)
+    )]
+    Syntax {
+        /// File label.
+        file: String,
+        /// 1-based document number, when known.
+        document: Option<usize>,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// Parser message.
+        message: String,
+    },
+    /// A file is bigger than [`super::Limits::max_file_bytes`].
+    #[error(
+        "{file}: file is {size} bytes, more than the limit of {limit} bytes; split it into smaller files or raise the file size limit"
+    )]
+    TooLarge {
+        /// File label.
+        file: String,
+        /// Actual size in bytes.
+        size: u64,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// More files than [`super::Limits::max_files`] were found.
+    #[error(
+        "more than {limit} manifest files found (stopped at {path}); point at a narrower directory or raise the file count limit"
+    )]
+    TooManyFiles {
+        /// The limit.
+        limit: usize,
+        /// The first file over the limit.
+        path: String,
+    },
+    /// The files together are bigger than [`super::Limits::max_total_bytes`].
+    #[error(
+        "{file}: manifests read so far total {total} bytes, more than the limit of {limit} bytes; load fewer files at once or raise the total size limit"
+    )]
+    TotalTooLarge {
+        /// The file that crossed the limit.
+        file: String,
+        /// Bytes read including this file.
+        total: u64,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// A YAML resource budget was exceeded: too deep, too many nodes, or alias expansion
+    /// ("billion laughs").
+    #[error(
+        "{file}: refused to parse: {message}; the YAML is too deep, too large or expands too many aliases (anchors/`*refs`) - expand or remove the aliases, or raise the YAML budget limits if the file is legitimate"
+    )]
+    Budget {
+        /// File label.
+        file: String,
+        /// What was exceeded.
+        message: String,
+    },
+    /// A document is not a mapping (e.g. a bare string or a sequence).
+    #[error(
+        "{doc}: expected a Kubernetes object (a mapping with apiVersion and kind), found {found}; remove the document or fix its indentation"
+    )]
+    NotAnObject {
+        /// Where the document is.
+        doc: DocRef,
+        /// What was found (e.g. "a string").
+        found: String,
+    },
+    /// A document lacks `apiVersion` or `kind`.
+    #[error(
+        "{doc}: object has no `{field}`; every Kubernetes object needs string `apiVersion` and `kind` fields - add the missing one"
+    )]
+    MissingTypeField {
+        /// Where the document is.
+        doc: DocRef,
+        /// `apiVersion` or `kind`.
+        field: &'static str,
+    },
+}
