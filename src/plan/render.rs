@@ -178,3 +178,337 @@ fn pod_name_prefix(name: &str) -> String {
         name.to_string()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn tols(v: Value) -> Vec<Toleration> {
+        serde_json::from_value(v).expect("tolerations")
+    }
+
+    fn exists(key: &str, effect: &str) -> Value {
+        json!({"key": key, "operator": "Exists", "effect": effect})
+    }
+
+    fn defaults() -> Vec<Value> {
+        vec![
+            exists("node.kubernetes.io/not-ready", "NoExecute"),
+            exists("node.kubernetes.io/unreachable", "NoExecute"),
+            exists("node.kubernetes.io/disk-pressure", "NoSchedule"),
+            exists("node.kubernetes.io/memory-pressure", "NoSchedule"),
+            exists("node.kubernetes.io/pid-pressure", "NoSchedule"),
+            exists("node.kubernetes.io/unschedulable", "NoSchedule"),
+        ]
+    }
+
+    #[test]
+    fn automatic_tolerations_in_table_order() {
+        assert_eq!(daemon_tolerations(&[], false), tols(json!(defaults())));
+        let mut with_net = defaults();
+        with_net.push(exists(
+            "node.kubernetes.io/network-unavailable",
+            "NoSchedule",
+        ));
+        assert_eq!(daemon_tolerations(&[], true), tols(json!(with_net)));
+    }
+
+    #[test]
+    fn matching_toleration_with_seconds_is_replaced_in_place() {
+        let user = tols(json!([
+            {"key": "dedicated", "operator": "Exists"},
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+             "effect": "NoExecute", "tolerationSeconds": 300},
+        ]));
+        let mut want = vec![json!({"key": "dedicated", "operator": "Exists"})];
+        want.extend(defaults());
+        assert_eq!(daemon_tolerations(&user, false), tols(json!(want)));
+    }
+
+    #[test]
+    fn identical_toleration_is_kept_once() {
+        let user = tols(json!([exists(
+            "node.kubernetes.io/unschedulable",
+            "NoSchedule"
+        )]));
+        let mut want = vec![exists("node.kubernetes.io/unschedulable", "NoSchedule")];
+        want.extend(
+            defaults()
+                .into_iter()
+                .filter(|t| t["key"] != "node.kubernetes.io/unschedulable"),
+        );
+        assert_eq!(daemon_tolerations(&user, false), tols(json!(want)));
+    }
+
+    #[test]
+    fn toleration_with_another_operator_is_kept_and_default_appended() {
+        let user = tols(
+            json!([{"key": "node.kubernetes.io/unreachable", "operator": "Equal",
+            "value": "x", "effect": "NoExecute", "tolerationSeconds": 10}]),
+        );
+        let mut want = vec![
+            json!({"key": "node.kubernetes.io/unreachable", "operator": "Equal",
+            "value": "x", "effect": "NoExecute", "tolerationSeconds": 10}),
+        ];
+        want.extend(defaults());
+        assert_eq!(daemon_tolerations(&user, false), tols(json!(want)));
+    }
+
+    #[test]
+    fn network_unavailable_only_with_host_network() {
+        let key = "node.kubernetes.io/network-unavailable";
+        let has = |ts: &[Toleration]| ts.iter().any(|t| t.key.as_deref() == Some(key));
+        assert!(!has(&daemon_tolerations(&[], false)));
+        assert!(has(&daemon_tolerations(&[], true)));
+    }
+
+    fn affinity(v: Value) -> Option<Affinity> {
+        Some(serde_json::from_value(v).expect("affinity"))
+    }
+
+    fn pinned(node: &str) -> Value {
+        json!({"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [node]}]}]})
+    }
+
+    fn replace(a: Option<Affinity>) -> Value {
+        serde_json::to_value(replace_node_name_node_affinity(a, "host_1")).expect("json")
+    }
+
+    #[test]
+    fn u3_nil_affinity_gets_the_node_name_term() {
+        assert_eq!(
+            replace(None),
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pinned("host_1")}})
+        );
+    }
+
+    #[test]
+    fn u3_hostname_label_term_is_replaced() {
+        let a = affinity(
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": ["host_1"]}]}]}}}),
+        );
+        assert_eq!(
+            replace(a),
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pinned("host_1")}})
+        );
+    }
+
+    #[test]
+    fn u3_preferred_terms_are_kept() {
+        let preferred = json!([{"weight": 100, "preference": {"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": ["host_1"]}]}}]);
+        let a = affinity(json!({"nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": preferred}}));
+        assert_eq!(
+            replace(a),
+            json!({"nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": preferred,
+                "requiredDuringSchedulingIgnoredDuringExecution": pinned("host_1")}})
+        );
+    }
+
+    #[test]
+    fn u3_multi_value_match_fields_narrowed_to_the_node() {
+        let a = affinity(
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": ["host_1", "host_2"]}]}]}}}),
+        );
+        assert_eq!(
+            replace(a),
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pinned("host_1")}})
+        );
+    }
+
+    #[test]
+    fn u3_two_terms_become_a_single_term() {
+        let a = affinity(
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["host_1"]}]},
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["host_2"]}]},
+            ]}}}),
+        );
+        assert_eq!(
+            replace(a),
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pinned("host_1")}})
+        );
+    }
+
+    #[test]
+    fn u3_not_in_becomes_in() {
+        let a = affinity(
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "NotIn", "values": ["host_2"]}]}]}}}),
+        );
+        assert_eq!(
+            replace(a),
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pinned("host_1")}})
+        );
+    }
+
+    #[test]
+    fn u3_unknown_field_key_is_replaced() {
+        let a = affinity(
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.foo", "operator": "In", "values": ["bar"]}]}]}}}),
+        );
+        assert_eq!(
+            replace(a),
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pinned("host_1")}})
+        );
+    }
+
+    #[test]
+    fn pod_and_node_anti_affinity_are_untouched() {
+        let anti = json!({"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname",
+             "labelSelector": {"matchLabels": {"app": "x"}}}]});
+        let a = affinity(json!({"podAntiAffinity": anti}));
+        assert_eq!(
+            replace(a),
+            json!({"podAntiAffinity": anti,
+                   "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pinned("host_1")}})
+        );
+    }
+
+    fn daemon_set(annotations: Value, template_spec: Value) -> DaemonSet {
+        serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "foo", "namespace": "kube-system", "annotations": annotations},
+            "spec": {
+                "selector": {"matchLabels": {"name": "simple-daemon"}},
+                "template": {
+                    "metadata": {
+                        "labels": {"name": "simple-daemon", "type": "production"},
+                        "annotations": {"note": "kept"},
+                    },
+                    "spec": template_spec,
+                },
+            },
+        }))
+        .expect("DaemonSet")
+    }
+
+    fn owner() -> PodOwner {
+        PodOwner {
+            api_version: "apps/v1".into(),
+            kind: "DaemonSet".into(),
+            name: "foo".into(),
+            uid: "uid-1".into(),
+        }
+    }
+
+    fn plain_spec() -> Value {
+        json!({"containers": [{"name": "c", "image": "img"}]})
+    }
+
+    #[test]
+    fn u2_labels_carry_generation_and_hash_when_known() {
+        let ds = daemon_set(
+            json!({"deprecated.daemonset.template.generation": "1"}),
+            plain_spec(),
+        );
+        let mut spec = DaemonSetSpec::compile(&ds);
+        spec.revision = String::new();
+        let pod = pod_for_node(&ds, &spec, "node-1", &owner());
+        let labels = pod.metadata.labels.expect("labels");
+        assert_eq!(
+            labels.get(TEMPLATE_GENERATION_LABEL).map(String::as_str),
+            Some("1")
+        );
+        assert!(!labels.contains_key(REVISION_HASH_LABEL));
+
+        let ds = daemon_set(
+            json!({"deprecated.daemonset.template.generation": "2"}),
+            plain_spec(),
+        );
+        let mut spec = DaemonSetSpec::compile(&ds);
+        spec.revision = "3242341807".into();
+        let labels = pod_for_node(&ds, &spec, "node-1", &owner())
+            .metadata
+            .labels
+            .expect("labels");
+        let want: std::collections::BTreeMap<String, String> = [
+            ("name", "simple-daemon"),
+            ("type", "production"),
+            (TEMPLATE_GENERATION_LABEL, "2"),
+            (REVISION_HASH_LABEL, "3242341807"),
+            (MANAGED_BY_LABEL, MANAGED_BY_VALUE),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(labels, want);
+    }
+
+    #[test]
+    fn unparsable_generation_annotation_adds_no_label() {
+        let ds = daemon_set(
+            json!({"deprecated.daemonset.template.generation": "two"}),
+            plain_spec(),
+        );
+        let spec = DaemonSetSpec::compile(&ds);
+        let labels = pod_for_node(&ds, &spec, "n", &owner())
+            .metadata
+            .labels
+            .expect("labels");
+        assert!(!labels.contains_key(TEMPLATE_GENERATION_LABEL));
+        assert_eq!(labels.get(REVISION_HASH_LABEL), Some(&spec.revision));
+    }
+
+    #[test]
+    fn rendered_pod_metadata_and_spec() {
+        let ds = daemon_set(json!({}), plain_spec());
+        let spec = DaemonSetSpec::compile(&ds);
+        let pod = pod_for_node(&ds, &spec, "node-3", &owner());
+        assert_eq!(pod.metadata.generate_name.as_deref(), Some("foo-"));
+        assert_eq!(pod.metadata.name, None);
+        assert_eq!(pod.metadata.namespace.as_deref(), Some("kube-system"));
+        assert_eq!(
+            pod.metadata
+                .annotations
+                .expect("annotations")
+                .get("note")
+                .map(String::as_str),
+            Some("kept")
+        );
+        let refs = pod.metadata.owner_references.expect("ownerReferences");
+        assert_eq!(
+            serde_json::to_value(&refs).expect("json"),
+            json!([{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "foo", "uid": "uid-1",
+                    "controller": true, "blockOwnerDeletion": true}])
+        );
+        let pod_spec = pod.spec.expect("spec");
+        assert_eq!(pod_spec.node_name, None, "the scheduler binds the pod");
+        assert_eq!(
+            serde_json::to_value(pod_spec.affinity.expect("affinity")).expect("json"),
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pinned("node-3")}})
+        );
+        assert_eq!(pod_spec.tolerations, Some(tols(json!(defaults()))));
+        assert_eq!(pod_spec.containers[0].image.as_deref(), Some("img"));
+    }
+
+    #[test]
+    fn template_node_name_is_copied() {
+        let mut template = plain_spec();
+        template["nodeName"] = json!("node-3");
+        let ds = daemon_set(json!({}), template);
+        let spec = DaemonSetSpec::compile(&ds);
+        let pod = pod_for_node(&ds, &spec, "node-3", &owner());
+        assert_eq!(pod.spec.expect("spec").node_name.as_deref(), Some("node-3"));
+    }
+
+    #[test]
+    fn generate_name_falls_back_to_the_bare_name_when_too_long() {
+        assert_eq!(pod_name_prefix("foo"), "foo-");
+        let long = "a".repeat(253);
+        assert_eq!(pod_name_prefix(&long), long);
+    }
+}
