@@ -147,3 +147,141 @@ fn write_canonical(value: &Value, out: &mut String) {
         other => out.push_str(&other.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn template(v: Value) -> PodTemplateSpec {
+        serde_json::from_value(v).expect("template")
+    }
+
+    fn base() -> Value {
+        json!({
+            "metadata": {"labels": {"app": "agent", "tier": "node"}},
+            "spec": {
+                "containers": [{"name": "agent", "image": "agent:1.0",
+                                "env": [{"name": "A", "value": "1"}]}],
+                "tolerations": [{"key": "dedicated", "operator": "Exists"}],
+                "volumes": [{"name": "scratch", "emptyDir": {}}],
+            }
+        })
+    }
+
+    fn hash(v: Value) -> String {
+        revision_hash(&template(v), None)
+    }
+
+    #[test]
+    fn fnv1a32_matches_reference_vectors() {
+        assert_eq!(fnv1a32(FNV_OFFSET, b""), 0x811c_9dc5);
+        assert_eq!(fnv1a32(FNV_OFFSET, b"a"), 0xe40c_292c);
+        assert_eq!(fnv1a32(FNV_OFFSET, b"foobar"), 0xbf9c_f968);
+    }
+
+    #[test]
+    fn encoding_maps_each_decimal_digit_byte_into_the_alphabet() {
+        // '0' is byte 48, 48 % 27 = 21 -> '4'; '9' is 57 -> 3 -> 'f'.
+        assert_eq!(safe_encode(0), "4");
+        assert_eq!(safe_encode(1_234_567_890), "56789bcdf4");
+        assert_eq!(safe_encode(2_166_136_261), "65bb57b6b5");
+    }
+
+    #[test]
+    fn hash_uses_only_the_alphabet() {
+        for c in [None, Some(0), Some(1), Some(-1), Some(i32::MAX)] {
+            let h = revision_hash(&template(base()), c);
+            assert!(!h.is_empty() && h.len() <= 10, "{h}");
+            assert!(h.bytes().all(|b| ALPHANUMS.contains(&b)), "{h}");
+        }
+    }
+
+    #[test]
+    fn same_template_same_hash() {
+        assert_eq!(hash(base()), hash(base()));
+        assert_eq!(
+            hash(json!({})),
+            revision_hash(&PodTemplateSpec::default(), None)
+        );
+    }
+
+    #[test]
+    fn key_order_of_the_source_does_not_matter() {
+        let reordered: PodTemplateSpec = serde_json::from_str(
+            r#"{"spec": {"volumes": [{"emptyDir": {}, "name": "scratch"}],
+                "tolerations": [{"operator": "Exists", "key": "dedicated"}],
+                "containers": [{"env": [{"value": "1", "name": "A"}],
+                                "image": "agent:1.0", "name": "agent"}]},
+                "metadata": {"labels": {"tier": "node", "app": "agent"}}}"#,
+        )
+        .expect("template");
+        assert_eq!(revision_hash(&reordered, None), hash(base()));
+    }
+
+    #[test]
+    fn empty_lists_and_maps_count_as_absent() {
+        let mut with_empties = base();
+        with_empties["metadata"]["annotations"] = json!({});
+        with_empties["spec"]["nodeSelector"] = json!({});
+        with_empties["spec"]["initContainers"] = json!([]);
+        with_empties["spec"]["containers"][0]["args"] = json!([]);
+        with_empties["spec"]["containers"][0]["resources"] = json!({});
+        with_empties["spec"]["securityContext"] = json!({});
+        assert_eq!(hash(with_empties), hash(base()));
+    }
+
+    #[test]
+    fn empty_volume_source_carries_meaning() {
+        let mut no_source = base();
+        no_source["spec"]["volumes"] = json!([{"name": "scratch"}]);
+        let mut other_source = base();
+        other_source["spec"]["volumes"] = json!([{"name": "scratch", "downwardAPI": {}}]);
+        let mut projected_a = base();
+        projected_a["spec"]["volumes"] =
+            json!([{"name": "scratch", "projected": {"sources": [{"configMap": {}}]}}]);
+        let mut projected_b = base();
+        projected_b["spec"]["volumes"] =
+            json!([{"name": "scratch", "projected": {"sources": [{"secret": {}}]}}]);
+        let hashes = [
+            hash(base()),
+            hash(no_source),
+            hash(other_source),
+            hash(projected_a),
+            hash(projected_b),
+        ];
+        for (i, a) in hashes.iter().enumerate() {
+            for b in &hashes[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+    }
+
+    #[test]
+    fn real_changes_change_the_hash() {
+        let original = hash(base());
+        let mut image = base();
+        image["spec"]["containers"][0]["image"] = json!("agent:1.1");
+        let mut env = base();
+        env["spec"]["containers"][0]["env"][0]["value"] = json!("2");
+        let mut toleration = base();
+        toleration["spec"]["tolerations"][0]["effect"] = json!("NoSchedule");
+        let mut label = base();
+        label["metadata"]["labels"]["tier"] = json!("system");
+        for changed in [image, env, toleration, label] {
+            assert_ne!(hash(changed.clone()), original, "{changed}");
+        }
+    }
+
+    #[test]
+    fn collision_count_changes_the_hash() {
+        let t = template(base());
+        let none = revision_hash(&t, None);
+        let zero = revision_hash(&t, Some(0));
+        let one = revision_hash(&t, Some(1));
+        assert_ne!(none, zero);
+        assert_ne!(zero, one);
+        assert_ne!(none, one);
+        assert_eq!(one, revision_hash(&t, Some(1)));
+    }
+}
