@@ -194,3 +194,177 @@ fn host_ports(spec: &PodSpec, host_network: bool) -> Vec<i32> {
     ports.dedup();
     ports
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{TaintEffect, TolerationOp};
+    use serde_json::{Value, json};
+
+    fn compile(v: Value) -> DaemonSetSpec {
+        DaemonSetSpec::compile(&serde_json::from_value(v).expect("DaemonSet"))
+    }
+
+    fn with_spec(extra: Value) -> Value {
+        let mut spec = json!({
+            "selector": {"matchLabels": {"app": "a"}},
+            "template": {
+                "metadata": {"labels": {"app": "a"}},
+                "spec": {"containers": [{"name": "c", "image": "img"}]},
+            },
+        });
+        for (k, v) in extra.as_object().expect("object") {
+            spec[k] = v.clone();
+        }
+        json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+               "metadata": {"name": "agent"}, "spec": spec})
+    }
+
+    fn strategy(v: Value) -> UpdateStrategy {
+        compile(with_spec(json!({"updateStrategy": v}))).strategy
+    }
+
+    #[test]
+    fn missing_namespace_and_strategy_take_defaults() {
+        let d = compile(with_spec(json!({})));
+        assert_eq!(d.namespace, "default");
+        assert_eq!(d.name, "agent");
+        assert_eq!(d.strategy, UpdateStrategy::DEFAULT);
+        assert_eq!(d.min_ready_seconds, 0);
+        assert_eq!(d.template_generation, None);
+        assert!(d.selector.is_some());
+        assert!(d.required_affinity.is_none());
+    }
+
+    #[test]
+    fn strategies_resolve_like_apps_v1_defaulting() {
+        assert_eq!(
+            strategy(json!({"type": "OnDelete", "rollingUpdate": {"maxUnavailable": 3}})),
+            UpdateStrategy::OnDelete
+        );
+        assert_eq!(
+            strategy(
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0}})
+            ),
+            UpdateStrategy::RollingUpdate {
+                max_unavailable: IntOrPercent::Int(0),
+                max_surge: IntOrPercent::Percent(25),
+            }
+        );
+        assert_eq!(
+            strategy(json!({"type": "RollingUpdate"})),
+            UpdateStrategy::DEFAULT
+        );
+        assert_eq!(
+            strategy(json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}})),
+            UpdateStrategy::RollingUpdate {
+                max_unavailable: IntOrPercent::Int(1),
+                max_surge: IntOrPercent::Int(1),
+            },
+            "each budget is defaulted on its own"
+        );
+    }
+
+    #[test]
+    fn unparsable_budgets_count_as_zero() {
+        for bad in ["5", "-5%", "20Percent", "5.5%", "%", "99999999999%"] {
+            assert_eq!(
+                strategy(json!({"rollingUpdate": {"maxUnavailable": bad}})),
+                UpdateStrategy::RollingUpdate {
+                    max_unavailable: IntOrPercent::Int(0),
+                    max_surge: IntOrPercent::Int(0),
+                },
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn template_generation_comes_from_the_annotation() {
+        let mut v = with_spec(json!({}));
+        v["metadata"]["annotations"] = json!({"deprecated.daemonset.template.generation": "7"});
+        assert_eq!(compile(v.clone()).template_generation, Some(7));
+        v["metadata"]["annotations"] = json!({"deprecated.daemonset.template.generation": "x"});
+        assert_eq!(compile(v).template_generation, None);
+    }
+
+    #[test]
+    fn tolerations_include_the_automatic_ones() {
+        let mut v = with_spec(json!({}));
+        v["spec"]["template"]["spec"]["tolerations"] =
+            json!([{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]);
+        let d = compile(v.clone());
+        assert_eq!(d.tolerations.len(), 7);
+        assert_eq!(d.tolerations[0].key.as_deref(), Some("gpu"));
+        assert_eq!(d.tolerations[0].effect, Some(Ok(TaintEffect::NoSchedule)));
+        assert!(
+            d.tolerations
+                .iter()
+                .all(|t| t.operator == TolerationOp::Exists)
+        );
+        v["spec"]["template"]["spec"]["hostNetwork"] = json!(true);
+        let d = compile(v);
+        assert!(d.host_network);
+        assert_eq!(d.tolerations.len(), 8);
+    }
+
+    #[test]
+    fn host_ports_are_sorted_and_deduplicated() {
+        let mut v = with_spec(json!({}));
+        v["spec"]["template"]["spec"]["initContainers"] = json!([{"name": "i", "image": "img", "ports": [{"containerPort": 80, "hostPort": 9100}]}]);
+        v["spec"]["template"]["spec"]["containers"] = json!([
+            {"name": "a", "image": "img", "ports": [
+                {"containerPort": 9100, "hostPort": 9100}, {"containerPort": 8080}]},
+            {"name": "b", "image": "img", "ports": [{"containerPort": 53, "hostPort": 53}]},
+        ]);
+        assert_eq!(compile(v.clone()).host_ports, vec![53, 9100]);
+        v["spec"]["template"]["spec"]["hostNetwork"] = json!(true);
+        assert_eq!(compile(v).host_ports, vec![53, 80, 8080, 9100]);
+    }
+
+    #[test]
+    fn revision_is_salted_with_the_collision_count() {
+        let plain = compile(with_spec(json!({})));
+        let mut v = with_spec(json!({}));
+        v["status"] = json!({"currentNumberScheduled": 0, "desiredNumberScheduled": 0,
+            "numberMisscheduled": 0, "numberReady": 0, "collisionCount": 1});
+        let salted = compile(v);
+        assert_ne!(plain.revision, salted.revision);
+        let template = serde_json::from_value(with_spec(json!({}))["spec"]["template"].clone())
+            .expect("template");
+        assert_eq!(
+            plain.revision,
+            crate::plan::revision::revision_hash(&template, None)
+        );
+        assert_eq!(
+            salted.revision,
+            crate::plan::revision::revision_hash(&template, Some(1))
+        );
+    }
+
+    #[test]
+    fn node_name_and_selector_are_copied() {
+        let mut v = with_spec(json!({}));
+        v["metadata"]["namespace"] = json!("kube-system");
+        v["spec"]["template"]["spec"]["nodeName"] = json!("node-0");
+        v["spec"]["template"]["spec"]["nodeSelector"] = json!({"kubernetes.io/os": "linux"});
+        v["spec"]["minReadySeconds"] = json!(10);
+        let d = compile(v);
+        assert_eq!(d.namespace, "kube-system");
+        assert_eq!(d.node_name.as_deref(), Some("node-0"));
+        assert_eq!(
+            d.node_selector.get("kubernetes.io/os").map(String::as_str),
+            Some("linux")
+        );
+        assert_eq!(d.min_ready_seconds, 10);
+    }
+
+    #[test]
+    fn an_empty_object_still_compiles() {
+        let d = DaemonSetSpec::compile(&DaemonSet::default());
+        assert_eq!(d.namespace, "default");
+        assert!(d.selector.is_none());
+        assert_eq!(d.tolerations.len(), 6);
+        assert!(d.host_ports.is_empty());
+    }
+}
