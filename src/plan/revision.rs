@@ -18,8 +18,9 @@ const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 ///
 /// The template is serialised to JSON and canonicalised: object keys sorted, `null` values
 /// dropped, empty arrays and empty objects treated as absent (dropped, recursively), except
-/// an empty object that selects a member of a union, which carries meaning (`emptyDir: {}`
-/// in a volume, `configMap: {}` in a projected source). The compact serialisation is hashed
+/// the empty objects that carry meaning: a member of a union (`emptyDir: {}` in a volume,
+/// `configMap: {}` in a projected source) and an empty label selector (`labelSelector: {}`
+/// selects every pod, an absent one none). The compact serialisation is hashed
 /// with FNV-1a 32; with a collision count `c`, the 8 bytes `c as u32` little-endian followed
 /// by four zero bytes are hashed too. The sum is written in decimal and every digit byte `d`
 /// is replaced by `ALPHANUMS[d % 27]`, as upstream's `SafeEncodeString` does.
@@ -29,7 +30,7 @@ const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 pub fn revision_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -> String {
     let value = serde_json::to_value(template).unwrap_or(Value::Null);
     let mut canonical = String::new();
-    match canonicalize(value, false) {
+    match canonicalize(value) {
         Some(v) => write_canonical(&v, &mut canonical),
         None => canonical.push_str("{}"),
     }
@@ -61,60 +62,71 @@ fn safe_encode(hash: u32) -> String {
         .collect()
 }
 
-/// Object keys whose array elements are objects whose members are union selectors (a volume
-/// picks its source by which key is present; so does a projected volume source).
+/// Keys of arrays whose object elements choose a union member by which key is present: a
+/// volume picks its source (`emptyDir: {}`), so does a projected volume source
+/// (`configMap: {}`). Inside such an element an empty object is a choice, not an absence.
 const UNION_ARRAYS: [&str; 2] = ["volumes", "sources"];
 
-/// Canonical form of a value, `None` when it counts as absent. `union_members` is set for
-/// the members of an object whose keys select a union member: there an empty object is kept.
-fn canonicalize(value: Value, union_members: bool) -> Option<Value> {
+/// Keys of label selectors, where an empty selector (`{}`, everything) means the opposite of
+/// an absent one (nothing, or only the pod's own namespace for `namespaceSelector`).
+const EMPTY_MEANS_ALL: [&str; 2] = ["labelSelector", "namespaceSelector"];
+
+/// Canonical form of a value; `None` when it counts as absent (null, `[]`, `{}`).
+fn canonicalize(value: Value) -> Option<Value> {
     match value {
         Value::Null => None,
         Value::Array(items) => {
             let items: Vec<Value> = items
                 .into_iter()
-                .map(|v| canonicalize(v, false).unwrap_or(Value::Null))
+                .map(|v| canonicalize_element(v, false))
                 .collect();
             (!items.is_empty()).then_some(Value::Array(items))
         }
         Value::Object(map) => {
-            let mut out = serde_json::Map::new();
-            for (k, v) in map {
-                let v = match v {
-                    Value::Array(items) if UNION_ARRAYS.contains(&k.as_str()) => {
-                        let items: Vec<Value> = items
-                            .into_iter()
-                            .map(|item| match item {
-                                Value::Object(_) => canonicalize_union_object(item),
-                                other => canonicalize(other, false).unwrap_or(Value::Null),
-                            })
-                            .collect();
-                        (!items.is_empty()).then_some(Value::Array(items))
-                    }
-                    Value::Object(m) if union_members && m.is_empty() => Some(Value::Object(m)),
-                    v if union_members => {
-                        // A union member that canonicalises to empty still selects the
-                        // member: keep it as `{}`.
-                        let was_object = v.is_object();
-                        canonicalize(v, false)
-                            .or_else(|| was_object.then(|| Value::Object(Default::default())))
-                    }
-                    v => canonicalize(v, false),
-                };
-                if let Some(v) = v {
-                    out.insert(k, v);
-                }
-            }
-            (!out.is_empty()).then_some(Value::Object(out))
+            let map = canonicalize_object(map, false);
+            (!map.is_empty()).then_some(Value::Object(map))
         }
         other => Some(other),
     }
 }
 
-/// An element of a union array: its members keep empty objects; the element itself is
-/// never dropped (array positions matter).
-fn canonicalize_union_object(item: Value) -> Value {
-    canonicalize(item, true).unwrap_or(Value::Object(Default::default()))
+/// An array element keeps its position: when it canonicalises to nothing it stays as an
+/// empty value of its own kind.
+fn canonicalize_element(value: Value, union: bool) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(canonicalize_object(map, union)),
+        Value::Array(_) => canonicalize(value).unwrap_or(Value::Array(Vec::new())),
+        other => other,
+    }
+}
+
+/// Canonicalises every member; `union` keeps members that are empty objects.
+fn canonicalize_object(
+    map: serde_json::Map<String, Value>,
+    union: bool,
+) -> serde_json::Map<String, Value> {
+    let mut out = serde_json::Map::new();
+    for (key, value) in map {
+        let keep_empty_object = union || EMPTY_MEANS_ALL.contains(&key.as_str());
+        let value = match value {
+            Value::Array(items) if UNION_ARRAYS.contains(&key.as_str()) => {
+                let items: Vec<Value> = items
+                    .into_iter()
+                    .map(|v| canonicalize_element(v, true))
+                    .collect();
+                (!items.is_empty()).then_some(Value::Array(items))
+            }
+            Value::Object(inner) => {
+                let inner = canonicalize_object(inner, false);
+                (keep_empty_object || !inner.is_empty()).then_some(Value::Object(inner))
+            }
+            other => canonicalize(other),
+        };
+        if let Some(value) = value {
+            out.insert(key, value);
+        }
+    }
+    out
 }
 
 /// Compact JSON with object keys sorted explicitly (independent of serde_json's map type).
@@ -255,6 +267,25 @@ mod tests {
                 assert_ne!(a, b);
             }
         }
+    }
+
+    #[test]
+    fn empty_label_selector_differs_from_an_absent_one() {
+        let term = |selector: Option<Value>| {
+            let mut t = json!({"topologyKey": "kubernetes.io/hostname"});
+            if let Some(s) = selector {
+                t["labelSelector"] = s;
+            }
+            let mut v = base();
+            v["spec"]["affinity"] =
+                json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [t]}});
+            hash(v)
+        };
+        assert_ne!(term(Some(json!({}))), term(None));
+        assert_eq!(
+            term(Some(json!({"matchLabels": {}}))),
+            term(Some(json!({})))
+        );
     }
 
     #[test]
