@@ -103,7 +103,9 @@ impl fmt::Display for FieldRequirement {
 impl NodeSelectorTerm {
     /// Compiles one API term: parses `Gt`/`Lt` bounds, sorts `In`/`NotIn` values and records
     /// any parse error (unknown operator, wrong number of values, non-integer bound, invalid
-    /// label key or value), which makes the whole term match nothing.
+    /// label key or value), which makes the whole term match nothing. As upstream, every
+    /// value must also be a valid label value, so a negative `Gt`/`Lt` bound such as `-5`
+    /// (which does not start with an alphanumeric) is a parse error too.
     pub fn from_k8s(term: &K8sTerm) -> Self {
         let mut errors = Vec::new();
         let mut expressions = Vec::new();
@@ -371,6 +373,9 @@ impl fmt::Display for Ineligible {
 /// required node affinity, then `NoSchedule`/`NoExecute` taints against the template's
 /// tolerations plus the automatic DaemonSet tolerations. Allocation-free when the node is
 /// eligible.
+///
+/// Cost is dominated by node-label lookups; callers evaluating many DaemonSets should loop
+/// over DaemonSets inside the loop over nodes, so each node's labels stay in cache.
 pub fn evaluate(ds: &DaemonSetSpec, node: &Node, policy: &Policy) -> Eligibility {
     if let Some(wanted) = &ds.node_name
         && *wanted != node.name
