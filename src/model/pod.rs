@@ -132,7 +132,9 @@ impl Pod {
 
     /// Value of the `controller-revision-hash` label.
     pub fn revision_hash(&self) -> Option<&str> {
-        self.labels.get(super::REVISION_HASH_LABEL).map(String::as_str)
+        self.labels
+            .get(super::REVISION_HASH_LABEL)
+            .map(String::as_str)
     }
 
     /// Converts an API pod.
@@ -150,7 +152,9 @@ impl Pod {
                 name: r.name.clone(),
                 uid: r.uid.clone(),
             });
-        let node_name = spec.and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty());
+        let node_name = spec
+            .and_then(|s| s.node_name.clone())
+            .filter(|n| !n.is_empty());
         let ready = status
             .and_then(|s| s.conditions.as_ref())
             .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
@@ -176,7 +180,9 @@ impl Pod {
             name: meta.name.clone().unwrap_or_default(),
             labels: meta.labels.clone().unwrap_or_default(),
             controller,
-            target_node: node_name.clone().or_else(|| spec.and_then(target_node_from_affinity)),
+            target_node: node_name
+                .clone()
+                .or_else(|| spec.and_then(target_node_from_affinity)),
             node_name,
             phase: PodPhase::parse(status.and_then(|s| s.phase.as_deref())),
             creation_timestamp: meta.creation_timestamp.as_ref().map(|t| t.0),
