@@ -218,3 +218,83 @@ pub fn target_node_from_affinity(spec: &k8s_openapi::api::core::v1::PodSpec) -> 
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn pod(spec: Value) -> k8s_openapi::api::core::v1::Pod {
+        serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": spec})).expect("pod")
+    }
+
+    fn fields(values: &[&str]) -> Value {
+        json!({"containers": [], "affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": values}]}
+        ]}}}})
+    }
+
+    #[test]
+    fn u4_node_name_is_the_target() {
+        let p = Pod::from_k8s(&pod(json!({"containers": [], "nodeName": "node-1"})));
+        assert_eq!(p.target_node.as_deref(), Some("node-1"));
+        assert_eq!(p.node_name.as_deref(), Some("node-1"));
+    }
+
+    #[test]
+    fn u4_single_match_fields_value_is_the_target() {
+        let p = pod(fields(&["node-1"]));
+        let spec = p.spec.as_ref().expect("spec");
+        assert_eq!(target_node_from_affinity(spec).as_deref(), Some("node-1"));
+        let p = Pod::from_k8s(&p);
+        assert_eq!(p.target_node.as_deref(), Some("node-1"));
+        assert_eq!(p.node_name, None);
+    }
+
+    #[test]
+    fn u4_several_values_have_no_target() {
+        let p = pod(fields(&["node-1", "node-2"]));
+        assert_eq!(
+            target_node_from_affinity(p.spec.as_ref().expect("spec")),
+            None
+        );
+        assert_eq!(Pod::from_k8s(&p).target_node, None);
+    }
+
+    #[test]
+    fn u4_empty_spec_has_no_target() {
+        let p = pod(json!({"containers": []}));
+        assert_eq!(
+            target_node_from_affinity(p.spec.as_ref().expect("spec")),
+            None
+        );
+        assert_eq!(Pod::from_k8s(&p).target_node, None);
+    }
+
+    #[test]
+    fn node_name_wins_over_affinity() {
+        let mut spec = fields(&["node-2"]);
+        spec["nodeName"] = json!("node-1");
+        assert_eq!(
+            Pod::from_k8s(&pod(spec)).target_node.as_deref(),
+            Some("node-1")
+        );
+    }
+
+    #[test]
+    fn first_metadata_name_in_entry_decides() {
+        let spec = json!({"containers": [], "affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+            {"matchFields": [
+                {"key": "metadata.name", "operator": "NotIn", "values": ["node-9"]},
+                {"key": "metadata.name", "operator": "In", "values": ["node-3"]}]},
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-4"]}]},
+        ]}}}});
+        assert_eq!(
+            target_node_from_affinity(&serde_json::from_value(spec).expect("spec")).as_deref(),
+            Some("node-3")
+        );
+    }
+}

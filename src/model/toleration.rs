@@ -30,3 +30,40 @@ pub enum TolerationOp {
     /// Anything else: tolerates nothing.
     Other(String),
 }
+
+impl TolerationOp {
+    /// Parses the API spelling: absent or `""` is `Equal`, as upstream treats it.
+    pub fn parse(s: Option<&str>) -> Self {
+        match s.unwrap_or_default() {
+            "" | "Equal" => Self::Equal,
+            "Exists" => Self::Exists,
+            "Lt" => Self::Lt,
+            "Gt" => Self::Gt,
+            other => Self::Other(other.to_string()),
+        }
+    }
+}
+
+impl Toleration {
+    /// Converts an API toleration. An empty key or effect means "any", exactly like an
+    /// absent one; an unknown effect is kept as `Some(Err(_))` so it tolerates nothing.
+    pub fn from_k8s(t: &k8s_openapi::api::core::v1::Toleration) -> Self {
+        let key = t
+            .key
+            .as_deref()
+            .filter(|k| !k.is_empty())
+            .map(str::to_string);
+        let effect = t
+            .effect
+            .as_deref()
+            .filter(|e| !e.is_empty())
+            .map(|e| TaintEffect::parse(e).ok_or_else(|| e.to_string()));
+        Toleration {
+            key,
+            operator: TolerationOp::parse(t.operator.as_deref()),
+            value: t.value.clone().unwrap_or_default(),
+            effect,
+            toleration_seconds: t.toleration_seconds,
+        }
+    }
+}

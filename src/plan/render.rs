@@ -1,3 +1,514 @@
-//! The pod rendered for a node: automatic tolerations, labels and node-affinity injection.
-//!
-//! OWNER: eligibility helper.
+//! The pod rendered for a node: automatic tolerations, labels and node-affinity injection
+//! (sections 4.1 and 4.2 of the semantics).
+
+use crate::model::{
+    MANAGED_BY_LABEL, MANAGED_BY_VALUE, NODE_NAME_FIELD, REVISION_HASH_LABEL,
+    TEMPLATE_GENERATION_LABEL,
+};
+use crate::plan::daemonset::DaemonSetSpec;
+use crate::plan::eligibility::is_dns1123_subdomain;
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{
+    Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
+    Toleration,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+/// The automatic DaemonSet tolerations, in the order they are merged: key, effect, and
+/// whether the pod must use the host network for it to be added.
+const DAEMON_TOLERATIONS: [(&str, &str, bool); 7] = [
+    ("node.kubernetes.io/not-ready", "NoExecute", false),
+    ("node.kubernetes.io/unreachable", "NoExecute", false),
+    ("node.kubernetes.io/disk-pressure", "NoSchedule", false),
+    ("node.kubernetes.io/memory-pressure", "NoSchedule", false),
+    ("node.kubernetes.io/pid-pressure", "NoSchedule", false),
+    ("node.kubernetes.io/unschedulable", "NoSchedule", false),
+    ("node.kubernetes.io/network-unavailable", "NoSchedule", true),
+];
+
+/// The template's tolerations with the automatic DaemonSet tolerations merged in (upstream
+/// `AddOrUpdateDaemonPodTolerations`). Each default (`operator: Exists`, no value, no
+/// `tolerationSeconds`) is merged in table order: an existing toleration with the same key,
+/// effect, operator and value is kept when identical and otherwise replaced in place (e.g. a
+/// user's `not-ready:NoExecute Exists tolerationSeconds=300` becomes infinite); when none
+/// matches, the default is appended. `network-unavailable` is added only with `hostNetwork`.
+pub fn daemon_tolerations(template: &[Toleration], host_network: bool) -> Vec<Toleration> {
+    let mut out = template.to_vec();
+    for (key, effect, needs_host_network) in DAEMON_TOLERATIONS {
+        if needs_host_network && !host_network {
+            continue;
+        }
+        let default = Toleration {
+            key: Some(key.to_string()),
+            operator: Some("Exists".to_string()),
+            effect: Some(effect.to_string()),
+            value: None,
+            toleration_seconds: None,
+        };
+        add_or_update_toleration(&mut out, default);
+    }
+    out
+}
+
+/// Upstream `AddOrUpdateTolerationInPodSpec`. Strings compare as Go strings (absent equals
+/// empty).
+fn add_or_update_toleration(tolerations: &mut Vec<Toleration>, new: Toleration) {
+    let s = |v: &Option<String>| v.as_deref().unwrap_or_default().to_string();
+    let same = |a: &Toleration| {
+        s(&a.key) == s(&new.key)
+            && s(&a.effect) == s(&new.effect)
+            && s(&a.operator) == s(&new.operator)
+            && s(&a.value) == s(&new.value)
+    };
+    let mut updated = false;
+    for existing in tolerations.iter_mut() {
+        if same(existing) {
+            if existing.toleration_seconds == new.toleration_seconds {
+                return;
+            }
+            *existing = new.clone();
+            updated = true;
+        }
+    }
+    if !updated {
+        tolerations.push(new);
+    }
+}
+
+/// Upstream `ReplaceDaemonSetPodNodeNameNodeAffinity`: pins a pod to `node` with the single
+/// required term `matchFields: [metadata.name In [node]]`. All existing required terms are
+/// replaced (the planner already checked the node satisfies them); preferred node affinity,
+/// pod affinity and pod anti-affinity are kept.
+pub fn replace_node_name_node_affinity(affinity: Option<Affinity>, node: &str) -> Affinity {
+    let required = NodeSelector {
+        node_selector_terms: vec![NodeSelectorTerm {
+            match_expressions: None,
+            match_fields: Some(vec![NodeSelectorRequirement {
+                key: NODE_NAME_FIELD.to_string(),
+                operator: "In".to_string(),
+                values: Some(vec![node.to_string()]),
+            }]),
+        }],
+    };
+    let mut affinity = affinity.unwrap_or_default();
+    affinity
+        .node_affinity
+        .get_or_insert_with(NodeAffinity::default)
+        .required_during_scheduling_ignored_during_execution = Some(required);
+    affinity
+}
+
+/// The owner written into rendered pods' controller ownerReference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodOwner {
+    /// `apiVersion` of the owner (normally `apps/v1`).
+    pub api_version: String,
+    /// `kind` of the owner (normally `DaemonSet`).
+    pub kind: String,
+    /// Owner name.
+    pub name: String,
+    /// Owner UID.
+    pub uid: String,
+}
+
+/// The pod the DaemonSet creates for `node` (upstream `CreatePodTemplate` plus
+/// `GetPodFromTemplate`): the template with the automatic tolerations, the revision, template
+/// generation and managed-by labels, node affinity pinned to `node`, `generateName
+/// "<name>-"`, the DaemonSet namespace, the template's annotations and finalizers and one
+/// controller ownerReference. `spec.nodeName` is left as the template has it (normally empty:
+/// the scheduler binds the pod).
+pub fn pod_for_node(ds: &DaemonSet, spec: &DaemonSetSpec, node: &str, owner: &PodOwner) -> Pod {
+    let template = ds.spec.as_ref().map(|s| &s.template);
+    let template_meta = template.and_then(|t| t.metadata.as_ref());
+    let mut pod_spec = template.and_then(|t| t.spec.clone()).unwrap_or_default();
+
+    let tolerations = daemon_tolerations(
+        pod_spec.tolerations.as_deref().unwrap_or_default(),
+        pod_spec.host_network.unwrap_or(false),
+    );
+    pod_spec.tolerations = Some(tolerations);
+    pod_spec.affinity = Some(replace_node_name_node_affinity(
+        pod_spec.affinity.take(),
+        node,
+    ));
+
+    let mut labels = template_meta
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default();
+    if !spec.revision.is_empty() {
+        labels.insert(REVISION_HASH_LABEL.to_string(), spec.revision.clone());
+    }
+    if let Some(generation) = spec.template_generation {
+        labels.insert(
+            TEMPLATE_GENERATION_LABEL.to_string(),
+            generation.to_string(),
+        );
+    }
+    labels.insert(MANAGED_BY_LABEL.to_string(), MANAGED_BY_VALUE.to_string());
+
+    Pod {
+        metadata: ObjectMeta {
+            generate_name: Some(pod_name_prefix(&spec.name)),
+            namespace: Some(spec.namespace.clone()),
+            labels: Some(labels),
+            annotations: template_meta.and_then(|m| m.annotations.clone()),
+            finalizers: template_meta.and_then(|m| m.finalizers.clone()),
+            owner_references: Some(vec![OwnerReference {
+                api_version: owner.api_version.clone(),
+                kind: owner.kind.clone(),
+                name: owner.name.clone(),
+                uid: owner.uid.clone(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(pod_spec),
+        status: None,
+    }
+}
+
+/// Upstream `getPodsPrefix`: `"<name>-"`, or the bare name when that is not a valid
+/// generateName prefix (validated with the trailing dash masked, as upstream does).
+fn pod_name_prefix(name: &str) -> String {
+    let prefix = format!("{name}-");
+    if is_dns1123_subdomain(&format!("{name}a")) {
+        prefix
+    } else {
+        name.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn tols(v: Value) -> Vec<Toleration> {
+        serde_json::from_value(v).expect("tolerations")
+    }
+
+    fn exists(key: &str, effect: &str) -> Value {
+        json!({"key": key, "operator": "Exists", "effect": effect})
+    }
+
+    fn defaults() -> Vec<Value> {
+        vec![
+            exists("node.kubernetes.io/not-ready", "NoExecute"),
+            exists("node.kubernetes.io/unreachable", "NoExecute"),
+            exists("node.kubernetes.io/disk-pressure", "NoSchedule"),
+            exists("node.kubernetes.io/memory-pressure", "NoSchedule"),
+            exists("node.kubernetes.io/pid-pressure", "NoSchedule"),
+            exists("node.kubernetes.io/unschedulable", "NoSchedule"),
+        ]
+    }
+
+    #[test]
+    fn automatic_tolerations_in_table_order() {
+        assert_eq!(daemon_tolerations(&[], false), tols(json!(defaults())));
+        let mut with_net = defaults();
+        with_net.push(exists(
+            "node.kubernetes.io/network-unavailable",
+            "NoSchedule",
+        ));
+        assert_eq!(daemon_tolerations(&[], true), tols(json!(with_net)));
+    }
+
+    #[test]
+    fn matching_toleration_with_seconds_is_replaced_in_place() {
+        let user = tols(json!([
+            {"key": "dedicated", "operator": "Exists"},
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+             "effect": "NoExecute", "tolerationSeconds": 300},
+        ]));
+        let mut want = vec![json!({"key": "dedicated", "operator": "Exists"})];
+        want.extend(defaults());
+        assert_eq!(daemon_tolerations(&user, false), tols(json!(want)));
+    }
+
+    #[test]
+    fn identical_toleration_is_kept_once() {
+        let user = tols(json!([exists(
+            "node.kubernetes.io/unschedulable",
+            "NoSchedule"
+        )]));
+        let mut want = vec![exists("node.kubernetes.io/unschedulable", "NoSchedule")];
+        want.extend(
+            defaults()
+                .into_iter()
+                .filter(|t| t["key"] != "node.kubernetes.io/unschedulable"),
+        );
+        assert_eq!(daemon_tolerations(&user, false), tols(json!(want)));
+    }
+
+    #[test]
+    fn toleration_with_another_operator_is_kept_and_default_appended() {
+        let user = tols(
+            json!([{"key": "node.kubernetes.io/unreachable", "operator": "Equal",
+            "value": "x", "effect": "NoExecute", "tolerationSeconds": 10}]),
+        );
+        let mut want = vec![
+            json!({"key": "node.kubernetes.io/unreachable", "operator": "Equal",
+            "value": "x", "effect": "NoExecute", "tolerationSeconds": 10}),
+        ];
+        want.extend(defaults());
+        assert_eq!(daemon_tolerations(&user, false), tols(json!(want)));
+    }
+
+    #[test]
+    fn network_unavailable_only_with_host_network() {
+        let key = "node.kubernetes.io/network-unavailable";
+        let has = |ts: &[Toleration]| ts.iter().any(|t| t.key.as_deref() == Some(key));
+        assert!(!has(&daemon_tolerations(&[], false)));
+        assert!(has(&daemon_tolerations(&[], true)));
+    }
+
+    fn affinity(v: Value) -> Option<Affinity> {
+        Some(serde_json::from_value(v).expect("affinity"))
+    }
+
+    fn pinned(node: &str) -> Value {
+        json!({"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [node]}]}]})
+    }
+
+    fn replace(a: Option<Affinity>) -> Value {
+        serde_json::to_value(replace_node_name_node_affinity(a, "host_1")).expect("json")
+    }
+
+    #[test]
+    fn u3_nil_affinity_gets_the_node_name_term() {
+        assert_eq!(
+            replace(None),
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pinned("host_1")}})
+        );
+    }
+
+    #[test]
+    fn u3_hostname_label_term_is_replaced() {
+        let a = affinity(
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": ["host_1"]}]}]}}}),
+        );
+        assert_eq!(
+            replace(a),
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pinned("host_1")}})
+        );
+    }
+
+    #[test]
+    fn u3_preferred_terms_are_kept() {
+        let preferred = json!([{"weight": 100, "preference": {"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": ["host_1"]}]}}]);
+        let a = affinity(json!({"nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": preferred}}));
+        assert_eq!(
+            replace(a),
+            json!({"nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": preferred,
+                "requiredDuringSchedulingIgnoredDuringExecution": pinned("host_1")}})
+        );
+    }
+
+    #[test]
+    fn u3_multi_value_match_fields_narrowed_to_the_node() {
+        let a = affinity(
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": ["host_1", "host_2"]}]}]}}}),
+        );
+        assert_eq!(
+            replace(a),
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pinned("host_1")}})
+        );
+    }
+
+    #[test]
+    fn u3_two_terms_become_a_single_term() {
+        let a = affinity(
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["host_1"]}]},
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["host_2"]}]},
+            ]}}}),
+        );
+        assert_eq!(
+            replace(a),
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pinned("host_1")}})
+        );
+    }
+
+    #[test]
+    fn u3_not_in_becomes_in() {
+        let a = affinity(
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "NotIn", "values": ["host_2"]}]}]}}}),
+        );
+        assert_eq!(
+            replace(a),
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pinned("host_1")}})
+        );
+    }
+
+    #[test]
+    fn u3_unknown_field_key_is_replaced() {
+        let a = affinity(
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+            {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.foo", "operator": "In", "values": ["bar"]}]}]}}}),
+        );
+        assert_eq!(
+            replace(a),
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pinned("host_1")}})
+        );
+    }
+
+    #[test]
+    fn pod_and_node_anti_affinity_are_untouched() {
+        let anti = json!({"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname",
+             "labelSelector": {"matchLabels": {"app": "x"}}}]});
+        let a = affinity(json!({"podAntiAffinity": anti}));
+        assert_eq!(
+            replace(a),
+            json!({"podAntiAffinity": anti,
+                   "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pinned("host_1")}})
+        );
+    }
+
+    fn daemon_set(annotations: Value, template_spec: Value) -> DaemonSet {
+        serde_json::from_value(json!({
+            "apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "foo", "namespace": "kube-system", "annotations": annotations},
+            "spec": {
+                "selector": {"matchLabels": {"name": "simple-daemon"}},
+                "template": {
+                    "metadata": {
+                        "labels": {"name": "simple-daemon", "type": "production"},
+                        "annotations": {"note": "kept"},
+                    },
+                    "spec": template_spec,
+                },
+            },
+        }))
+        .expect("DaemonSet")
+    }
+
+    fn owner() -> PodOwner {
+        PodOwner {
+            api_version: "apps/v1".into(),
+            kind: "DaemonSet".into(),
+            name: "foo".into(),
+            uid: "uid-1".into(),
+        }
+    }
+
+    fn plain_spec() -> Value {
+        json!({"containers": [{"name": "c", "image": "img"}]})
+    }
+
+    #[test]
+    fn u2_labels_carry_generation_and_hash_when_known() {
+        let ds = daemon_set(
+            json!({"deprecated.daemonset.template.generation": "1"}),
+            plain_spec(),
+        );
+        let mut spec = DaemonSetSpec::compile(&ds);
+        spec.revision = String::new();
+        let pod = pod_for_node(&ds, &spec, "node-1", &owner());
+        let labels = pod.metadata.labels.expect("labels");
+        assert_eq!(
+            labels.get(TEMPLATE_GENERATION_LABEL).map(String::as_str),
+            Some("1")
+        );
+        assert!(!labels.contains_key(REVISION_HASH_LABEL));
+
+        let ds = daemon_set(
+            json!({"deprecated.daemonset.template.generation": "2"}),
+            plain_spec(),
+        );
+        let mut spec = DaemonSetSpec::compile(&ds);
+        spec.revision = "3242341807".into();
+        let labels = pod_for_node(&ds, &spec, "node-1", &owner())
+            .metadata
+            .labels
+            .expect("labels");
+        let want: std::collections::BTreeMap<String, String> = [
+            ("name", "simple-daemon"),
+            ("type", "production"),
+            (TEMPLATE_GENERATION_LABEL, "2"),
+            (REVISION_HASH_LABEL, "3242341807"),
+            (MANAGED_BY_LABEL, MANAGED_BY_VALUE),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(labels, want);
+    }
+
+    #[test]
+    fn unparsable_generation_annotation_adds_no_label() {
+        let ds = daemon_set(
+            json!({"deprecated.daemonset.template.generation": "two"}),
+            plain_spec(),
+        );
+        let spec = DaemonSetSpec::compile(&ds);
+        let labels = pod_for_node(&ds, &spec, "n", &owner())
+            .metadata
+            .labels
+            .expect("labels");
+        assert!(!labels.contains_key(TEMPLATE_GENERATION_LABEL));
+        assert_eq!(labels.get(REVISION_HASH_LABEL), Some(&spec.revision));
+    }
+
+    #[test]
+    fn rendered_pod_metadata_and_spec() {
+        let ds = daemon_set(json!({}), plain_spec());
+        let spec = DaemonSetSpec::compile(&ds);
+        let pod = pod_for_node(&ds, &spec, "node-3", &owner());
+        assert_eq!(pod.metadata.generate_name.as_deref(), Some("foo-"));
+        assert_eq!(pod.metadata.name, None);
+        assert_eq!(pod.metadata.namespace.as_deref(), Some("kube-system"));
+        assert_eq!(
+            pod.metadata
+                .annotations
+                .expect("annotations")
+                .get("note")
+                .map(String::as_str),
+            Some("kept")
+        );
+        let refs = pod.metadata.owner_references.expect("ownerReferences");
+        assert_eq!(
+            serde_json::to_value(&refs).expect("json"),
+            json!([{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "foo", "uid": "uid-1",
+                    "controller": true, "blockOwnerDeletion": true}])
+        );
+        let pod_spec = pod.spec.expect("spec");
+        assert_eq!(pod_spec.node_name, None, "the scheduler binds the pod");
+        assert_eq!(
+            serde_json::to_value(pod_spec.affinity.expect("affinity")).expect("json"),
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": pinned("node-3")}})
+        );
+        assert_eq!(pod_spec.tolerations, Some(tols(json!(defaults()))));
+        assert_eq!(pod_spec.containers[0].image.as_deref(), Some("img"));
+    }
+
+    #[test]
+    fn template_node_name_is_copied() {
+        let mut template = plain_spec();
+        template["nodeName"] = json!("node-3");
+        let ds = daemon_set(json!({}), template);
+        let spec = DaemonSetSpec::compile(&ds);
+        let pod = pod_for_node(&ds, &spec, "node-3", &owner());
+        assert_eq!(pod.spec.expect("spec").node_name.as_deref(), Some("node-3"));
+    }
+
+    #[test]
+    fn generate_name_falls_back_to_the_bare_name_when_too_long() {
+        assert_eq!(pod_name_prefix("foo"), "foo-");
+        let long = "a".repeat(253);
+        assert_eq!(pod_name_prefix(&long), long);
+    }
+}
