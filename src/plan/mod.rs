@@ -583,7 +583,8 @@ fn template_generation(ds: &DaemonSet) -> Option<i64> {
 
 /// Whether two DaemonSets have the same pod template once both are defaulted.
 fn same_template(desired: &DaemonSet, live: &DaemonSet) -> bool {
-    let mut live = live.clone();
+    let (mut desired, mut live) = (desired.clone(), live.clone());
+    crate::manifest::apply_defaults(&mut desired);
     crate::manifest::apply_defaults(&mut live);
     let a = desired.spec.as_ref().map(|s| &s.template);
     let b = live.spec.as_ref().map(|s| &s.template);

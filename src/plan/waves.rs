@@ -134,16 +134,15 @@ fn make_current_available(slots: &mut [Slot]) -> bool {
     changed
 }
 
-/// Every node that should run the DaemonSet runs exactly one current pod; other nodes run
-/// none, except current pods kept on nodes blocked only by a NoSchedule taint.
+/// Converged as `kubectl rollout status` judges it: every node that should run the DaemonSet
+/// runs exactly one current pod. Pods the controller leaves elsewhere (kept on nodes blocked
+/// only by a NoSchedule taint, bound to vanished nodes) are reported as misscheduled, not as an
+/// unfinished rollout.
 fn converged(slots: &[Slot]) -> bool {
-    slots.iter().all(|s| {
-        if s.node.is_some() && s.should_run {
-            matches!(s.pods.as_slice(), [p] if p.updated && p.is_running())
-        } else {
-            s.pods.is_empty() || (s.should_continue && s.pods.iter().all(|p| p.updated))
-        }
-    })
+    slots
+        .iter()
+        .filter(|s| s.node.is_some() && s.should_run)
+        .all(|s| matches!(s.pods.as_slice(), [p] if p.updated && p.is_running()))
 }
 
 /// When the view is regular, the old nodes still to roll, in visiting order: every further
