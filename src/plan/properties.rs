@@ -194,10 +194,10 @@ proptest! {
         let bound = 2 * n.div_ceil(per_wave) + 6;
         let mut steps = 0;
         loop {
-            let (phase, _) = c.step(&d);
             // Instant readiness: terminating pods finish, every pod becomes ready.
             c.pods.retain(|p| !p.is_terminating());
             c.mark_ready();
+            let (phase, _) = c.step(&d);
             if phase == StepPhase::None {
                 break;
             }
