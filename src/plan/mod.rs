@@ -39,6 +39,7 @@ pub use status::Status;
 pub use view::DeleteReason;
 
 use crate::model::{Node, Pod, Timestamp};
+use eligibility::Eligibility;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use pods::{PodIndex, PodInfo};
 use serde::Serialize;
@@ -242,9 +243,14 @@ pub(crate) fn plan_with(
     rolling_only: bool,
 ) -> Plan {
     let ctx = Context::new(observed);
+    let (specs, comparisons): (Vec<_>, Vec<_>) = desired.iter().map(|d| ctx.spec(d)).unzip();
+    let eligibility = ctx.eligibility(&specs, policy);
     let mut daemonsets: Vec<DaemonSetPlan> = desired
         .iter()
-        .map(|d| ctx.plan_one(d, policy, now, rolling_only))
+        .zip(specs)
+        .zip(comparisons)
+        .zip(eligibility)
+        .map(|(((d, spec), live), elig)| ctx.plan_one(d, spec, live, elig, now, rolling_only))
         .collect();
     daemonsets.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     Plan {
@@ -301,21 +307,15 @@ impl<'a> Context<'a> {
         })
     }
 
-    fn plan_one(
-        &self,
-        desired: &Desired,
-        policy: &Policy,
-        now: Timestamp,
-        rolling_only: bool,
-    ) -> DaemonSetPlan {
+    /// Compiles a desired DaemonSet; when the built-in controller runs one of the same name,
+    /// its template generation decides which of its pods count as updated.
+    fn spec(&self, desired: &Desired) -> (DaemonSetSpec, LiveComparison) {
         let ds = &desired.daemonset;
         let mut spec = DaemonSetSpec::compile(ds);
-        let mut warnings = Vec::new();
-        let live = self.live(&spec.namespace, &spec.name);
-        let comparison = match live {
+        let comparison = match self.live(&spec.namespace, &spec.name) {
             None => LiveComparison::None,
-            Some(l) if same_template(ds, l) => {
-                spec.template_generation = template_generation(l);
+            Some(live) if same_template(ds, live) => {
+                spec.template_generation = template_generation(live);
                 LiveComparison::Equivalent
             }
             Some(_) => {
@@ -323,7 +323,39 @@ impl<'a> Context<'a> {
                 LiveComparison::Differs
             }
         };
-        let slots = self.slots(&spec, policy, now);
+        (spec, comparison)
+    }
+
+    /// Eligibility of every node for every DaemonSet, indexed `[daemonset][node position]`.
+    /// Nodes are the outer loop: a node's labels and taints stay in cache while every
+    /// DaemonSet is evaluated against them.
+    fn eligibility(&self, specs: &[DaemonSetSpec], policy: &Policy) -> Vec<Vec<Eligibility>> {
+        let mut out: Vec<Vec<Eligibility>> = specs
+            .iter()
+            .map(|_| Vec::with_capacity(self.order.len()))
+            .collect();
+        for &i in &self.order {
+            let node = &self.observed.nodes[i as usize];
+            for (row, spec) in out.iter_mut().zip(specs) {
+                row.push(eligibility::evaluate(spec, node, policy));
+            }
+        }
+        out
+    }
+
+    fn plan_one(
+        &self,
+        desired: &Desired,
+        spec: DaemonSetSpec,
+        comparison: LiveComparison,
+        eligibility: Vec<Eligibility>,
+        now: Timestamp,
+        rolling_only: bool,
+    ) -> DaemonSetPlan {
+        let ds = &desired.daemonset;
+        let mut warnings = Vec::new();
+        let live = self.live(&spec.namespace, &spec.name);
+        let slots = self.slots(&spec, eligibility, now);
         let surge = allows_surge(&spec);
         let mut status = status::status(&slots);
         status.observed_generation = ds.metadata.generation;
@@ -471,22 +503,22 @@ impl<'a> Context<'a> {
 
     /// Builds the per-node view: one slot per node in name order, then one per vanished node
     /// that still has pods of this DaemonSet.
-    fn slots(&self, spec: &DaemonSetSpec, policy: &Policy, now: Timestamp) -> Vec<Slot> {
-        let nodes = &self.observed.nodes;
-        let mut slots: Vec<Slot> = self
-            .order
-            .iter()
+    fn slots(
+        &self,
+        spec: &DaemonSetSpec,
+        eligibility: Vec<Eligibility>,
+        now: Timestamp,
+    ) -> Vec<Slot> {
+        let mut slots: Vec<Slot> = eligibility
+            .into_iter()
             .enumerate()
-            .map(|(pos, &i)| {
-                let e = eligibility::evaluate(spec, &nodes[i as usize], policy);
-                Slot {
-                    node: Some(pos as u32),
-                    gone_name: None,
-                    should_run: e.should_run,
-                    should_continue: e.should_continue_running,
-                    ineligible: e.reason,
-                    pods: Vec::new(),
-                }
+            .map(|(pos, e)| Slot {
+                node: Some(pos as u32),
+                gone_name: None,
+                should_run: e.should_run,
+                should_continue: e.should_continue_running,
+                ineligible: e.reason,
+                pods: Vec::new(),
             })
             .collect();
         let mut gone: HashMap<&str, u32> = HashMap::new();

@@ -803,14 +803,23 @@ fn live_daemonset_with_equivalent_template_keeps_its_updated_pods_current() {
     // A DaemonSet the built-in controller runs today: its pods carry the upstream hash and the
     // template generation, never daemonsync's hash.
     let git = ds("foo").build();
-    let live = ds("foo").annotation(crate::model::TEMPLATE_GENERATION_ANNOTATION, "3").build();
+    let live = ds("foo")
+        .annotation(crate::model::TEMPLATE_GENERATION_ANNOTATION, "3")
+        .build();
     let mut c = Cluster::new(nodes(2));
     c.live.push(live);
     for (n, generation) in [("node-0", "3"), ("node-1", "2")] {
         let p = c.pod(&git, n);
-        p.labels.insert(crate::model::REVISION_HASH_LABEL.into(), "7d4b9c".into());
-        p.labels.insert(crate::model::TEMPLATE_GENERATION_LABEL.into(), generation.into());
-        p.ready = Some(ReadyCondition { status: true, last_transition: Some(t0()) });
+        p.labels
+            .insert(crate::model::REVISION_HASH_LABEL.into(), "7d4b9c".into());
+        p.labels.insert(
+            crate::model::TEMPLATE_GENERATION_LABEL.into(),
+            generation.into(),
+        );
+        p.ready = Some(ReadyCondition {
+            status: true,
+            last_transition: Some(t0()),
+        });
     }
     let plan = c.plan(&git);
     assert_eq!(plan.live, crate::plan::LiveComparison::Equivalent);
@@ -822,19 +831,30 @@ fn live_daemonset_with_equivalent_template_keeps_its_updated_pods_current() {
 #[test]
 fn live_daemonset_with_different_template_makes_every_pod_out_of_date() {
     let git = ds("foo").image("foo/bar:2").build();
-    let live = ds("foo").annotation(crate::model::TEMPLATE_GENERATION_ANNOTATION, "3").build();
+    let live = ds("foo")
+        .annotation(crate::model::TEMPLATE_GENERATION_ANNOTATION, "3")
+        .build();
     let mut c = Cluster::new(nodes(2));
     c.live.push(live);
     for n in ["node-0", "node-1"] {
         let p = c.pod(&git, n);
-        p.labels.insert(crate::model::REVISION_HASH_LABEL.into(), "7d4b9c".into());
-        p.labels.insert(crate::model::TEMPLATE_GENERATION_LABEL.into(), "3".into());
-        p.ready = Some(ReadyCondition { status: true, last_transition: Some(t0()) });
+        p.labels
+            .insert(crate::model::REVISION_HASH_LABEL.into(), "7d4b9c".into());
+        p.labels
+            .insert(crate::model::TEMPLATE_GENERATION_LABEL.into(), "3".into());
+        p.ready = Some(ReadyCondition {
+            status: true,
+            last_transition: Some(t0()),
+        });
     }
     let plan = c.plan(&git);
     assert_eq!(plan.live, crate::plan::LiveComparison::Differs);
     assert!(plan.nodes.iter().all(|n| n.state == NodeState::OutOfDate));
-    assert_eq!(plan.step.delete.len(), 1, "maxUnavailable 1 replaces one node at a time");
+    assert_eq!(
+        plan.step.delete.len(),
+        1,
+        "maxUnavailable 1 replaces one node at a time"
+    );
 }
 
 #[test]
@@ -879,20 +899,39 @@ fn classification_explains_every_node() {
         .build();
     let mut all = vec![
         node("a-plain").build(),
-        node("b-noexec").blue().taint("k", "v", TaintEffect::NoExecute).build(),
-        node("c-nosched").blue().taint("k", "v", TaintEffect::NoSchedule).build(),
+        node("b-noexec")
+            .blue()
+            .taint("k", "v", TaintEffect::NoExecute)
+            .build(),
+        node("c-nosched")
+            .blue()
+            .taint("k", "v", TaintEffect::NoSchedule)
+            .build(),
     ];
-    all.extend(["d-current", "e-old", "f-missing", "g-dup", "h-failed", "i-notready"]
+    all.extend(
+        [
+            "d-current",
+            "e-old",
+            "f-missing",
+            "g-dup",
+            "h-failed",
+            "i-notready",
+        ]
         .iter()
-        .map(|n| node(n).blue().build()));
+        .map(|n| node(n).blue().build()),
+    );
     let mut c = Cluster::new(all);
-    let ready = Some(ReadyCondition { status: true, last_transition: Some(t0()) });
+    let ready = Some(ReadyCondition {
+        status: true,
+        last_transition: Some(t0()),
+    });
     c.pod(&d, "a-plain").ready = ready;
     c.pod(&d, "c-nosched").ready = ready;
     c.pod(&d, "d-current").ready = ready;
     let old = c.pod(&d, "e-old");
     old.ready = ready;
-    old.labels.insert(crate::model::REVISION_HASH_LABEL.into(), "old123".into());
+    old.labels
+        .insert(crate::model::REVISION_HASH_LABEL.into(), "old123".into());
     c.pods(&d, "g-dup", 2);
     c.pod(&d, "h-failed").phase = PodPhase::Failed;
     c.pod(&d, "i-notready").waiting_reason = Some("CrashLoopBackOff".into());
@@ -908,7 +947,11 @@ fn classification_explains_every_node() {
     assert!(find("a-plain").2.contains("color"), "{:?}", find("a-plain"));
     assert_eq!(find("b-noexec").1, NodeState::Blocked);
     assert_eq!(find("c-nosched").1, NodeState::Blocked);
-    assert!(find("c-nosched").2.contains("kept"), "{:?}", find("c-nosched"));
+    assert!(
+        find("c-nosched").2.contains("kept"),
+        "{:?}",
+        find("c-nosched")
+    );
     assert_eq!(find("d-current").1, NodeState::UpToDate);
     assert_eq!(find("e-old").1, NodeState::OutOfDate);
     assert!(find("e-old").2.contains("old123"));
@@ -944,5 +987,8 @@ fn unbound_pod_on_a_vanished_node_is_deleted() {
     p.node_name = None;
     let plan = c.plan(&d);
     assert_eq!(plan.step.delete.len(), 1);
-    assert_eq!(plan.step.delete[0].reason, crate::plan::DeleteReason::NodeGone);
+    assert_eq!(
+        plan.step.delete[0].reason,
+        crate::plan::DeleteReason::NodeGone
+    );
 }
