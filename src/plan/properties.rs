@@ -146,10 +146,11 @@ fn counts(plan: &DaemonSetPlan, c: &Cluster) -> (usize, usize) {
                 unavailable += 1;
             }
         }
-        if let ([n], [o]) = (new.as_slice(), old.as_slice()) {
-            if avail(o) && !avail(n) {
-                surging += 1;
-            }
+        if let ([n], [o]) = (new.as_slice(), old.as_slice())
+            && avail(o)
+            && !avail(n)
+        {
+            surging += 1;
         }
     }
     (unavailable, surging)
