@@ -613,4 +613,72 @@ mod tests {
         assert!(matches!(err, SnapshotError::TooLarge { .. }), "{err}");
         assert!(err.to_string().contains("256 MiB"), "{err}");
     }
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(name)
+    }
+
+    #[test]
+    fn seven_node_fixture_loads_with_expected_counts() {
+        let s = Snapshot::load(&fixture("snapshots/seven-nodes.yaml")).unwrap();
+        let o = &s.observed;
+        let names: Vec<&str> = o.nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "cp-1",
+                "worker-amd64-1",
+                "worker-arm64-1",
+                "gpu-1",
+                "win-1",
+                "uninit-1",
+                "fargate-1"
+            ]
+        );
+        assert!(o.nodes.iter().all(|n| n.ready == Some(true)));
+        assert_eq!(o.pods.len(), 7);
+        assert_eq!(o.daemonsets.len(), 1);
+        assert_eq!(s.ignored_count(), 0);
+
+        let flannel: Vec<&Pod> = o
+            .pods
+            .iter()
+            .filter(|p| p.namespace == "kube-flannel")
+            .collect();
+        assert_eq!(flannel.len(), 6);
+        assert!(flannel.iter().all(|p| {
+            p.revision_hash() == Some("abc123")
+                && p.controller
+                    .as_ref()
+                    .is_some_and(|c| c.kind == "DaemonSet" && c.name == "kube-flannel-ds")
+        }));
+        let on = |node: &str| {
+            flannel
+                .iter()
+                .find(|p| p.node_name.as_deref() == Some(node))
+        };
+        assert!(on("uninit-1").is_none());
+        assert!(on("win-1").is_some());
+        let gpu = on("gpu-1").unwrap();
+        assert!(!gpu.is_ready());
+        assert_eq!(gpu.waiting_reason.as_deref(), Some("CrashLoopBackOff"));
+        assert_eq!(flannel.iter().filter(|p| p.is_ready()).count(), 5);
+
+        let node = |n: &str| o.nodes.iter().find(|x| x.name == n).unwrap();
+        assert_eq!(node("win-1").labels["kubernetes.io/os"], "windows");
+        assert_eq!(
+            node("gpu-1").taints[0].to_string(),
+            "nvidia.com/gpu=present:NoSchedule"
+        );
+        assert_eq!(
+            node("cp-1").taints[0].to_string(),
+            "node-role.kubernetes.io/control-plane:NoSchedule"
+        );
+        assert_eq!(
+            node("fargate-1").labels["eks.amazonaws.com/compute-type"],
+            "fargate"
+        );
+    }
 }

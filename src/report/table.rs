@@ -438,4 +438,47 @@ mod tests {
         }
         out
     }
+
+    /// The demo: flannel from git against the seven-node snapshot, where every pod runs an
+    /// older revision and one node has none.
+    #[test]
+    fn seven_node_demo_shows_flannel_rollout() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let observed =
+            crate::cluster::load_snapshot(&root.join("snapshots/seven-nodes.yaml")).unwrap();
+        let text = std::fs::read_to_string(root.join("manifests/kube-flannel.yaml")).unwrap();
+        let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).unwrap();
+        let ds = docs.into_iter().find(|d| d["kind"] == "DaemonSet").unwrap();
+        let desired = crate::plan::Desired {
+            source: "kube-flannel.yaml".into(),
+            daemonset: serde_json::from_value(ds).unwrap(),
+        };
+        let p = crate::plan::plan(
+            &[desired],
+            &observed,
+            &crate::plan::Policy::default(),
+            "2025-06-01T12:00:00Z".parse().unwrap(),
+        );
+        let out = to_table(&p, &plain());
+        let row = columns(out.lines().nth(1).unwrap());
+        assert_eq!(row[..2], ["kube-flannel", "kube-flannel-ds"], "{out}");
+        assert_eq!(row[5], "0", "nothing is up to date: {out}");
+        assert!(
+            out.contains("\n    missing (1)\n      uninit-1   no pod yet\n"),
+            "{out}"
+        );
+        assert!(out.contains("   running old revision abc123\n"), "{out}");
+        let gpu = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("gpu-1 "))
+            .unwrap_or_else(|| panic!("gpu-1 not listed: {out}"));
+        assert!(
+            gpu.ends_with("running old revision abc123 (not available)"),
+            "{gpu}"
+        );
+        assert!(
+            out.contains("kube-flannel/kube-flannel-ds: create on 1 node"),
+            "{out}"
+        );
+    }
 }
