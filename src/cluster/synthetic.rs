@@ -55,7 +55,7 @@ pub fn fleet(nodes: usize, daemonsets: usize, seed: u64) -> (Vec<Desired>, Obser
     }
     let live = kinds
         .iter()
-        .filter(|k| k.index % 2 == 0)
+        .filter(|k| k.index.is_multiple_of(2))
         .map(DsKind::live)
         .collect();
     let observed = Observed {
@@ -107,7 +107,6 @@ struct SynthNode {
     windows: bool,
     arm64: bool,
     gpu: bool,
-    control_plane: bool,
     /// Tainted NoExecute: only DaemonSets tolerating everything run here.
     draining: bool,
 }
@@ -156,7 +155,6 @@ impl SynthNode {
             windows,
             arm64,
             gpu,
-            control_plane,
             draining,
         }
     }
@@ -205,7 +203,7 @@ impl DsKind {
             name: format!("agent-{index:02}"),
             namespace: format!("system-{}", index % 4),
             target,
-            tolerates_all: index % 3 == 0,
+            tolerates_all: index.is_multiple_of(3),
             strategy,
             min_ready_seconds: if index % 4 == 1 { 30 } else { 0 },
         }
@@ -358,7 +356,7 @@ impl DsKind {
                 PodPhase::Running
             },
             creation_timestamp: ago(7200 - k as i64),
-            deletion_timestamp: (state == PodState::Terminating).then(|| now),
+            deletion_timestamp: (state == PodState::Terminating).then_some(now),
             ready: Some(ReadyCondition {
                 status: ready,
                 last_transition: ready_since,
@@ -390,7 +388,7 @@ fn other_controller_pod(
     rng: &mut XorShift,
 ) -> Pod {
     let mut labels = crate::model::Labels::new();
-    let app = if i % 10 == 0 {
+    let app = if i.is_multiple_of(10) {
         ds.name.clone()
     } else {
         format!("web-{}", i % 50)
