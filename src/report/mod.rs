@@ -1,1 +1,13 @@
-//! Renderings of a plan.
+//! Renderings of a [`Plan`](crate::plan::Plan).
+//!
+//! * [`json`]: the machine-readable form, a documented and versioned schema
+//!   (`docs/plan-json.md`, `docs/plan.schema.json`).
+//! * [`table`]: the terminal form for people, in the style of `kubectl get`.
+
+pub mod json;
+pub mod table;
+#[cfg(test)]
+mod testing;
+
+pub use json::to_json;
+pub use table::{TableOptions, to_table};

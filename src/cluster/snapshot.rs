@@ -1,0 +1,684 @@
+//! A cluster snapshot file: plain Kubernetes objects, exactly what
+//! `kubectl get nodes,pods,daemonsets -A -o yaml` (or `-o json`) prints.
+//!
+//! The file is a stream of YAML or JSON documents. Each document is an object or a list
+//! (`kind: List`, or a typed list such as `NodeList` / `PodList`, nested to any depth). `v1`
+//! Nodes, `v1` Pods and `apps/v1` DaemonSets are read; every other object is counted and
+//! otherwise ignored, so a snapshot may include whatever else `kubectl get` printed.
+//!
+//! Errors name the object (kind, namespace/name, document and list position) and the field
+//! path, and say how to make a valid snapshot.
+
+use crate::model::{Node, Pod};
+use crate::plan::Observed;
+use k8s_openapi::api::apps::v1::DaemonSet;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Largest snapshot file read, in bytes (256 MiB). A 5,000-node cluster with 100,000 pods is
+/// well below this as YAML.
+pub const MAX_SNAPSHOT_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The command that makes a valid snapshot, quoted in every error.
+const HOW_TO_CREATE: &str =
+    "create one with `kubectl get nodes,pods,daemonsets -A -o yaml > snapshot.yaml`";
+
+/// A snapshot read into the planner's observed state, with a tally of what was skipped.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Nodes, pods and live DaemonSets, in file order.
+    pub observed: Observed,
+    /// Objects of other kinds, counted by `apiVersion` and `kind` (e.g. `v1/Service`).
+    pub ignored: BTreeMap<String, usize>,
+}
+
+impl Snapshot {
+    /// Reads parsed documents (see [`observed_from_documents`]), keeping the tally of ignored
+    /// kinds.
+    pub fn from_documents(
+        docs: impl IntoIterator<Item = Value>,
+    ) -> Result<Snapshot, SnapshotError> {
+        let mut reader = Reader::default();
+        for (i, doc) in docs.into_iter().enumerate() {
+            reader.object(doc, i + 1, String::new())?;
+        }
+        if reader.snapshot.observed.nodes.is_empty() {
+            return Err(SnapshotError::NoNodes);
+        }
+        Ok(reader.snapshot)
+    }
+
+    /// Reads a snapshot file (see [`load_snapshot`]), keeping the tally of ignored kinds.
+    pub fn load(path: &Path) -> Result<Snapshot, SnapshotError> {
+        let text = read_limited(path)?;
+        let docs = parse_documents(path, &text)?;
+        Snapshot::from_documents(docs).map_err(|e| SnapshotError::InFile {
+            path: path.to_path_buf(),
+            source: Box::new(e),
+        })
+    }
+
+    /// Total number of ignored objects.
+    pub fn ignored_count(&self) -> usize {
+        self.ignored.values().sum()
+    }
+}
+
+/// Builds the observed state from parsed snapshot documents: objects or (nested) lists of
+/// `v1` Nodes, `v1` Pods and `apps/v1` DaemonSets. `null` documents are skipped; objects of
+/// other kinds are ignored. A snapshot without any node is an error.
+pub fn observed_from_documents(
+    docs: impl IntoIterator<Item = Value>,
+) -> Result<Observed, SnapshotError> {
+    Snapshot::from_documents(docs).map(|s| s.observed)
+}
+
+/// Reads a YAML or JSON snapshot file into the observed state. Files over
+/// [`MAX_SNAPSHOT_BYTES`] are refused; syntax errors carry `file:line:column`.
+pub fn load_snapshot(path: &Path) -> Result<Observed, SnapshotError> {
+    Snapshot::load(path).map(|s| s.observed)
+}
+
+/// Where an object sits in a snapshot, and what it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemId {
+    /// Document number in the stream, from 1.
+    pub document: usize,
+    /// Position inside list objects, e.g. `items[3]` or `items[0].items[2]`; empty for a
+    /// top-level object.
+    pub position: String,
+    /// `kind`.
+    pub kind: String,
+    /// `metadata.namespace`, if any.
+    pub namespace: Option<String>,
+    /// `metadata.name`, if any.
+    pub name: Option<String>,
+}
+
+impl fmt::Display for ItemId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.kind)?;
+        match (&self.namespace, &self.name) {
+            (Some(ns), Some(n)) => write!(f, " {ns}/{n}")?,
+            (None, Some(n)) => write!(f, " {n}")?,
+            (_, None) => f.write_str(" (unnamed)")?,
+        }
+        write!(f, " (document {}", self.document)?;
+        if !self.position.is_empty() {
+            write!(f, ", {}", self.position)?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// Why a snapshot could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// The file could not be read.
+    #[error("cannot read snapshot {}: {source}; check the path, or {HOW_TO_CREATE}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is larger than [`MAX_SNAPSHOT_BYTES`].
+    #[error(
+        "snapshot {} is larger than the {} MiB limit; snapshot only what the plan needs \
+         (nodes, and pods of the namespaces of the managed DaemonSets), e.g. \
+         `kubectl get nodes -o yaml` and `kubectl get pods,daemonsets -n NAMESPACE -o yaml`",
+        path.display(), MAX_SNAPSHOT_BYTES / (1024 * 1024)
+    )]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file is not UTF-8 text.
+    #[error("snapshot {} is not UTF-8 text; {HOW_TO_CREATE}", path.display())]
+    NotText {
+        /// The file.
+        path: PathBuf,
+    },
+    /// YAML or JSON syntax error.
+    #[error(
+        "{}:{line}:{column}: not valid YAML or JSON: {message}; fix it there, or export a fresh \
+         snapshot with `kubectl get nodes,pods,daemonsets -A -o yaml > snapshot.yaml`",
+        path.display()
+    )]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// Line, from 1.
+        line: u64,
+        /// Column, from 1.
+        column: u64,
+        /// What the parser says.
+        message: String,
+    },
+    /// YAML or JSON error without a known position (resource limits, encoding).
+    #[error("{}: cannot parse: {message}; {HOW_TO_CREATE}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What the parser says.
+        message: String,
+    },
+    /// A document or list item is not a mapping with a `kind`.
+    #[error(
+        "document {document}{}: expected a Kubernetes object with `apiVersion` and `kind`, \
+         found {found}; a snapshot holds objects as `kubectl get -o yaml` prints them ({HOW_TO_CREATE})",
+        at(position)
+    )]
+    NotAnObject {
+        /// Document number, from 1.
+        document: usize,
+        /// Position inside list objects.
+        position: String,
+        /// What was found instead.
+        found: String,
+    },
+    /// A Node, Pod or DaemonSet does not have the shape of the Kubernetes API type.
+    #[error(
+        "{item}: field `{field}`: {message}; fix the object, or re-export it with \
+         `kubectl get nodes,pods,daemonsets -A -o yaml`"
+    )]
+    Convert {
+        /// The object.
+        item: Box<ItemId>,
+        /// Path of the offending field inside the object, e.g. `spec.taints[0].effect`.
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A Node or Pod has no name.
+    #[error("{item}: `metadata.name` is missing; every object in a snapshot needs one")]
+    MissingName {
+        /// The object.
+        item: Box<ItemId>,
+    },
+    /// The same object appears twice.
+    #[error(
+        "{second} duplicates {first}; a snapshot describes one cluster at one moment, so \
+         export it once instead of concatenating exports"
+    )]
+    Duplicate {
+        /// The first occurrence.
+        first: Box<ItemId>,
+        /// The second occurrence.
+        second: Box<ItemId>,
+    },
+    /// No Node at all: planning against it would show nothing to do.
+    #[error(
+        "the snapshot has no nodes, so every DaemonSet would look empty; include them: \
+         {HOW_TO_CREATE}"
+    )]
+    NoNodes,
+    /// An error about the contents of a file.
+    #[error("{}: {source}", path.display())]
+    InFile {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: Box<SnapshotError>,
+    },
+}
+
+fn at(position: &str) -> String {
+    if position.is_empty() {
+        String::new()
+    } else {
+        format!(", {position}")
+    }
+}
+
+fn read_limited(path: &Path) -> Result<String, SnapshotError> {
+    let read_err = |source| SnapshotError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(read_err)?;
+    let too_large = || SnapshotError::TooLarge {
+        path: path.to_path_buf(),
+    };
+    if file.metadata().map_err(read_err)?.len() > MAX_SNAPSHOT_BYTES {
+        return Err(too_large());
+    }
+    // The size check above does not cover pipes and files that grow while read.
+    let mut bytes = Vec::new();
+    file.take(MAX_SNAPSHOT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_err)?;
+    if bytes.len() as u64 > MAX_SNAPSHOT_BYTES {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes).map_err(|_| SnapshotError::NotText {
+        path: path.to_path_buf(),
+    })
+}
+
+/// Parses a YAML (or JSON, a subset of YAML) document stream. Empty and `null` documents are
+/// skipped.
+fn parse_documents(path: &Path, text: &str) -> Result<Vec<Value>, SnapshotError> {
+    // The default budget suits configuration files; a snapshot of a large cluster has millions
+    // of nodes and events. Both are bounded by the file size (at most one per byte), which is
+    // already capped. Alias and anchor limits stay at their defaults ("billion laughs").
+    // YAML 1.2 booleans only: a plain `n` or `on` (a namespace, a label value) stays a string.
+    let bound = text.len().max(1024);
+    let options = serde_saphyr::options! {
+        strict_booleans: true,
+        budget: serde_saphyr::budget! {
+            max_events: bound,
+            max_nodes: bound,
+            max_documents: bound,
+            max_total_scalar_bytes: bound,
+        },
+    };
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple_with_options(text, options).map_err(|e| {
+            let mut message = e.without_snippet().to_string();
+            match e.location() {
+                Some(loc) if loc.line() > 0 => {
+                    let said = format!(" at line {}, column {}", loc.line(), loc.column());
+                    if let Some(stripped) = message.strip_suffix(&said) {
+                        message.truncate(stripped.len());
+                    }
+                    SnapshotError::Syntax {
+                        path: path.to_path_buf(),
+                        line: loc.line(),
+                        column: loc.column(),
+                        message,
+                    }
+                }
+                _ => SnapshotError::Parse {
+                    path: path.to_path_buf(),
+                    message,
+                },
+            }
+        })?;
+    Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
+}
+
+/// Where each named object was first seen, to report duplicates.
+#[derive(Default)]
+struct Reader {
+    snapshot: Snapshot,
+    seen: HashMap<(String, String, String), ItemId>,
+}
+
+impl Reader {
+    fn object(
+        &mut self,
+        doc: Value,
+        document: usize,
+        position: String,
+    ) -> Result<(), SnapshotError> {
+        let Value::Object(mut map) = doc else {
+            if doc.is_null() {
+                return Ok(());
+            }
+            return Err(SnapshotError::NotAnObject {
+                document,
+                position,
+                found: describe(&doc).into(),
+            });
+        };
+        let api_version = map
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let Some(kind) = map.get("kind").and_then(Value::as_str).map(str::to_string) else {
+            return Err(SnapshotError::NotAnObject {
+                document,
+                position,
+                found: "a mapping without `kind`".into(),
+            });
+        };
+        if kind == "List" || (kind.ends_with("List") && map.contains_key("items")) {
+            let items = match map.remove("items") {
+                Some(Value::Array(items)) => items,
+                Some(Value::Null) | None => Vec::new(),
+                Some(other) => {
+                    return Err(SnapshotError::NotAnObject {
+                        document,
+                        position: join(&position, "items"),
+                        found: describe(&other).into(),
+                    });
+                }
+            };
+            for (i, item) in items.into_iter().enumerate() {
+                self.object(item, document, join(&position, &format!("items[{i}]")))?;
+            }
+            return Ok(());
+        }
+        let id = ItemId {
+            document,
+            position,
+            namespace: metadata_str(&map, "namespace"),
+            name: metadata_str(&map, "name"),
+            kind,
+        };
+        let value = Value::Object(map);
+        match (api_version.as_str(), id.kind.as_str()) {
+            ("v1", "Node") => {
+                let node: k8s_openapi::api::core::v1::Node = convert(value, &id)?;
+                self.remember(&id)?;
+                self.snapshot.observed.nodes.push(Node::from_k8s(&node));
+            }
+            ("v1", "Pod") => {
+                let pod: k8s_openapi::api::core::v1::Pod = convert(value, &id)?;
+                self.remember(&id)?;
+                self.snapshot.observed.pods.push(Pod::from_k8s(&pod));
+            }
+            ("apps/v1", "DaemonSet") => {
+                let ds: DaemonSet = convert(value, &id)?;
+                self.remember(&id)?;
+                self.snapshot.observed.daemonsets.push(ds);
+            }
+            (api, kind) => {
+                let key = if api.is_empty() {
+                    kind.to_string()
+                } else {
+                    format!("{api}/{kind}")
+                };
+                *self.snapshot.ignored.entry(key).or_default() += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a named object; an object seen twice is an error.
+    fn remember(&mut self, id: &ItemId) -> Result<(), SnapshotError> {
+        let Some(name) = id.name.clone() else {
+            return Err(SnapshotError::MissingName {
+                item: Box::new(id.clone()),
+            });
+        };
+        let key = (
+            id.kind.clone(),
+            id.namespace.clone().unwrap_or_default(),
+            name,
+        );
+        if let Some(first) = self.seen.get(&key) {
+            return Err(SnapshotError::Duplicate {
+                first: Box::new(first.clone()),
+                second: Box::new(id.clone()),
+            });
+        }
+        self.seen.insert(key, id.clone());
+        Ok(())
+    }
+}
+
+/// Deserializes one object, naming the field path on failure.
+fn convert<T: DeserializeOwned>(value: Value, id: &ItemId) -> Result<T, SnapshotError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let field = e.path().to_string();
+        SnapshotError::Convert {
+            item: Box::new(id.clone()),
+            field: if field == "." {
+                "(the object)".into()
+            } else {
+                field
+            },
+            message: e.into_inner().to_string(),
+        }
+    })
+}
+
+fn metadata_str(map: &serde_json::Map<String, Value>, key: &str) -> Option<String> {
+    map.get("metadata")?
+        .get(key)?
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+fn join(position: &str, part: &str) -> String {
+    if position.is_empty() {
+        part.to_string()
+    } else {
+        format!("{position}.{part}")
+    }
+}
+
+fn describe(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a sequence",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn node(name: &str) -> Value {
+        json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/os": "linux"}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+        })
+    }
+
+    fn pod(ns: &str, name: &str, node: &str) -> Value {
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"namespace": ns, "name": name, "labels": {"app": "a"}},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]},
+            "status": {"phase": "Running"}
+        })
+    }
+
+    fn write(text: &str) -> tempfile::NamedTempFile {
+        use std::io::Write;
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        f
+    }
+
+    #[test]
+    fn reads_objects_and_nested_typed_lists_and_counts_other_kinds() {
+        let docs = vec![
+            json!({"apiVersion": "v1", "kind": "List", "items": [
+                {"apiVersion": "v1", "kind": "NodeList", "items": [node("a"), node("b")]},
+                pod("ns", "p1", "a"),
+                {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}},
+            ]}),
+            Value::Null,
+            pod("ns", "p2", "b"),
+            json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+                   "metadata": {"namespace": "ns", "name": "d"}}),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}}),
+        ];
+        let s = Snapshot::from_documents(docs).unwrap();
+        assert_eq!(s.observed.nodes.len(), 2);
+        assert_eq!(s.observed.pods.len(), 2);
+        assert_eq!(s.observed.daemonsets.len(), 1);
+        assert_eq!(s.observed.pods[0].node_name.as_deref(), Some("a"));
+        assert_eq!(s.ignored.get("v1/Service"), Some(&1));
+        assert_eq!(s.ignored.get("apps/v1/Deployment"), Some(&1));
+        assert_eq!(s.ignored_count(), 2);
+    }
+
+    #[test]
+    fn conversion_error_names_the_item_and_the_field_path() {
+        let mut bad = node("b");
+        bad["spec"] = json!({"taints": [{"key": "k", "effect": 7}]});
+        let docs = vec![json!({"apiVersion": "v1", "kind": "List", "items": [node("a"), bad]})];
+        let err = observed_from_documents(docs).unwrap_err().to_string();
+        assert!(err.contains("Node b (document 1, items[1])"), "{err}");
+        assert!(err.contains("spec.taints[0].effect"), "{err}");
+        assert!(
+            err.contains("kubectl get nodes,pods,daemonsets -A -o yaml"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn pod_error_names_namespace_and_name() {
+        let mut bad = pod("kube-system", "p", "a");
+        bad["status"]["phase"] = json!(["Running"]);
+        let err = observed_from_documents(vec![node("a"), bad])
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("Pod kube-system/p (document 2)"), "{err}");
+        assert!(err.contains("status.phase"), "{err}");
+    }
+
+    #[test]
+    fn rejects_duplicates_missing_names_scalars_and_empty_snapshots() {
+        let err = observed_from_documents(vec![node("a"), node("a")]).unwrap_err();
+        assert!(matches!(err, SnapshotError::Duplicate { .. }), "{err}");
+        let nameless = json!({"apiVersion": "v1", "kind": "Node", "metadata": {}});
+        let err = observed_from_documents(vec![nameless]).unwrap_err();
+        assert!(err.to_string().contains("metadata.name"), "{err}");
+        let err = observed_from_documents(vec![json!("text")]).unwrap_err();
+        assert!(err.to_string().contains("found a string"), "{err}");
+        let err = observed_from_documents(vec![pod("n", "p", "a")]).unwrap_err();
+        assert!(matches!(err, SnapshotError::NoNodes), "{err}");
+        assert!(err.to_string().contains("kubectl get nodes"), "{err}");
+    }
+
+    #[test]
+    fn loads_yaml_streams_skipping_empty_documents() {
+        let f = write(
+            "# exported\n---\n---\napiVersion: v1\nkind: Node\nmetadata:\n  name: a\n---\n\
+             apiVersion: v1\nkind: PodList\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata:\n    \
+             name: p\n    namespace: n\n  spec:\n    nodeName: a\n    containers: []\n",
+        );
+        let s = Snapshot::load(f.path()).unwrap();
+        assert_eq!(s.observed.nodes.len(), 1);
+        assert_eq!(s.observed.pods.len(), 1);
+    }
+
+    #[test]
+    fn loads_json() {
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": [node("a")]});
+        let f = write(&serde_json::to_string_pretty(&list).unwrap());
+        assert_eq!(load_snapshot(f.path()).unwrap().nodes.len(), 1);
+    }
+
+    #[test]
+    fn syntax_errors_carry_file_line_and_column() {
+        let f = write("apiVersion: v1\nkind: Node\nmetadata:\n  name: [a\n");
+        let err = load_snapshot(f.path()).unwrap_err();
+        let SnapshotError::Syntax { line, .. } = &err else {
+            panic!("expected a syntax error, got {err}");
+        };
+        assert!(*line >= 4, "{err}");
+        let shown = err.to_string();
+        let prefix = format!("{}:{line}:", f.path().display());
+        assert!(shown.starts_with(&prefix), "{shown}");
+        assert!(!shown.contains('\n'), "one line: {shown}");
+        assert!(!shown.contains("at line"), "position said once: {shown}");
+    }
+
+    #[test]
+    fn content_errors_name_the_file() {
+        let f = write("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n");
+        let err = load_snapshot(f.path()).unwrap_err().to_string();
+        assert!(err.starts_with(&f.path().display().to_string()), "{err}");
+        assert!(err.contains("no nodes"), "{err}");
+    }
+
+    #[test]
+    fn missing_file_says_how_to_create_one() {
+        let err = load_snapshot(Path::new("/nonexistent/snapshot.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/nonexistent/snapshot.yaml"), "{err}");
+        assert!(
+            err.contains("kubectl get nodes,pods,daemonsets -A -o yaml"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn refuses_files_over_the_limit() {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        f.as_file().set_len(MAX_SNAPSHOT_BYTES + 1).unwrap();
+        let err = load_snapshot(f.path()).unwrap_err();
+        assert!(matches!(err, SnapshotError::TooLarge { .. }), "{err}");
+        assert!(err.to_string().contains("256 MiB"), "{err}");
+    }
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(name)
+    }
+
+    #[test]
+    fn seven_node_fixture_loads_with_expected_counts() {
+        let s = Snapshot::load(&fixture("snapshots/seven-nodes.yaml")).unwrap();
+        let o = &s.observed;
+        let names: Vec<&str> = o.nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "cp-1",
+                "worker-amd64-1",
+                "worker-arm64-1",
+                "gpu-1",
+                "win-1",
+                "uninit-1",
+                "fargate-1"
+            ]
+        );
+        assert!(o.nodes.iter().all(|n| n.ready == Some(true)));
+        assert_eq!(o.pods.len(), 7);
+        assert_eq!(o.daemonsets.len(), 1);
+        assert_eq!(s.ignored_count(), 0);
+
+        let flannel: Vec<&Pod> = o
+            .pods
+            .iter()
+            .filter(|p| p.namespace == "kube-flannel")
+            .collect();
+        assert_eq!(flannel.len(), 6);
+        assert!(flannel.iter().all(|p| {
+            p.revision_hash() == Some("abc123")
+                && p.controller
+                    .as_ref()
+                    .is_some_and(|c| c.kind == "DaemonSet" && c.name == "kube-flannel-ds")
+        }));
+        let on = |node: &str| {
+            flannel
+                .iter()
+                .find(|p| p.node_name.as_deref() == Some(node))
+        };
+        assert!(on("uninit-1").is_none());
+        assert!(on("win-1").is_some());
+        let gpu = on("gpu-1").unwrap();
+        assert!(!gpu.is_ready());
+        assert_eq!(gpu.waiting_reason.as_deref(), Some("CrashLoopBackOff"));
+        assert_eq!(flannel.iter().filter(|p| p.is_ready()).count(), 5);
+
+        let node = |n: &str| o.nodes.iter().find(|x| x.name == n).unwrap();
+        assert_eq!(node("win-1").labels["kubernetes.io/os"], "windows");
+        assert_eq!(
+            node("gpu-1").taints[0].to_string(),
+            "nvidia.com/gpu=present:NoSchedule"
+        );
+        assert_eq!(
+            node("cp-1").taints[0].to_string(),
+            "node-role.kubernetes.io/control-plane:NoSchedule"
+        );
+        assert_eq!(
+            node("fargate-1").labels["eks.amazonaws.com/compute-type"],
+            "fargate"
+        );
+    }
+}

@@ -1,0 +1,351 @@
+//! The plan as JSON: `apiVersion: daemonsync.io/v1alpha1`, `kind: Plan`.
+//!
+//! The schema is documented in `docs/plan-json.md` and described by `docs/plan.schema.json`;
+//! a test checks that real plans conform to it.
+
+use crate::plan::Plan;
+
+/// The plan as pretty-printed JSON with a trailing newline. The same plan always gives the
+/// same bytes: fields appear in a fixed order and every list is sorted by the planner.
+pub fn to_json(plan: &Plan) -> String {
+    let mut out = serde_json::to_string_pretty(plan)
+        .expect("a plan has only string keys and finite numbers, so it always serializes");
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{DeleteReason, LiveComparison, NodeState, StepPhase};
+    use crate::report::testing::known_plan;
+    use serde_json::Value;
+    use std::collections::BTreeSet;
+
+    const SCHEMA: &str = include_str!("../../docs/plan.schema.json");
+    const DOC: &str = include_str!("../../docs/plan-json.md");
+
+    fn schema() -> Value {
+        serde_json::from_str(SCHEMA).expect("docs/plan.schema.json is JSON")
+    }
+
+    /// A validator for the subset of JSON Schema the plan schema uses: `type`, `const`,
+    /// `enum`, `properties`, `required`, `additionalProperties: false`, `items`, `minimum`
+    /// and local `$ref`s. Returns every violation with its JSON path.
+    fn validate(root: &Value, schema: &Value, value: &Value, path: &str, errors: &mut Vec<String>) {
+        if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
+            let name = r.strip_prefix("#/$defs/").expect("local $ref");
+            let def = &root["$defs"][name];
+            assert!(def.is_object(), "unknown $ref {r}");
+            return validate(root, def, value, path, errors);
+        }
+        if let Some(c) = schema.get("const")
+            && c != value
+        {
+            errors.push(format!("{path}: {value} is not {c}"));
+        }
+        if let Some(options) = schema.get("enum").and_then(Value::as_array)
+            && !options.contains(value)
+        {
+            errors.push(format!("{path}: {value} is not one of {options:?}"));
+        }
+        if let Some(t) = schema.get("type").and_then(Value::as_str) {
+            let ok = match t {
+                "object" => value.is_object(),
+                "array" => value.is_array(),
+                "string" => value.is_string(),
+                "boolean" => value.is_boolean(),
+                "integer" => value.is_i64() || value.is_u64(),
+                other => panic!("schema uses unsupported type {other}"),
+            };
+            if !ok {
+                errors.push(format!("{path}: {value} is not of type {t}"));
+                return;
+            }
+        }
+        if let (Some(min), Some(n)) = (
+            schema.get("minimum").and_then(Value::as_i64),
+            value.as_i64(),
+        ) && n < min
+        {
+            errors.push(format!("{path}: {n} is below {min}"));
+        }
+        if let Some(items) = schema.get("items") {
+            for (i, v) in value.as_array().into_iter().flatten().enumerate() {
+                validate(root, items, v, &format!("{path}[{i}]"), errors);
+            }
+        }
+        if let Some(obj) = value.as_object() {
+            let props = schema.get("properties").and_then(Value::as_object);
+            for req in schema
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let req = req.as_str().unwrap();
+                if !obj.contains_key(req) {
+                    errors.push(format!("{path}: required field `{req}` is missing"));
+                }
+            }
+            for (k, v) in obj {
+                match props.and_then(|p| p.get(k)) {
+                    Some(s) => validate(root, s, v, &format!("{path}.{k}"), errors),
+                    None if schema.get("additionalProperties") == Some(&Value::Bool(false)) => {
+                        errors.push(format!("{path}: field `{k}` is not in the schema"))
+                    }
+                    None => {}
+                }
+            }
+        }
+    }
+
+    fn violations(value: &Value) -> Vec<String> {
+        let root = schema();
+        let mut errors = Vec::new();
+        validate(&root, &root, value, "$", &mut errors);
+        errors
+    }
+
+    fn emitted(plan: &Plan) -> Value {
+        serde_json::from_str(&to_json(plan)).expect("to_json emits JSON")
+    }
+
+    /// A plan exercising every strategy and most node states.
+    fn fleet_plan() -> Plan {
+        use crate::cluster::synthetic::{fleet, fleet_now};
+        let (desired, observed) = fleet(300, 12, 3);
+        crate::plan::plan(&desired, &observed, &Default::default(), fleet_now())
+    }
+
+    #[test]
+    fn json_has_api_version_kind_and_the_status_field_names() {
+        let v = emitted(&known_plan());
+        assert_eq!(v["apiVersion"], "daemonsync.io/v1alpha1");
+        assert_eq!(v["kind"], "Plan");
+        assert_eq!(v["now"], "2025-06-01T12:00:00Z");
+        let status = &v["daemonsets"][0]["status"];
+        let expected = [
+            ("desiredNumberScheduled", 5),
+            ("currentNumberScheduled", 4),
+            ("numberReady", 3),
+            ("updatedNumberScheduled", 2),
+            ("numberAvailable", 3),
+            ("numberUnavailable", 2),
+            ("numberMisscheduled", 1),
+        ];
+        for (field, n) in expected {
+            assert_eq!(status[field], n, "{field} in {status}");
+        }
+        assert_eq!(status.as_object().unwrap().len(), expected.len());
+        assert_eq!(v["daemonsets"][0]["step"]["create"][0], "w4");
+        assert_eq!(
+            v["daemonsets"][0]["step"]["delete"][0]["reason"],
+            "misscheduled"
+        );
+    }
+
+    #[test]
+    fn output_is_pretty_deterministic_and_ends_with_a_newline() {
+        let a = to_json(&known_plan());
+        assert_eq!(a, to_json(&known_plan()));
+        assert!(a.starts_with(
+            "{\n  \"apiVersion\": \"daemonsync.io/v1alpha1\",\n  \"kind\": \"Plan\",\n"
+        ));
+        assert!(a.ends_with("}\n") && !a.ends_with("\n\n"));
+    }
+
+    #[test]
+    fn emitted_plans_conform_to_the_documented_schema() {
+        for plan in [known_plan(), fleet_plan()] {
+            let errors = violations(&emitted(&plan));
+            assert!(errors.is_empty(), "{}", errors.join("\n"));
+        }
+    }
+
+    #[test]
+    fn the_validator_catches_undocumented_missing_and_mistyped_fields() {
+        let mut v = emitted(&known_plan());
+        v["daemonsets"][0]["extra"] = Value::Bool(true);
+        v["daemonsets"][0]["status"]
+            .as_object_mut()
+            .unwrap()
+            .remove("numberReady");
+        v["daemonsets"][0]["nodes"][0]["state"] = "sideways".into();
+        v["daemonsets"][0]["converges"] = 1.into();
+        let errors = violations(&v).join("\n");
+        assert!(
+            errors.contains("$.daemonsets[0]: field `extra` is not in the schema"),
+            "{errors}"
+        );
+        assert!(
+            errors.contains("required field `numberReady` is missing"),
+            "{errors}"
+        );
+        assert!(
+            errors.contains("$.daemonsets[0].nodes[0].state: \"sideways\""),
+            "{errors}"
+        );
+        assert!(
+            errors.contains("$.daemonsets[0].converges: 1 is not of type boolean"),
+            "{errors}"
+        );
+    }
+
+    /// Every field of the schema has a row in a field table of the doc, and every enumerated
+    /// or constant value is mentioned in it.
+    #[test]
+    fn the_doc_describes_every_schema_field_and_value() {
+        fn walk(v: &Value, fields: &mut BTreeSet<String>, values: &mut BTreeSet<String>) {
+            match v {
+                Value::Object(m) => {
+                    if let Some(Value::Object(props)) = m.get("properties") {
+                        fields.extend(props.keys().cloned());
+                    }
+                    let listed = m
+                        .get("enum")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten();
+                    values.extend(
+                        listed
+                            .chain(m.get("const"))
+                            .map(|e| e.as_str().unwrap().to_string()),
+                    );
+                    m.values().for_each(|v| walk(v, fields, values));
+                }
+                Value::Array(a) => a.iter().for_each(|v| walk(v, fields, values)),
+                _ => {}
+            }
+        }
+        let (mut fields, mut values) = (BTreeSet::new(), BTreeSet::new());
+        walk(&schema(), &mut fields, &mut values);
+        assert!(
+            fields.len() > 30 && values.len() > 25,
+            "{fields:?} {values:?}"
+        );
+        let missing_rows: Vec<_> = fields
+            .iter()
+            .filter(|f| !DOC.contains(&format!("\n| `{f}` |")))
+            .collect();
+        assert!(
+            missing_rows.is_empty(),
+            "no row in docs/plan-json.md for {missing_rows:?}"
+        );
+        let unmentioned: Vec<_> = values
+            .iter()
+            .filter(|v| !DOC.contains(&format!("`{v}`")))
+            .collect();
+        assert!(
+            unmentioned.is_empty(),
+            "not in docs/plan-json.md: {unmentioned:?}"
+        );
+        assert_eq!(crate::plan::PLAN_API_VERSION, "daemonsync.io/v1alpha1");
+    }
+
+    fn schema_enum(def: &str, field: &str) -> BTreeSet<String> {
+        schema()["$defs"][def]["properties"][field]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{def}.{field} has an enum"))
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect()
+    }
+
+    fn spelled<T: serde::Serialize>(values: &[T]) -> BTreeSet<String> {
+        values
+            .iter()
+            .map(|v| {
+                serde_json::to_value(v)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    /// The schema lists exactly the values the planner can emit. The `match`es below stop
+    /// compiling when a variant is added, pointing here.
+    #[test]
+    fn schema_enumerations_match_the_planner() {
+        let states = [
+            NodeState::UpToDate,
+            NodeState::OutOfDate,
+            NodeState::Missing,
+            NodeState::Misscheduled,
+            NodeState::Duplicate,
+            NodeState::Failed,
+            NodeState::Unavailable,
+            NodeState::Surging,
+            NodeState::Terminating,
+            NodeState::Blocked,
+            NodeState::Ineligible,
+        ];
+        for s in states {
+            match s {
+                NodeState::UpToDate
+                | NodeState::OutOfDate
+                | NodeState::Missing
+                | NodeState::Misscheduled
+                | NodeState::Duplicate
+                | NodeState::Failed
+                | NodeState::Unavailable
+                | NodeState::Surging
+                | NodeState::Terminating
+                | NodeState::Blocked
+                | NodeState::Ineligible => {}
+            }
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        assert_eq!(spelled(&states), schema_enum("NodeEntry", "state"));
+
+        let reasons = [
+            DeleteReason::Failed,
+            DeleteReason::Succeeded,
+            DeleteReason::Duplicate,
+            DeleteReason::Misscheduled,
+            DeleteReason::NodeGone,
+            DeleteReason::RollingUpdate,
+            DeleteReason::ReplaceUnavailable,
+            DeleteReason::Replaced,
+            DeleteReason::OldNotReady,
+            DeleteReason::NoLongerEligible,
+        ];
+        for r in reasons {
+            match r {
+                DeleteReason::Failed
+                | DeleteReason::Succeeded
+                | DeleteReason::Duplicate
+                | DeleteReason::Misscheduled
+                | DeleteReason::NodeGone
+                | DeleteReason::RollingUpdate
+                | DeleteReason::ReplaceUnavailable
+                | DeleteReason::Replaced
+                | DeleteReason::OldNotReady
+                | DeleteReason::NoLongerEligible => {}
+            }
+        }
+        assert_eq!(spelled(&reasons), schema_enum("PodDeletion", "reason"));
+
+        let phases = [StepPhase::None, StepPhase::Manage, StepPhase::RollingUpdate];
+        for p in phases {
+            match p {
+                StepPhase::None | StepPhase::Manage | StepPhase::RollingUpdate => {}
+            }
+        }
+        assert_eq!(spelled(&phases), schema_enum("Step", "phase"));
+
+        let live = [
+            LiveComparison::None,
+            LiveComparison::Equivalent,
+            LiveComparison::Differs,
+        ];
+        for l in live {
+            match l {
+                LiveComparison::None | LiveComparison::Equivalent | LiveComparison::Differs => {}
+            }
+        }
+        assert_eq!(spelled(&live), schema_enum("DaemonSetPlan", "live"));
+    }
+}

@@ -1,0 +1,484 @@
+//! The plan as a terminal table for people, in the style of `kubectl get ds`.
+//!
+//! Layout: one row per DaemonSet with the status counters; then, per DaemonSet, its next
+//! step and the number of projected waves, its warnings, and the nodes that need attention
+//! grouped by state, each with its reason.
+
+use crate::plan::{DaemonSetPlan, NodeEntry, NodeState, Plan, StepPhase};
+use anstyle::{AnsiColor, Style};
+use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// How to render the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableOptions {
+    /// Emit ANSI colours. The caller decides (`NO_COLOR`, whether stdout is a terminal); the
+    /// renderer never looks at the environment.
+    pub color: bool,
+    /// Nodes listed per state group before "... and N more". `0` lists none, only counts.
+    pub max_nodes_per_group: usize,
+}
+
+impl Default for TableOptions {
+    /// No colour, 20 nodes per group.
+    fn default() -> Self {
+        TableOptions {
+            color: false,
+            max_nodes_per_group: 20,
+        }
+    }
+}
+
+/// Column headers, as `kubectl get ds` prints them, plus MISSCHEDULED and STRATEGY.
+const HEADERS: [&str; 9] = [
+    "NAMESPACE",
+    "NAME",
+    "DESIRED",
+    "CURRENT",
+    "READY",
+    "UP-TO-DATE",
+    "AVAILABLE",
+    "MISSCHEDULED",
+    "STRATEGY",
+];
+
+/// Renders the plan for a terminal. Ends with a newline.
+pub fn to_table(plan: &Plan, opts: &TableOptions) -> String {
+    let paint = Painter(opts.color);
+    if plan.daemonsets.is_empty() {
+        return "No DaemonSets to plan.\n".into();
+    }
+    let mut out = String::new();
+    for (i, line) in summary_table(plan).lines().enumerate() {
+        let line = line.trim_end();
+        if i == 0 {
+            out.push_str(&paint.style(line, Style::new().bold()));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    for ds in &plan.daemonsets {
+        out.push('\n');
+        details(&mut out, ds, opts, paint);
+    }
+    out
+}
+
+fn summary_table(plan: &Plan) -> String {
+    let mut table = Table::new();
+    table
+        .load_style(comfy_table::presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(HEADERS);
+    for ds in &plan.daemonsets {
+        let s = &ds.status;
+        table.add_row(vec![
+            ds.namespace.clone(),
+            ds.name.clone(),
+            s.desired_number_scheduled.to_string(),
+            s.current_number_scheduled.to_string(),
+            s.number_ready.to_string(),
+            s.updated_number_scheduled.to_string(),
+            s.number_available.to_string(),
+            s.number_misscheduled.to_string(),
+            strategy(ds),
+        ]);
+    }
+    // kubectl separates columns by three spaces and pads nothing at the edges.
+    for (i, column) in table.column_iter_mut().enumerate() {
+        column.set_padding((0, 3));
+        if (2..8).contains(&i) {
+            column.set_cell_alignment(CellAlignment::Left);
+        }
+        column.set_constraint(ColumnConstraint::ContentWidth);
+    }
+    table.to_string()
+}
+
+fn strategy(ds: &DaemonSetPlan) -> String {
+    let s = &ds.strategy;
+    let mut out = s.type_.to_string();
+    fn nonzero(v: &Option<String>) -> Option<&str> {
+        v.as_deref().filter(|v| *v != "0" && *v != "0%")
+    }
+    let surge = nonzero(&s.max_surge);
+    match (nonzero(&s.max_unavailable), surge) {
+        (Some(u), Some(m)) => write!(out, " maxUnavailable={u} maxSurge={m}"),
+        (Some(u), None) => write!(out, " maxUnavailable={u}"),
+        (None, Some(m)) => write!(out, " maxSurge={m}"),
+        (None, None) if s.max_unavailable.is_some() => write!(out, " maxUnavailable=0"),
+        (None, None) => Ok(()),
+    }
+    .expect("writing to a String cannot fail");
+    out
+}
+
+fn details(out: &mut String, ds: &DaemonSetPlan, opts: &TableOptions, paint: Painter) {
+    let title = format!("{}/{}", ds.namespace, ds.name);
+    let _ = writeln!(
+        out,
+        "{}: {}",
+        paint.style(&title, Style::new().bold()),
+        next_step(ds)
+    );
+    for w in &ds.warnings {
+        let label = paint.style(
+            "WARNING:",
+            Style::new().bold().fg_color(Some(AnsiColor::Yellow.into())),
+        );
+        let _ = writeln!(out, "  {label} {w}");
+    }
+    let mut groups: BTreeMap<NodeState, Vec<&NodeEntry>> = BTreeMap::new();
+    for n in ds.nodes.iter().filter(|n| n.state.needs_attention()) {
+        groups.entry(n.state).or_default().push(n);
+    }
+    if groups.is_empty() {
+        return;
+    }
+    let total: usize = groups.values().map(Vec::len).sum();
+    let _ = writeln!(out, "  {} need attention:", count(total, "node"));
+    for (state, nodes) in &groups {
+        let heading = format!("{state} ({})", nodes.len());
+        let _ = writeln!(out, "    {}", paint.style(&heading, state_style(*state)));
+        let shown = &nodes[..nodes.len().min(opts.max_nodes_per_group)];
+        let width = shown.iter().map(|n| n.node.len()).max().unwrap_or(0);
+        for n in shown {
+            let _ = writeln!(out, "      {:<width$}   {}", n.node, n.reason);
+        }
+        if nodes.len() > shown.len() {
+            let _ = writeln!(out, "      ... and {} more", nodes.len() - shown.len());
+        }
+    }
+}
+
+/// The next-step line: what the step does and how many waves the rollout takes.
+fn next_step(ds: &DaemonSetPlan) -> String {
+    let step = &ds.step;
+    let waves = match (ds.waves.len(), ds.converges) {
+        (_, false) => "the rollout does not converge".to_string(),
+        (0, true) => "converged".to_string(),
+        (n, true) => format!("{} projected", count(n, "wave")),
+    };
+    if step.is_empty() {
+        return if ds.waves.is_empty() && ds.converges {
+            "no changes".into()
+        } else {
+            format!("no changes in the next step; {waves}")
+        };
+    }
+    let mut actions = Vec::new();
+    if !step.create.is_empty() {
+        actions.push(format!("create on {}", count(step.create.len(), "node")));
+    }
+    if !step.delete.is_empty() {
+        actions.push(format!("delete {}", count(step.delete.len(), "pod")));
+    }
+    let phase = match step.phase {
+        StepPhase::Manage => "per-node fixes",
+        StepPhase::RollingUpdate => "rolling update",
+        StepPhase::None => "no phase",
+    };
+    format!("{} ({phase}); {waves}", actions.join(", "))
+}
+
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+fn state_style(state: NodeState) -> Style {
+    let color = match state {
+        NodeState::Missing | NodeState::Failed | NodeState::Duplicate | NodeState::Misscheduled => {
+            AnsiColor::Red
+        }
+        NodeState::UpToDate => AnsiColor::Green,
+        _ => AnsiColor::Yellow,
+    };
+    Style::new().bold().fg_color(Some(color.into()))
+}
+
+/// Applies styles only when colour is on.
+#[derive(Debug, Clone, Copy)]
+struct Painter(bool);
+
+impl Painter {
+    fn style(self, text: &str, style: Style) -> String {
+        if self.0 {
+            format!("{style}{text}{style:#}")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testing::{all_missing_plan, known_plan};
+
+    fn plain() -> TableOptions {
+        TableOptions::default()
+    }
+
+    fn columns(line: &str) -> Vec<&str> {
+        line.split_whitespace().collect()
+    }
+
+    #[test]
+    fn header_and_row_carry_the_status_counters() {
+        let out = to_table(&known_plan(), &plain());
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(columns(lines[0]), HEADERS, "{out}");
+        assert_eq!(
+            columns(lines[1]),
+            [
+                "infra",
+                "agent",
+                "5",
+                "4",
+                "3",
+                "2",
+                "3",
+                "1",
+                "RollingUpdate",
+                "maxUnavailable=1"
+            ],
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn columns_line_up_like_kubectl() {
+        let out = to_table(&known_plan(), &plain());
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(
+            lines[0].starts_with("NAMESPACE   NAME    DESIRED   "),
+            "{out}"
+        );
+        assert_eq!(lines[0].find("DESIRED"), lines[1].find('5'), "{out}");
+        assert!(
+            lines.iter().all(|l| l.trim_end() == *l),
+            "no trailing spaces: {out:?}"
+        );
+    }
+
+    #[test]
+    fn next_step_line_names_actions_phase_and_waves() {
+        let p = known_plan();
+        let out = to_table(&p, &plain());
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("infra/agent: "))
+            .unwrap_or_else(|| panic!("no next-step line: {out}"));
+        assert!(
+            line.starts_with("infra/agent: create on 1 node, delete 1 pod (per-node fixes); "),
+            "{line}"
+        );
+        let waves = p.daemonsets[0].waves.len();
+        assert!(
+            line.ends_with(&format!("{waves} waves projected")),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn attention_nodes_are_grouped_by_state_with_reasons() {
+        let out = to_table(&known_plan(), &plain());
+        assert!(out.contains("  5 nodes need attention:\n"), "{out}");
+        let expect = [
+            "    out-of-date (2)\n      w2   running old revision old\n      w3   running old revision old\n",
+            "    missing (1)\n      w4   no pod yet\n",
+            "    misscheduled (1)\n      m1   ",
+            "    unavailable (1)\n      w5   pod not ready: CrashLoopBackOff\n",
+        ];
+        for e in expect {
+            assert!(out.contains(e), "missing {e:?} in\n{out}");
+        }
+        // Up-to-date and ineligible nodes are not listed.
+        assert!(!out.contains("      w1 "), "{out}");
+        let order: Vec<usize> = [
+            "out-of-date (",
+            "missing (",
+            "misscheduled (",
+            "unavailable (",
+        ]
+        .iter()
+        .map(|h| out.find(h).unwrap())
+        .collect();
+        assert!(order.is_sorted(), "groups in state order: {out}");
+    }
+
+    #[test]
+    fn long_groups_are_truncated_with_a_count() {
+        let out = to_table(&all_missing_plan(25), &plain());
+        assert!(out.contains("    missing (25)\n"), "{out}");
+        assert!(out.contains("      n019   no pod yet\n"), "{out}");
+        assert!(!out.contains("n020"), "{out}");
+        assert!(out.contains("      ... and 5 more\n"), "{out}");
+
+        let opts = TableOptions {
+            max_nodes_per_group: 3,
+            ..plain()
+        };
+        let out = to_table(&all_missing_plan(25), &opts);
+        assert!(
+            out.contains("      n002   no pod yet\n      ... and 22 more\n"),
+            "{out}"
+        );
+
+        let out = to_table(&all_missing_plan(5), &plain());
+        assert!(!out.contains("more"), "{out}");
+    }
+
+    #[test]
+    fn on_delete_strategy_and_no_budgets() {
+        let out = to_table(&all_missing_plan(2), &plain());
+        assert_eq!(
+            columns(out.lines().nth(1).unwrap()).last(),
+            Some(&"OnDelete")
+        );
+        assert!(
+            out.contains("ops/wide: create on 2 nodes (per-node fixes); "),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn warnings_are_prominent() {
+        let mut p = known_plan();
+        p.daemonsets[0]
+            .warnings
+            .push("the rollout needs a look".into());
+        let out = to_table(&p, &plain());
+        assert!(
+            out.contains("\n  WARNING: the rollout needs a look\n"),
+            "{out}"
+        );
+        let colored = to_table(
+            &p,
+            &TableOptions {
+                color: true,
+                ..plain()
+            },
+        );
+        assert!(
+            colored.contains("\u{1b}[1m\u{1b}[33mWARNING:\u{1b}[0m"),
+            "{colored:?}"
+        );
+    }
+
+    #[test]
+    fn color_only_when_asked() {
+        let p = known_plan();
+        assert!(!to_table(&p, &plain()).contains('\u{1b}'));
+        let colored = to_table(
+            &p,
+            &TableOptions {
+                color: true,
+                ..plain()
+            },
+        );
+        assert!(colored.contains("\u{1b}["), "{colored:?}");
+        // Colour never changes the text or the alignment.
+        let stripped = strip_ansi(&colored);
+        assert_eq!(stripped, to_table(&p, &plain()));
+    }
+
+    #[test]
+    fn converged_daemonset_says_no_changes() {
+        let d = crate::report::testing::daemonset(
+            "infra",
+            "agent",
+            serde_json::json!({"type": "RollingUpdate"}),
+        );
+        let rev = crate::report::testing::revision(&d);
+        let observed = crate::plan::Observed {
+            nodes: vec![crate::report::testing::worker("w1")],
+            pods: vec![crate::report::testing::pod(
+                "infra", "agent", "w1", &rev, true,
+            )],
+            daemonsets: Vec::new(),
+        };
+        let p = crate::plan::plan(
+            &[d],
+            &observed,
+            &crate::plan::Policy::default(),
+            crate::report::testing::now(),
+        );
+        let out = to_table(&p, &plain());
+        assert!(out.contains("\ninfra/agent: no changes\n"), "{out}");
+        assert!(!out.contains("need attention"), "{out}");
+    }
+
+    #[test]
+    fn empty_plan() {
+        let mut p = known_plan();
+        p.daemonsets.clear();
+        assert_eq!(to_table(&p, &plain()), "No DaemonSets to plan.\n");
+    }
+
+    fn strip_ansi(s: &str) -> String {
+        let mut out = String::new();
+        let mut chars = s.chars();
+        while let Some(c) = chars.next() {
+            if c == '\u{1b}' {
+                for c in chars.by_ref() {
+                    if c == 'm' {
+                        break;
+                    }
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// The demo: flannel from git against the seven-node snapshot, where every pod runs an
+    /// older revision and one node has none.
+    #[test]
+    fn seven_node_demo_shows_flannel_rollout() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let observed =
+            crate::cluster::load_snapshot(&root.join("snapshots/seven-nodes.yaml")).unwrap();
+        let text = std::fs::read_to_string(root.join("manifests/kube-flannel.yaml")).unwrap();
+        let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).unwrap();
+        let ds = docs.into_iter().find(|d| d["kind"] == "DaemonSet").unwrap();
+        let desired = crate::plan::Desired {
+            source: "kube-flannel.yaml".into(),
+            daemonset: serde_json::from_value(ds).unwrap(),
+        };
+        let p = crate::plan::plan(
+            &[desired],
+            &observed,
+            &crate::plan::Policy::default(),
+            "2025-06-01T12:00:00Z".parse().unwrap(),
+        );
+        let out = to_table(&p, &plain());
+        let row = columns(out.lines().nth(1).unwrap());
+        assert_eq!(row[..2], ["kube-flannel", "kube-flannel-ds"], "{out}");
+        assert_eq!(row[5], "0", "nothing is up to date: {out}");
+        assert!(
+            out.contains("\n    missing (1)\n      uninit-1   no pod yet\n"),
+            "{out}"
+        );
+        assert!(out.contains("   running old revision abc123\n"), "{out}");
+        let gpu = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("gpu-1 "))
+            .unwrap_or_else(|| panic!("gpu-1 not listed: {out}"));
+        assert!(
+            gpu.ends_with("running old revision abc123 (not available)"),
+            "{gpu}"
+        );
+        assert!(
+            out.contains("kube-flannel/kube-flannel-ds: create on 1 node"),
+            "{out}"
+        );
+    }
+}
