@@ -1,1 +1,6 @@
-fn main() {}
+use clap::Parser;
+
+fn main() {
+    let cli = daemonsync::cli::Cli::parse();
+    std::process::exit(daemonsync::cli::run(cli));
+}

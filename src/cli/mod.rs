@@ -1,0 +1,64 @@
+//! The command line: clap structures describe the flags; [`run`] validates them into a
+//! configuration, calls the library and returns the exit code. `main` only maps that code.
+
+mod plan;
+
+pub use plan::{ClusterSource, Output, PlanArgs};
+
+use crate::model::Timestamp;
+use anyhow::{Context as _, Result};
+use clap::{Parser, Subcommand};
+
+/// Exit code: success, and (for `plan`) nothing would change.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: an error; nothing was planned.
+pub const EXIT_ERROR: i32 = 1;
+/// Exit code of `plan`: the plan has changes (terraform's `-detailed-exitcode` convention).
+pub const EXIT_CHANGES: i32 = 2;
+
+/// GitOps for Kubernetes DaemonSets, node by node.
+#[derive(Debug, Parser)]
+#[command(name = "daemonsync", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show, node by node, what reconciling the manifests would do.
+    #[command(after_help = plan::PLAN_HELP)]
+    Plan(PlanArgs),
+}
+
+/// Parses an RFC 3339 instant for `--now`.
+pub fn parse_now(s: &str) -> Result<Timestamp> {
+    s.parse::<Timestamp>().with_context(|| {
+        format!("invalid --now {s:?}: expected an RFC 3339 instant such as 2026-01-01T00:00:00Z")
+    })
+}
+
+/// Runs the command line and returns the exit code. Errors are printed to stderr.
+pub fn run(cli: Cli) -> i32 {
+    let result = match cli.command {
+        Command::Plan(args) => plan::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => EXIT_OK,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            EXIT_ERROR
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
