@@ -52,7 +52,12 @@ pub struct PlanArgs {
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
     pub output: Output,
     /// Namespace for manifests that name none (as kubectl does).
-    #[arg(long, short = 'n', default_value = "default", env = "DAEMONSYNC_NAMESPACE")]
+    #[arg(
+        long,
+        short = 'n',
+        default_value = "default",
+        env = "DAEMONSYNC_NAMESPACE"
+    )]
     pub namespace: String,
     /// Honour Lt/Gt toleration operators (the cluster has the TaintTolerationComparisonOperators
     /// feature gate on).
@@ -74,7 +79,9 @@ impl std::str::FromStr for ClusterSource {
     type Err = anyhow::Error;
     fn from_str(s: &str) -> Result<Self> {
         match s.split_once(':') {
-            Some(("snapshot", path)) if !path.is_empty() => Ok(ClusterSource::Snapshot(path.into())),
+            Some(("snapshot", path)) if !path.is_empty() => {
+                Ok(ClusterSource::Snapshot(path.into()))
+            }
             _ => bail!(
                 "unsupported --cluster {s:?}: use snapshot:FILE, where FILE is the output of \
                  `kubectl get nodes,pods,daemonsets -A -o yaml`"
@@ -106,14 +113,21 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
     };
     let plan = plan::plan(&desired, &observed, &policy, now);
     print_plan(&plan, args)?;
-    Ok(if plan.has_changes() { EXIT_CHANGES } else { EXIT_OK })
+    Ok(if plan.has_changes() {
+        EXIT_CHANGES
+    } else {
+        EXIT_OK
+    })
 }
 
 /// The valid DaemonSets, or an error listing every invalid one: nothing is planned from a
 /// partly broken source.
 pub fn desired_or_error(m: Manifests) -> Result<Vec<Desired>> {
     if !m.invalid.is_empty() {
-        let mut msg = format!("{} invalid DaemonSet(s); nothing was planned:", m.invalid.len());
+        let mut msg = format!(
+            "{} invalid DaemonSet(s); nothing was planned:",
+            m.invalid.len()
+        );
         for bad in &m.invalid {
             msg.push_str(&format!("\n  {} ({}):", bad.name, bad.source));
             for e in &bad.errors {

@@ -155,15 +155,17 @@ pub(crate) fn classify(
     if slot.node.is_none() {
         return (NodeState::Misscheduled, Reason::NodeGone);
     }
-    let live: Vec<_> = slot.pods.iter().filter(|p| !p.terminating).collect();
-    let terminating_only = live.is_empty() && slot.has_pods();
+    let mut live = slot.pods.iter().filter(|p| !p.terminating);
+    let (first, second) = (live.next(), live.next());
+    let live_count = first.map_or(0, |_| 1) + second.map_or(0, |_| 1) + live.count();
+    let terminating_only = first.is_none() && slot.has_pods();
     if !slot.should_run {
         let why = slot
             .ineligible
             .clone()
             .expect("a node that should not run has a reason");
         let taint_blocked = matches!(why, Ineligible::Taint { .. });
-        return match (live.is_empty(), taint_blocked && slot.should_continue) {
+        return match (first.is_none(), taint_blocked && slot.should_continue) {
             (true, _) if terminating_only => (NodeState::Terminating, Reason::Ineligible(why)),
             (true, _) if taint_blocked => {
                 (NodeState::Blocked, Reason::Blocked { why, kept: false })
@@ -173,28 +175,32 @@ pub(crate) fn classify(
             (false, false) => (NodeState::Misscheduled, Reason::Ineligible(why)),
         };
     }
-    match live.as_slice() {
-        [] if terminating_only => (NodeState::Terminating, Reason::Terminating),
-        [] => (NodeState::Missing, Reason::NoPod),
-        [p] if p.phase.is_terminal() => (NodeState::Failed, Reason::Terminal(p.phase)),
-        [p] if !p.updated => (
+    match (first, second) {
+        (None, _) if terminating_only => (NodeState::Terminating, Reason::Terminating),
+        (None, _) => (NodeState::Missing, Reason::NoPod),
+        (Some(p), None) if p.phase.is_terminal() => (NodeState::Failed, Reason::Terminal(p.phase)),
+        (Some(p), None) if !p.updated => (
             NodeState::OutOfDate,
             Reason::OldRevision {
                 from: revision_of(p.id),
                 available: p.available,
             },
         ),
-        [p] if p.available => (NodeState::UpToDate, Reason::Current),
-        [p] if p.ready => (
+        (Some(p), None) if p.available => (NodeState::UpToDate, Reason::Current),
+        (Some(p), None) if p.ready => (
             NodeState::Unavailable,
             Reason::MinReadySeconds(min_ready_seconds),
         ),
-        [p] => (NodeState::Unavailable, Reason::NotReady(waiting_of(p.id))),
-        [a, b]
-            if surge && a.updated != b.updated && live.iter().all(|p| !p.phase.is_terminal()) =>
+        (Some(p), None) => (NodeState::Unavailable, Reason::NotReady(waiting_of(p.id))),
+        (Some(a), Some(b))
+            if surge
+                && live_count == 2
+                && a.updated != b.updated
+                && !a.phase.is_terminal()
+                && !b.phase.is_terminal() =>
         {
             (NodeState::Surging, Reason::SurgeStarting)
         }
-        many => (NodeState::Duplicate, Reason::Pods(many.len())),
+        _ => (NodeState::Duplicate, Reason::Pods(live_count)),
     }
 }

@@ -2,6 +2,7 @@
 //! `manage`, spec section 5.3): create where a pod is missing, delete failed, duplicate and
 //! misscheduled pods.
 
+use crate::model::PodPhase;
 use crate::plan::pods::PodInfo;
 use crate::plan::view::{Actions, Delete, DeleteReason, Slot};
 
@@ -42,46 +43,46 @@ fn on_node(i: u32, slot: &Slot, allows_surge: bool, actions: &mut Actions) {
         }
         return;
     }
-    let mut running: Vec<&PodInfo> = Vec::with_capacity(slot.pods.len());
     for p in slot.pods.iter().filter(|p| !p.terminating) {
         match p.phase {
             // Failed pods are always deleted; the executor spaces out repeated failures on one
             // node (upstream's per-node backoff) since the planner keeps no memory.
-            crate::model::PodPhase::Failed => actions.delete.push(del(i, p, DeleteReason::Failed)),
-            crate::model::PodPhase::Succeeded => {
-                actions.delete.push(del(i, p, DeleteReason::Succeeded))
-            }
-            _ => running.push(p),
+            PodPhase::Failed => actions.delete.push(del(i, p, DeleteReason::Failed)),
+            PodPhase::Succeeded => actions.delete.push(del(i, p, DeleteReason::Succeeded)),
+            _ => {}
         }
     }
+    // Slot pods are in upstream order, so "the first running pod" is the one upstream keeps.
+    let running = || slot.pods.iter().filter(|p| p.is_running());
     if !allows_surge {
-        // Slot pods are already in upstream order: keep the first, delete the rest. No
-        // creation here even with nothing running: the next step sees an empty node.
-        for p in running.iter().skip(1) {
+        // Keep the first, delete the rest. No creation here even with nothing running: the
+        // next step sees an empty node.
+        for p in running().skip(1) {
             actions.delete.push(del(i, p, DeleteReason::Duplicate));
         }
         return;
     }
-    match running.len() {
-        0 if slot.should_run => actions.create.push(i),
-        0 | 1 => {}
-        _ => {
-            let oldest_new = running.iter().find(|p| p.hash_current).copied();
-            let oldest_old = running.iter().find(|p| !p.hash_current).copied();
-            for p in &running {
-                let kept = Some(p.id) == oldest_new.map(|p| p.id)
-                    || Some(p.id) == oldest_old.map(|p| p.id);
-                if !kept {
-                    actions.delete.push(del(i, p, DeleteReason::Duplicate));
-                }
-            }
-            if let (Some(new), Some(old)) = (oldest_new, oldest_old) {
-                if !old.ready {
-                    actions.delete.push(del(i, old, DeleteReason::OldNotReady));
-                } else if new.available {
-                    actions.delete.push(del(i, old, DeleteReason::Replaced));
-                }
-            }
+    match running().count() {
+        0 if slot.should_run => {
+            actions.create.push(i);
+            return;
+        }
+        0 | 1 => return,
+        _ => {}
+    }
+    let oldest_new = running().find(|p| p.hash_current);
+    let oldest_old = running().find(|p| !p.hash_current);
+    let kept = |p: &PodInfo| {
+        Some(p.id) == oldest_new.map(|k| k.id) || Some(p.id) == oldest_old.map(|k| k.id)
+    };
+    for p in running().filter(|p| !kept(p)) {
+        actions.delete.push(del(i, p, DeleteReason::Duplicate));
+    }
+    if let (Some(new), Some(old)) = (oldest_new, oldest_old) {
+        if !old.ready {
+            actions.delete.push(del(i, old, DeleteReason::OldNotReady));
+        } else if new.available {
+            actions.delete.push(del(i, old, DeleteReason::Replaced));
         }
     }
 }

@@ -180,7 +180,7 @@ pub struct NodeEntry {
 
 /// Which part of the reconcile produced the step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "kebab-case")]
 pub enum StepPhase {
     /// Nothing to do.
     None,

@@ -36,7 +36,18 @@ pub(crate) fn project(
     allows_surge: bool,
     rolling: bool,
 ) -> Projection {
-    let mut slots = slots.to_vec();
+    // The replay needs pods and eligibility only; leave reasons and names behind.
+    let mut slots: Vec<Slot> = slots
+        .iter()
+        .map(|s| Slot {
+            node: s.node,
+            gone_name: None,
+            should_run: s.should_run,
+            should_continue: s.should_continue,
+            ineligible: None,
+            pods: s.pods.clone(),
+        })
+        .collect();
     let mut waves = Vec::new();
     let mut next_id = SYNTHETIC;
     let mut replayed = 0;
@@ -120,15 +131,20 @@ fn apply(slots: &mut [Slot], actions: &Actions, next_id: &mut u32, touched: &mut
     }
 }
 
-/// The assumption of the projection: every current-revision pod becomes available. Returns
-/// whether anything changed.
+/// The assumptions of the projection between waves: terminating pods finish, and every
+/// current-revision pod becomes available. Returns whether anything changed.
 fn make_current_available(slots: &mut [Slot]) -> bool {
     let mut changed = false;
-    for p in slots.iter_mut().flat_map(|s| s.pods.iter_mut()) {
-        if p.updated && p.is_running() && !p.available {
-            p.ready = true;
-            p.available = true;
-            changed = true;
+    for slot in slots.iter_mut() {
+        let before = slot.pods.len();
+        slot.pods.retain(|p| !p.terminating);
+        changed |= slot.pods.len() != before;
+        for p in &mut slot.pods {
+            if p.updated && p.is_running() && !p.available {
+                p.ready = true;
+                p.available = true;
+                changed = true;
+            }
         }
     }
     changed
