@@ -72,7 +72,7 @@ pub enum Reason {
     /// Runs revision `from` (`None`: no revision label) where `to` is desired.
     OldRevision {
         /// The pod's `controller-revision-hash`, if any.
-        from: Option<String>,
+        from: Option<super::Name>,
         /// Whether the old pod is available.
         available: bool,
     },
@@ -144,12 +144,14 @@ impl Serialize for Reason {
     }
 }
 
-/// Classifies one slot. `revision_of` returns the hash label of an observed pod.
+/// Classifies one slot; `why` is its eligibility explanation. `revision_of` and `waiting_of`
+/// look up an observed pod's revision label and waiting reason.
 pub(crate) fn classify(
     slot: &Slot,
+    why: Option<Ineligible>,
     surge: bool,
     min_ready_seconds: i32,
-    revision_of: impl Fn(u32) -> Option<String>,
+    mut revision_of: impl FnMut(u32) -> Option<super::Name>,
     waiting_of: impl Fn(u32) -> Option<String>,
 ) -> (NodeState, Reason) {
     if slot.node.is_none() {
@@ -160,10 +162,7 @@ pub(crate) fn classify(
     let live_count = first.map_or(0, |_| 1) + second.map_or(0, |_| 1) + live.count();
     let terminating_only = first.is_none() && slot.has_pods();
     if !slot.should_run {
-        let why = slot
-            .ineligible
-            .clone()
-            .expect("a node that should not run has a reason");
+        let why = why.expect("a node that should not run has a reason");
         let taint_blocked = matches!(why, Ineligible::Taint { .. });
         return match (first.is_none(), taint_blocked && slot.should_continue) {
             (true, _) if terminating_only => (NodeState::Terminating, Reason::Ineligible(why)),

@@ -42,10 +42,11 @@ use crate::model::{Node, Pod, Timestamp};
 use eligibility::Eligibility;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use pods::{PodIndex, PodInfo};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
-use std::collections::HashMap;
 use std::sync::Arc;
-use view::{Actions, Slot};
+use view::{Actions, Pods, Slot};
 
 /// Planner policy: switches that change semantics deliberately.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -242,14 +243,24 @@ pub(crate) fn plan_with(
     now: Timestamp,
     rolling_only: bool,
 ) -> Plan {
-    let ctx = Context::new(observed);
+    let mut ctx = Context::new(observed);
     let (specs, comparisons): (Vec<_>, Vec<_>) = desired.iter().map(|d| ctx.spec(d)).unzip();
-    let eligibility = ctx.eligibility(&specs, policy);
-    let mut daemonsets: Vec<DaemonSetPlan> = desired
+    // The two costliest indexes do not depend on each other.
+    let (pods, eligibility) = rayon::join(
+        || PodIndex::new(&observed.pods, &ctx.position),
+        || ctx.eligibility(&specs, policy),
+    );
+    ctx.pods = pods;
+    // DaemonSets are planned independently, so they are planned in parallel; the order of the
+    // result does not depend on the schedule.
+    let work: Vec<_> = desired
         .iter()
         .zip(specs)
         .zip(comparisons)
         .zip(eligibility)
+        .collect();
+    let mut daemonsets: Vec<DaemonSetPlan> = work
+        .into_par_iter()
         .map(|(((d, spec), live), elig)| ctx.plan_one(d, spec, live, elig, now, rolling_only))
         .collect();
     daemonsets.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
@@ -296,7 +307,7 @@ impl<'a> Context<'a> {
             order,
             names,
             position,
-            pods: PodIndex::new(&observed.pods),
+            pods: PodIndex::default(),
         }
     }
 
@@ -355,7 +366,7 @@ impl<'a> Context<'a> {
         let ds = &desired.daemonset;
         let mut warnings = Vec::new();
         let live = self.live(&spec.namespace, &spec.name);
-        let slots = self.slots(&spec, eligibility, now);
+        let slots = self.slots(&spec, &eligibility, now);
         let surge = allows_surge(&spec);
         let mut status = status::status(&slots);
         status.observed_generation = ds.metadata.generation;
@@ -421,26 +432,6 @@ impl<'a> Context<'a> {
             warnings.push("the rollout does not converge under the current budgets".into());
         }
 
-        let nodes = slots
-            .iter()
-            .map(|s| {
-                let (state, reason) = classify::classify(
-                    s,
-                    surge,
-                    spec.min_ready_seconds,
-                    |id| {
-                        self.pod(id)
-                            .and_then(|p| p.revision_hash().map(str::to_string))
-                    },
-                    |id| self.pod(id).and_then(|p| p.waiting_reason.clone()),
-                );
-                NodeEntry {
-                    node: self.slot_name(s),
-                    state,
-                    reason,
-                }
-            })
-            .collect();
         let step = Step {
             phase,
             create: actions
@@ -472,6 +463,39 @@ impl<'a> Context<'a> {
                     .collect(),
             })
             .collect();
+        // Last, so that each node's reason can take its eligibility explanation without a copy.
+        // Old pods mostly share a few revisions: name each once.
+        let mut revisions: HashMap<&str, Name> = HashMap::default();
+        let mut eligibility = eligibility;
+        let nodes = slots
+            .iter()
+            .map(|s| {
+                let why = s
+                    .node
+                    .and_then(|pos| eligibility[pos as usize].reason.take());
+                let (state, reason) = classify::classify(
+                    s,
+                    why,
+                    surge,
+                    spec.min_ready_seconds,
+                    |id| {
+                        let hash = self.pod(id)?.revision_hash()?;
+                        Some(
+                            revisions
+                                .entry(hash)
+                                .or_insert_with(|| Name::from(hash))
+                                .clone(),
+                        )
+                    },
+                    |id| self.pod(id).and_then(|p| p.waiting_reason.clone()),
+                );
+                NodeEntry {
+                    node: self.slot_name(s),
+                    state,
+                    reason,
+                }
+            })
+            .collect();
         DaemonSetPlan {
             namespace: spec.namespace.clone(),
             name: spec.name.clone(),
@@ -494,11 +518,18 @@ impl<'a> Context<'a> {
     }
 
     fn slot_name(&self, slot: &Slot) -> Name {
-        match (slot.node, &slot.gone_name) {
-            (Some(pos), _) => self.names[self.order[pos as usize] as usize].clone(),
-            (None, Some(n)) => Name::from(n.as_str()),
-            (None, None) => Name::from(""),
+        match slot.node {
+            Some(pos) => self.names[self.order[pos as usize] as usize].clone(),
+            None => Name::from(self.gone_node(slot)),
         }
+    }
+
+    /// The name of a vanished node: the target of the pods that keep its slot.
+    fn gone_node(&self, slot: &Slot) -> &'a str {
+        slot.pods
+            .first()
+            .and_then(|p| self.pod(p.id)?.target_node.as_deref())
+            .unwrap_or_default()
     }
 
     /// Builds the per-node view: one slot per node in name order, then one per vanished node
@@ -506,22 +537,20 @@ impl<'a> Context<'a> {
     fn slots(
         &self,
         spec: &DaemonSetSpec,
-        eligibility: Vec<Eligibility>,
+        eligibility: &[Eligibility],
         now: Timestamp,
     ) -> Vec<Slot> {
         let mut slots: Vec<Slot> = eligibility
-            .into_iter()
+            .iter()
             .enumerate()
             .map(|(pos, e)| Slot {
                 node: Some(pos as u32),
-                gone_name: None,
                 should_run: e.should_run,
                 should_continue: e.should_continue_running,
-                ineligible: e.reason,
-                pods: Vec::new(),
+                pods: Pods::new(),
             })
             .collect();
-        let mut gone: HashMap<&str, u32> = HashMap::new();
+        let mut gone: HashMap<&str, u32> = HashMap::default();
         let pods = &self.observed.pods;
         for id in self.pods.claimed(pods, spec) {
             let pod = &pods[id as usize];
@@ -532,30 +561,25 @@ impl<'a> Context<'a> {
             let Some(target) = pod.target_node.as_deref() else {
                 continue;
             };
-            let slot = match self.position.get(target) {
-                Some(&pos) => pos as usize,
+            let slot = match self.pods.node_position(id) {
+                Some(pos) => pos as usize,
                 None => *gone.entry(target).or_insert_with(|| {
                     slots.push(Slot {
                         node: None,
-                        gone_name: Some(target.to_string()),
                         should_run: false,
                         should_continue: false,
-                        ineligible: None,
-                        pods: Vec::new(),
+                        pods: Pods::new(),
                     });
                     (slots.len() - 1) as u32
                 }) as usize,
             };
-            slots[slot].pods.push(PodInfo::new(pod, id, 0, spec, now));
+            slots[slot].pods.push(PodInfo::new(pod, id, spec, now));
         }
         let first_gone = self.order.len();
-        slots[first_gone..].sort_by(|a, b| a.gone_name.cmp(&b.gone_name));
+        slots[first_gone..].sort_by(|a, b| self.gone_node(a).cmp(self.gone_node(b)));
         for slot in slots.iter_mut().filter(|s| s.pods.len() > 1) {
             slot.pods
                 .sort_by(|a, b| pods::upstream_order(&pods[a.id as usize], &pods[b.id as usize]));
-            for (rank, p) in slot.pods.iter_mut().enumerate() {
-                p.rank = rank as u64;
-            }
         }
         slots
     }

@@ -2,8 +2,8 @@
 
 use crate::model::{Pod, PodPhase, TEMPLATE_GENERATION_LABEL, Timestamp};
 use crate::plan::daemonset::DaemonSetSpec;
+use rustc_hash::FxHashMap as HashMap;
 use std::cmp::Ordering;
-use std::collections::HashMap;
 
 /// Kind of daemonsync's in-cluster record for a managed DaemonSet; pods it creates name it as
 /// their controller.
@@ -11,15 +11,19 @@ pub const RECORD_KIND: &str = "ManagedDaemonSet";
 
 /// Index of observed pods by the controller they name and by namespace, built once per plan so
 /// that finding a DaemonSet's pods costs O(its pods), not O(all pods).
+#[derive(Default)]
 pub(crate) struct PodIndex<'a> {
     by_owner: HashMap<(&'a str, &'a str), Vec<u32>>,
     orphans: HashMap<&'a str, Vec<u32>>,
+    /// Each pod's target node as a position in the sorted node list (`u32::MAX`: the node is
+    /// not in the cluster, or the pod names none).
+    node_position: Vec<u32>,
 }
 
 impl<'a> PodIndex<'a> {
-    pub(crate) fn new(pods: &'a [Pod]) -> Self {
-        let mut by_owner: HashMap<(&str, &str), Vec<u32>> = HashMap::new();
-        let mut orphans: HashMap<&str, Vec<u32>> = HashMap::new();
+    pub(crate) fn new(pods: &'a [Pod], positions: &HashMap<&str, u32>) -> Self {
+        let mut by_owner: HashMap<(&str, &str), Vec<u32>> = HashMap::default();
+        let mut orphans: HashMap<&str, Vec<u32>> = HashMap::default();
         for (i, p) in pods.iter().enumerate() {
             let i = i as u32;
             match &p.controller {
@@ -31,7 +35,28 @@ impl<'a> PodIndex<'a> {
                 None => orphans.entry(p.namespace.as_str()).or_default().push(i),
             }
         }
-        PodIndex { by_owner, orphans }
+        let node_position = pods
+            .iter()
+            .map(|p| {
+                p.target_node
+                    .as_deref()
+                    .and_then(|n| positions.get(n).copied())
+                    .unwrap_or(u32::MAX)
+            })
+            .collect();
+        PodIndex {
+            by_owner,
+            orphans,
+            node_position,
+        }
+    }
+
+    /// Position of pod `id`'s target node in the sorted node list, if the node exists.
+    pub(crate) fn node_position(&self, id: u32) -> Option<u32> {
+        self.node_position
+            .get(id as usize)
+            .copied()
+            .filter(|&p| p != u32::MAX)
     }
 
     /// Pods that belong to `ds`: same namespace, selector match, and either a controller
@@ -67,8 +92,6 @@ impl<'a> PodIndex<'a> {
 pub(crate) struct PodInfo {
     /// Index into the observed pods, or a synthetic id (>= `SYNTHETIC`) in projections.
     pub id: u32,
-    /// Upstream sort rank: bound pods first, then oldest, then by name.
-    pub rank: u64,
     pub terminating: bool,
     pub phase: PodPhase,
     /// Has `spec.nodeName`.
@@ -85,16 +108,16 @@ pub(crate) struct PodInfo {
 pub(crate) const SYNTHETIC: u32 = 1 << 31;
 
 impl PodInfo {
-    pub(crate) fn new(pod: &Pod, id: u32, rank: u64, ds: &DaemonSetSpec, now: Timestamp) -> Self {
+    pub(crate) fn new(pod: &Pod, id: u32, ds: &DaemonSetSpec, now: Timestamp) -> Self {
         let hash_current = pod.revision_hash() == Some(ds.revision.as_str());
+        let updated = hash_current || is_pod_updated(pod, "", ds.template_generation);
         PodInfo {
             id,
-            rank,
             terminating: pod.is_terminating(),
             phase: pod.phase,
             bound: pod.node_name.is_some(),
             hash_current,
-            updated: is_pod_updated(pod, &ds.revision, ds.template_generation),
+            updated,
             ready: pod.is_ready(),
             available: pod.is_available(ds.min_ready_seconds, now),
         }

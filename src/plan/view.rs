@@ -1,21 +1,20 @@
 //! The per-node view of one DaemonSet: every node with its eligibility and the DaemonSet's pods
 //! on it (upstream `nodeToDaemonPods`, padded with the nodes that should run a pod).
 
-use crate::plan::eligibility::Ineligible;
 use crate::plan::pods::PodInfo;
+
+/// A node's pods: almost always one, so kept inline without a heap allocation.
+pub(crate) type Pods = smallvec::SmallVec<[PodInfo; 1]>;
 
 /// One node (or a vanished node that still has pods) as one DaemonSet sees it.
 #[derive(Debug, Clone)]
 pub(crate) struct Slot {
     /// Index into the sorted node list, or `None` for a node that no longer exists.
     pub node: Option<u32>,
-    /// Node name, for vanished nodes (existing nodes are named through the node list).
-    pub gone_name: Option<String>,
     pub should_run: bool,
     pub should_continue: bool,
-    pub ineligible: Option<Ineligible>,
     /// The DaemonSet's pods on this node, terminal-and-deleted pods excluded, in upstream order.
-    pub pods: Vec<PodInfo>,
+    pub pods: Pods,
 }
 
 impl Slot {

@@ -36,18 +36,7 @@ pub(crate) fn project(
     allows_surge: bool,
     rolling: bool,
 ) -> Projection {
-    // The replay needs pods and eligibility only; leave reasons and names behind.
-    let mut slots: Vec<Slot> = slots
-        .iter()
-        .map(|s| Slot {
-            node: s.node,
-            gone_name: None,
-            should_run: s.should_run,
-            should_continue: s.should_continue,
-            ineligible: None,
-            pods: s.pods.clone(),
-        })
-        .collect();
+    let mut slots = slots.to_vec();
     let mut waves = Vec::new();
     let mut next_id = SYNTHETIC;
     let mut replayed = 0;
@@ -118,7 +107,6 @@ fn apply(slots: &mut [Slot], actions: &Actions, next_id: &mut u32, touched: &mut
         *next_id += 1;
         slots[s as usize].pods.push(PodInfo {
             id,
-            rank: u64::from(id),
             terminating: false,
             phase: crate::model::PodPhase::Pending,
             bound: false,
