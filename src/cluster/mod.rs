@@ -1,12 +1,200 @@
-//! Observed cluster state: where the planner's [`Observed`](crate::plan::Observed) comes from.
+//! Observed cluster state, and the writes that change it.
+//!
+//! [`Cluster`] is the one interface the executor talks to. It is async and fallible because
+//! the live backend (kube-rs, later) is: reads come from watch-driven caches, writes are API
+//! calls that can fail, and [`Cluster::wait_for_change`] is where a watch event wakes the
+//! executor. Implementations:
 //!
 //! * [`snapshot`]: a file in the shape `kubectl get nodes,pods,daemonsets -A -o yaml` prints,
-//!   read-only, so `plan` can run in CI without cluster credentials.
+//!   read-only, so `plan` can run in CI without cluster credentials ([`SnapshotCluster`]
+//!   refuses every write with a clear error).
+//! * [`sim`]: an in-memory cluster with a virtual clock, a scheduler and a kubelet model.
 //! * [`synthetic`]: deterministic generated fleets of any size, shared by tests and benchmarks.
 
+pub mod sim;
 pub mod snapshot;
 pub mod synthetic;
 
 pub use snapshot::{
     ItemId, MAX_SNAPSHOT_BYTES, Snapshot, SnapshotError, load_snapshot, observed_from_documents,
 };
+
+use crate::model::Timestamp;
+use crate::plan::{Observed, Status};
+use std::future::Future;
+
+/// An error from a cluster backend.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The backend cannot write (a snapshot file).
+    #[error("the {backend} cluster is read-only: {what} was refused (use --dry-run, or a sim: or live cluster)")]
+    ReadOnly {
+        /// Which backend.
+        backend: &'static str,
+        /// The refused write.
+        what: String,
+    },
+    /// The object does not exist.
+    #[error("{kind} {namespace}/{name} not found")]
+    NotFound {
+        /// Object kind.
+        kind: &'static str,
+        /// Namespace.
+        namespace: String,
+        /// Name.
+        name: String,
+    },
+    /// The write was rejected (validation, conflict, a terminating namespace...).
+    #[error("{0}")]
+    Rejected(String),
+    /// The backend could not be reached or failed.
+    #[error("{0}")]
+    Backend(String),
+}
+
+/// The in-cluster record of one managed DaemonSet (a small CRD in a live cluster).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Namespace.
+    pub namespace: String,
+    /// Name (the DaemonSet's).
+    pub name: String,
+    /// The last status written.
+    pub status: Option<Status>,
+}
+
+/// What a cluster shows at one instant: the planner's input, plus the records.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterState {
+    /// Nodes, the pods that may belong to managed DaemonSets, live `apps/v1` DaemonSets.
+    pub observed: Observed,
+    /// Records of managed DaemonSets, sorted by namespace and name.
+    pub records: Vec<Record>,
+    /// The cluster's idea of now (the sim's virtual clock; the wall clock for a live one).
+    pub now: Timestamp,
+}
+
+/// Severity of an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// Normal progress.
+    Normal,
+    /// Something needs attention.
+    Warning,
+}
+
+/// A Kubernetes Event about a managed DaemonSet's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// Namespace of the record.
+    pub namespace: String,
+    /// Name of the record (the DaemonSet).
+    pub name: String,
+    /// Normal or Warning.
+    pub type_: EventType,
+    /// CamelCase reason, e.g. `SuccessfulCreate`.
+    pub reason: String,
+    /// Human message.
+    pub message: String,
+}
+
+/// A cluster the executor can observe and change. Every method may fail; writes are
+/// individually idempotent from the executor's point of view (it re-observes after each step
+/// and never trusts its memory of what it did).
+pub trait Cluster: Send {
+    /// The current state. A live backend serves it from its watch caches.
+    fn observe(&mut self) -> impl Future<Output = Result<ClusterState, ClusterError>> + Send;
+
+    /// Creates a pod (with `metadata.generateName`); returns the name given to it.
+    fn create_pod(
+        &mut self,
+        pod: k8s_openapi::api::core::v1::Pod,
+    ) -> impl Future<Output = Result<String, ClusterError>> + Send;
+
+    /// Deletes a pod (graceful: it terminates first). [`ClusterError::NotFound`] when absent.
+    fn delete_pod(
+        &mut self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send;
+
+    /// Writes the status of a managed DaemonSet's record (creating the record if needed).
+    fn write_status(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        status: &Status,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send;
+
+    /// Emits an Event on a managed DaemonSet's record.
+    fn emit_event(&mut self, event: Event)
+    -> impl Future<Output = Result<(), ClusterError>> + Send;
+
+    /// Waits until something changes (a watch event; the sim's next scheduled event) or until
+    /// `deadline`. Returns `true` when something changed, `false` when the deadline passed.
+    fn wait_for_change(
+        &mut self,
+        deadline: Timestamp,
+    ) -> impl Future<Output = Result<bool, ClusterError>> + Send;
+}
+
+/// A snapshot as a cluster: reads only; every write is refused.
+#[derive(Debug, Clone)]
+pub struct SnapshotCluster {
+    observed: Observed,
+    now: Timestamp,
+}
+
+impl SnapshotCluster {
+    /// A read-only cluster showing `observed` at instant `now`.
+    pub fn new(observed: Observed, now: Timestamp) -> Self {
+        SnapshotCluster { observed, now }
+    }
+
+    fn refuse<T>(what: String) -> Result<T, ClusterError> {
+        Err(ClusterError::ReadOnly {
+            backend: "snapshot",
+            what,
+        })
+    }
+}
+
+impl Cluster for SnapshotCluster {
+    async fn observe(&mut self) -> Result<ClusterState, ClusterError> {
+        Ok(ClusterState {
+            observed: self.observed.clone(),
+            records: Vec::new(),
+            now: self.now,
+        })
+    }
+
+    async fn create_pod(
+        &mut self,
+        pod: k8s_openapi::api::core::v1::Pod,
+    ) -> Result<String, ClusterError> {
+        let name = pod.metadata.generate_name.or(pod.metadata.name);
+        Self::refuse(format!("create pod {}", name.unwrap_or_default()))
+    }
+
+    async fn delete_pod(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
+        Self::refuse(format!("delete pod {namespace}/{name}"))
+    }
+
+    async fn write_status(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        _status: &Status,
+    ) -> Result<(), ClusterError> {
+        Self::refuse(format!("write status of {namespace}/{name}"))
+    }
+
+    async fn emit_event(&mut self, event: Event) -> Result<(), ClusterError> {
+        Self::refuse(format!("event {} on {}", event.reason, event.name))
+    }
+
+    async fn wait_for_change(&mut self, _deadline: Timestamp) -> Result<bool, ClusterError> {
+        // A snapshot never changes.
+        Ok(false)
+    }
+}

@@ -1,0 +1,362 @@
+//! The simulated cluster's file format (documented in `docs/sim.md`).
+
+use crate::model::{Labels, Node, Taint, TaintEffect, Timestamp};
+use anyhow::{Context as _, Result, bail};
+use jiff::SignedDuration;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A duration as written in the file: `5s`, `1m30s`, `250ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Dur(pub SignedDuration);
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        parse_duration(&s).map(Dur).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Parses `5s`, `2m`, `1h30m`, `250ms` (jiff's friendly format); negative durations are refused.
+pub fn parse_duration(s: &str) -> Result<SignedDuration, String> {
+    let d: SignedDuration = s
+        .trim()
+        .parse()
+        .map_err(|e| format!("invalid duration {s:?} (expected e.g. 5s, 1m30s, 250ms): {e}"))?;
+    if d.is_negative() {
+        return Err(format!("duration {s:?} is negative"));
+    }
+    Ok(d)
+}
+
+impl Dur {
+    /// Milliseconds (the simulator's clock unit).
+    pub fn millis(self) -> u64 {
+        self.0.as_millis().max(0) as u64
+    }
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SimConfig {
+    /// Seed of every random choice (start latencies, pod name suffixes).
+    #[serde(default)]
+    pub seed: u64,
+    /// The virtual clock's start (default 2026-01-01T00:00:00Z).
+    #[serde(default)]
+    pub start: Option<Timestamp>,
+    /// Nodes at the start.
+    #[serde(default)]
+    pub nodes: Vec<NodeSpec>,
+    /// The kubelet model.
+    #[serde(default)]
+    pub kubelet: KubeletConfig,
+    /// Images and nodes whose pods never become ready.
+    #[serde(default)]
+    pub failures: Failures,
+    /// Node changes at given virtual times.
+    #[serde(default)]
+    pub churn: Vec<Churn>,
+    /// DaemonSets whose pods already run, ready, on every node they select at the start.
+    #[serde(default)]
+    pub running: Vec<Running>,
+}
+
+/// One node, or `count` nodes when the name contains `{i}` (replaced by 1..=count, or
+/// zero-padded to the width of `count`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NodeSpec {
+    /// Name, or pattern with `{i}`.
+    pub name: String,
+    /// How many nodes the pattern expands to (default 1).
+    #[serde(default)]
+    pub count: Option<usize>,
+    /// Labels.
+    #[serde(default)]
+    pub labels: Labels,
+    /// Taints.
+    #[serde(default)]
+    pub taints: Vec<TaintSpec>,
+    /// The Ready condition (default true).
+    #[serde(default)]
+    pub ready: Option<bool>,
+}
+
+/// A taint as in a Node's spec.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaintSpec {
+    /// Key.
+    pub key: String,
+    /// Value.
+    #[serde(default)]
+    pub value: String,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    pub effect: String,
+}
+
+impl TaintSpec {
+    fn to_taint(&self) -> Result<Taint> {
+        let Some(effect) = TaintEffect::parse(&self.effect) else {
+            bail!(
+                "taint {}: unknown effect {:?} (NoSchedule, PreferNoSchedule or NoExecute)",
+                self.key,
+                self.effect
+            );
+        };
+        Ok(Taint {
+            key: self.key.clone(),
+            value: self.value.clone(),
+            effect,
+        })
+    }
+}
+
+impl NodeSpec {
+    /// The nodes this entry stands for.
+    pub fn expand(&self) -> Result<Vec<Node>> {
+        let taints = self
+            .taints
+            .iter()
+            .map(TaintSpec::to_taint)
+            .collect::<Result<Vec<_>>>()?;
+        let names: Vec<String> = match (self.count, self.name.contains("{i}")) {
+            (None, false) | (Some(1), false) => vec![self.name.clone()],
+            (Some(n), true) => {
+                let width = n.to_string().len();
+                (1..=n)
+                    .map(|i| self.name.replace("{i}", &format!("{i:0width$}")))
+                    .collect()
+            }
+            (None, true) => bail!("node {:?}: a name with {{i}} needs a count", self.name),
+            (Some(_), false) => bail!(
+                "node {:?}: count needs a name pattern containing {{i}}",
+                self.name
+            ),
+        };
+        Ok(names
+            .into_iter()
+            .map(|name| {
+                let mut labels = self.labels.clone();
+                labels
+                    .entry("kubernetes.io/hostname".into())
+                    .or_insert_with(|| name.clone());
+                Node {
+                    name,
+                    labels,
+                    taints: taints.clone(),
+                    ready: Some(self.ready.unwrap_or(true)),
+                    unschedulable: false,
+                }
+            })
+            .collect())
+    }
+}
+
+/// The kubelet model.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KubeletConfig {
+    /// Time from binding to Ready.
+    #[serde(default)]
+    pub start_latency: Latency,
+    /// Time from deletion to the pod being gone.
+    #[serde(default = "default_grace")]
+    pub termination_grace: Dur,
+}
+
+fn default_grace() -> Dur {
+    Dur(SignedDuration::from_secs(2))
+}
+
+impl Default for KubeletConfig {
+    fn default() -> Self {
+        KubeletConfig {
+            start_latency: Latency::default(),
+            termination_grace: default_grace(),
+        }
+    }
+}
+
+/// Pod start latency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum Latency {
+    /// Every pod takes the same time.
+    Fixed(Dur),
+    /// Uniformly distributed between the two bounds (inclusive, millisecond steps).
+    Uniform([Dur; 2]),
+}
+
+impl Default for Latency {
+    fn default() -> Self {
+        Latency::Fixed(Dur(SignedDuration::from_secs(5)))
+    }
+}
+
+/// Failures of the kubelet model.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Failures {
+    /// Images that never start.
+    #[serde(default)]
+    pub images: Vec<ImageFailure>,
+    /// Nodes on which no pod starts (a broken container runtime).
+    #[serde(default)]
+    pub nodes: Vec<NodeFailure>,
+}
+
+/// An image that never starts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ImageFailure {
+    /// The image, exactly as in the pod spec.
+    pub image: String,
+    /// The container's waiting reason (default `CrashLoopBackOff`).
+    #[serde(default = "crash_loop")]
+    pub reason: String,
+}
+
+/// A node on which pods never start.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NodeFailure {
+    /// Node name.
+    pub node: String,
+    /// The container's waiting reason (default `CrashLoopBackOff`).
+    #[serde(default = "crash_loop")]
+    pub reason: String,
+}
+
+fn crash_loop() -> String {
+    "CrashLoopBackOff".into()
+}
+
+/// A node change at a virtual time. Exactly one of the actions is given.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Churn {
+    /// Offset from the start.
+    pub at: Dur,
+    /// Nodes join.
+    #[serde(default)]
+    pub add: Option<NodeSpec>,
+    /// A node leaves (its pods are garbage-collected).
+    #[serde(default)]
+    pub remove: Option<String>,
+    /// Labels set (a `null` value removes the label).
+    #[serde(default)]
+    pub label: Option<LabelChange>,
+    /// Taints replaced.
+    #[serde(default)]
+    pub taint: Option<TaintChange>,
+    /// Readiness changes.
+    #[serde(default)]
+    pub ready: Option<ReadyChange>,
+}
+
+/// Labels set on a node.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabelChange {
+    /// Node name.
+    pub node: String,
+    /// Labels to set; `null` removes.
+    pub labels: BTreeMap<String, Option<String>>,
+}
+
+/// A node's taints replaced.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaintChange {
+    /// Node name.
+    pub node: String,
+    /// The new taints (empty: untaint).
+    pub taints: Vec<TaintSpec>,
+}
+
+/// A node's Ready condition changes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadyChange {
+    /// Node name.
+    pub node: String,
+    /// The new condition.
+    pub ready: bool,
+}
+
+/// DaemonSets already running at the start.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Running {
+    /// A manifest file or directory, relative to the sim file.
+    pub manifest: PathBuf,
+}
+
+/// A churn action, resolved.
+#[derive(Debug, Clone)]
+pub(crate) enum ChurnAction {
+    Add(Vec<Node>),
+    Remove(String),
+    Label(String, BTreeMap<String, Option<String>>),
+    Taint(String, Vec<Taint>),
+    Ready(String, bool),
+}
+
+impl Churn {
+    pub(crate) fn action(&self) -> Result<ChurnAction> {
+        let mut actions = Vec::new();
+        if let Some(a) = &self.add {
+            actions.push(ChurnAction::Add(a.expand()?));
+        }
+        if let Some(r) = &self.remove {
+            actions.push(ChurnAction::Remove(r.clone()));
+        }
+        if let Some(l) = &self.label {
+            actions.push(ChurnAction::Label(l.node.clone(), l.labels.clone()));
+        }
+        if let Some(t) = &self.taint {
+            let taints = t
+                .taints
+                .iter()
+                .map(TaintSpec::to_taint)
+                .collect::<Result<_>>()?;
+            actions.push(ChurnAction::Taint(t.node.clone(), taints));
+        }
+        if let Some(r) = &self.ready {
+            actions.push(ChurnAction::Ready(r.node.clone(), r.ready));
+        }
+        match actions.len() {
+            1 => Ok(actions.remove(0)),
+            n => bail!(
+                "churn at {}: give exactly one of add, remove, label, taint, ready ({n} given)",
+                self.at.0
+            ),
+        }
+    }
+}
+
+impl SimConfig {
+    /// Parses the YAML text of a sim file.
+    pub fn parse(text: &str) -> Result<SimConfig> {
+        serde_saphyr::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))
+    }
+
+    /// Reads a sim file; relative `running.manifest` paths are resolved against its directory.
+    pub fn load(path: &Path) -> Result<SimConfig> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read sim file {}", path.display()))?;
+        let mut cfg = SimConfig::parse(&text)
+            .with_context(|| format!("invalid sim file {}", path.display()))?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        for r in &mut cfg.running {
+            if r.manifest.is_relative() {
+                r.manifest = dir.join(&r.manifest);
+            }
+        }
+        Ok(cfg)
+    }
+}

@@ -1,0 +1,383 @@
+//! A simulated cluster: nodes with labels, taints and readiness; a scheduler that binds a
+//! daemon pod to the node its `metadata.name` node affinity names; a kubelet with a virtual
+//! clock (start latency, termination grace, images and nodes that never become ready); node
+//! churn at given times; pod garbage collection for removed nodes.
+//!
+//! Everything is deterministic given the seed: the clock is virtual, every collection is
+//! ordered, random choices come from one seeded generator. The file format is in
+//! `docs/sim.md`; [`config`] holds its types.
+//!
+//! Time only moves in [`Cluster::wait_for_change`]: it jumps to the next scheduled event (a
+//! pod becomes ready, a termination ends, a churn entry) and applies every event due then.
+
+pub mod config;
+mod kubelet;
+
+use super::{Cluster, ClusterError, ClusterState, Event, Record};
+use crate::model::{Node, Pod, Timestamp};
+use crate::plan::{Observed, Status};
+use anyhow::{Context as _, Result};
+use config::{ChurnAction, SimConfig};
+use jiff::SignedDuration;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub use config::parse_duration;
+
+/// Called after every change of the simulated state (tests check invariants with it).
+pub type Probe = Box<dyn FnMut(&Observed, Timestamp) + Send>;
+
+/// A pod in the simulator.
+#[derive(Debug, Clone)]
+pub(crate) struct SimPod {
+    pub(crate) pod: Pod,
+    /// Container images (init containers first).
+    pub(crate) images: Vec<String>,
+    /// Bound to a NotReady node: starts when the node becomes Ready.
+    pub(crate) waiting_for_node: bool,
+    /// Started and healthy (ready unless its node is NotReady).
+    pub(crate) started: bool,
+}
+
+/// Something scheduled on the virtual clock.
+#[derive(Debug, Clone)]
+pub(crate) enum SimEvent {
+    /// The kubelet finished starting a pod.
+    PodStarted { namespace: String, name: String },
+    /// A terminating pod is gone.
+    PodGone { namespace: String, name: String },
+    /// A churn entry.
+    Churn(ChurnAction),
+}
+
+/// The simulated cluster.
+pub struct Sim {
+    pub(crate) cfg: SimConfig,
+    rng: u64,
+    start: Timestamp,
+    /// Milliseconds since `start`.
+    clock: u64,
+    pub(crate) nodes: BTreeMap<String, Node>,
+    pub(crate) pods: BTreeMap<(String, String), SimPod>,
+    queue: BTreeMap<(u64, u64), SimEvent>,
+    seq: u64,
+    records: BTreeMap<(String, String), Option<Status>>,
+    events: Vec<(Timestamp, Event)>,
+    probe: Option<Probe>,
+    /// Writes accepted (creates and deletes), for reports and tests.
+    pub writes: usize,
+}
+
+impl std::fmt::Debug for Sim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sim")
+            .field("now", &self.now())
+            .field("nodes", &self.nodes.len())
+            .field("pods", &self.pods.len())
+            .field("scheduled", &self.queue.len())
+            .finish()
+    }
+}
+
+/// The default start of the virtual clock.
+pub fn default_start() -> Timestamp {
+    "2026-01-01T00:00:00Z".parse().expect("valid instant")
+}
+
+impl Sim {
+    /// Reads a sim file (see `docs/sim.md`) and builds the cluster at its start.
+    pub fn load(path: &Path) -> Result<Sim> {
+        let cfg = SimConfig::load(path)?;
+        Sim::new(cfg).with_context(|| format!("in sim file {}", path.display()))
+    }
+
+    /// Builds the cluster described by `cfg` at its start.
+    pub fn new(cfg: SimConfig) -> Result<Sim> {
+        let start = cfg.start.unwrap_or_else(default_start);
+        let mut sim = Sim {
+            rng: cfg.seed ^ 0x9E37_79B9_7F4A_7C15,
+            start,
+            clock: 0,
+            nodes: BTreeMap::new(),
+            pods: BTreeMap::new(),
+            queue: BTreeMap::new(),
+            seq: 0,
+            records: BTreeMap::new(),
+            events: Vec::new(),
+            probe: None,
+            writes: 0,
+            cfg,
+        };
+        for spec in sim.cfg.nodes.clone() {
+            for node in spec.expand()? {
+                anyhow::ensure!(
+                    !sim.nodes.contains_key(&node.name),
+                    "node {} is listed twice",
+                    node.name
+                );
+                sim.nodes.insert(node.name.clone(), node);
+            }
+        }
+        for churn in sim.cfg.churn.clone() {
+            let action = churn.action()?;
+            sim.schedule(churn.at.millis(), SimEvent::Churn(action));
+        }
+        for running in sim.cfg.running.clone() {
+            sim.start_running(&running.manifest)?;
+        }
+        Ok(sim)
+    }
+
+    /// Sets the probe called after every change of state.
+    pub fn set_probe(&mut self, probe: Probe) {
+        self.probe = Some(probe);
+        self.probed();
+    }
+
+    /// The virtual now.
+    pub fn now(&self) -> Timestamp {
+        self.start + SignedDuration::from_millis(self.clock as i64)
+    }
+
+    /// Virtual time since the start.
+    pub fn elapsed(&self) -> SignedDuration {
+        SignedDuration::from_millis(self.clock as i64)
+    }
+
+    /// The start of the virtual clock.
+    pub fn start(&self) -> Timestamp {
+        self.start
+    }
+
+    /// The observed state now.
+    pub fn observed(&self) -> Observed {
+        Observed {
+            nodes: self.nodes.values().cloned().collect(),
+            pods: self.pods.values().map(|p| p.pod.clone()).collect(),
+            daemonsets: Vec::new(),
+        }
+    }
+
+    /// Events emitted so far, with the virtual time they were emitted at.
+    pub fn events(&self) -> &[(Timestamp, Event)] {
+        &self.events
+    }
+
+    /// Number of events still scheduled on the clock.
+    pub fn scheduled(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// The next pseudo-random number (splitmix64).
+    pub(crate) fn next_random(&mut self) -> u64 {
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub(crate) fn clock(&self) -> u64 {
+        self.clock
+    }
+
+    pub(crate) fn schedule(&mut self, at: u64, event: SimEvent) {
+        self.seq += 1;
+        self.queue.insert((at, self.seq), event);
+    }
+
+    pub(crate) fn probed(&mut self) {
+        if let Some(mut probe) = self.probe.take() {
+            probe(&self.observed(), self.now());
+            self.probe = Some(probe);
+        }
+    }
+
+    fn millis_until(&self, t: Timestamp) -> u64 {
+        let d = t.duration_since(self.start).as_millis();
+        d.max(0) as u64
+    }
+
+    /// Advances to the next scheduled event if it is due by `deadline`, applying every event
+    /// due at that instant; otherwise moves the clock to `deadline`. True when events ran.
+    pub fn advance(&mut self, deadline: Timestamp) -> bool {
+        let limit = self.millis_until(deadline).max(self.clock);
+        let Some((&(at, _), _)) = self.queue.first_key_value() else {
+            self.clock = limit;
+            return false;
+        };
+        if at > limit {
+            self.clock = limit;
+            return false;
+        }
+        self.clock = self.clock.max(at);
+        while let Some(entry) = self.queue.first_entry() {
+            if entry.key().0 != at {
+                break;
+            }
+            let event = entry.remove();
+            self.apply(event);
+            self.probed();
+        }
+        true
+    }
+
+    fn apply(&mut self, event: SimEvent) {
+        match event {
+            SimEvent::PodStarted { namespace, name } => self.pod_started(&namespace, &name),
+            SimEvent::PodGone { namespace, name } => {
+                self.pods.remove(&(namespace, name));
+            }
+            SimEvent::Churn(action) => self.churn(action),
+        }
+    }
+
+    fn churn(&mut self, action: ChurnAction) {
+        match action {
+            ChurnAction::Add(nodes) => {
+                for node in nodes {
+                    self.nodes.insert(node.name.clone(), node);
+                }
+            }
+            ChurnAction::Remove(name) => {
+                self.nodes.remove(&name);
+                self.collect_garbage();
+            }
+            ChurnAction::Label(name, labels) => {
+                if let Some(node) = self.nodes.get_mut(&name) {
+                    for (k, v) in labels {
+                        match v {
+                            Some(v) => node.labels.insert(k, v),
+                            None => node.labels.remove(&k),
+                        };
+                    }
+                }
+            }
+            ChurnAction::Taint(name, taints) => {
+                if let Some(node) = self.nodes.get_mut(&name) {
+                    node.taints = taints;
+                }
+            }
+            ChurnAction::Ready(name, ready) => self.set_node_ready(&name, ready),
+        }
+    }
+
+    /// Pod garbage collection: pods whose node no longer exists are removed.
+    fn collect_garbage(&mut self) {
+        let nodes = &self.nodes;
+        self.pods.retain(|_, p| match &p.pod.node_name {
+            Some(n) => nodes.contains_key(n),
+            None => true,
+        });
+    }
+
+    /// Creates the pods of the DaemonSets in `manifest`, ready since an hour before the start,
+    /// on every node they select.
+    fn start_running(&mut self, manifest: &Path) -> Result<()> {
+        let loaded = crate::manifest::load_paths(
+            &[manifest.to_path_buf()],
+            &crate::manifest::LoadOptions::default(),
+        )?;
+        anyhow::ensure!(
+            loaded.invalid.is_empty() && !loaded.daemonsets.is_empty(),
+            "running: {} has no valid DaemonSet",
+            manifest.display()
+        );
+        let desired: Vec<_> = loaded
+            .daemonsets
+            .into_iter()
+            .map(|m| crate::plan::Desired {
+                source: m.source.to_string(),
+                daemonset: m.daemonset,
+            })
+            .collect();
+        let plan = crate::plan::plan(
+            &desired,
+            &self.observed(),
+            &crate::plan::Policy::default(),
+            self.now(),
+        );
+        let since = self.now() - SignedDuration::from_hours(1);
+        for (d, p) in desired.iter().zip(&plan.daemonsets) {
+            let spec = crate::plan::DaemonSetSpec::compile(&d.daemonset);
+            for entry in &p.nodes {
+                if entry.state != crate::plan::NodeState::Missing {
+                    continue;
+                }
+                let pod = crate::plan::render::pod_for_node(
+                    &d.daemonset,
+                    &spec,
+                    &entry.node,
+                    &record_owner(&spec.name),
+                );
+                self.insert_running(pod, since)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The controller ownerReference daemonsync writes into the pods it creates: its record.
+pub fn record_owner(name: &str) -> crate::plan::render::PodOwner {
+    crate::plan::render::PodOwner {
+        api_version: crate::plan::PLAN_API_VERSION.into(),
+        kind: crate::plan::RECORD_KIND.into(),
+        name: name.into(),
+        uid: String::new(),
+    }
+}
+
+impl Cluster for Sim {
+    async fn observe(&mut self) -> Result<ClusterState, ClusterError> {
+        Ok(ClusterState {
+            observed: self.observed(),
+            records: self
+                .records
+                .iter()
+                .map(|((ns, name), status)| Record {
+                    namespace: ns.clone(),
+                    name: name.clone(),
+                    status: *status,
+                })
+                .collect(),
+            now: self.now(),
+        })
+    }
+
+    async fn create_pod(
+        &mut self,
+        pod: k8s_openapi::api::core::v1::Pod,
+    ) -> Result<String, ClusterError> {
+        let name = self.create(pod)?;
+        self.writes += 1;
+        self.probed();
+        Ok(name)
+    }
+
+    async fn delete_pod(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
+        self.delete(namespace, name)?;
+        self.writes += 1;
+        self.probed();
+        Ok(())
+    }
+
+    async fn write_status(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        status: &Status,
+    ) -> Result<(), ClusterError> {
+        self.records
+            .insert((namespace.into(), name.into()), Some(*status));
+        Ok(())
+    }
+
+    async fn emit_event(&mut self, event: Event) -> Result<(), ClusterError> {
+        self.events.push((self.now(), event));
+        Ok(())
+    }
+
+    async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {
+        Ok(self.advance(deadline))
+    }
+}
