@@ -11,9 +11,11 @@
 //!   reconcile step and the projected waves. No I/O, no clock.
 //! * [`cluster`]: where observed state comes from (a snapshot file today).
 //! * [`report`]: renderings of a [`plan::Plan`] (table, JSON).
+//! * [`apply`]: the executor: applies the planner's steps to a cluster until converged.
 //! * [`cli`]: the command line, reachable from tests through the library.
 #![forbid(unsafe_code)]
 
+pub mod apply;
 pub mod cli;
 pub mod cluster;
 pub mod manifest;

@@ -1,8 +1,10 @@
 //! The command line: clap structures describe the flags; [`run`] validates them into a
 //! configuration, calls the library and returns the exit code. `main` only maps that code.
 
+mod apply;
 mod plan;
 
+pub use apply::{ApplyArgs, EXIT_HALTED, load_desired};
 pub use plan::{ClusterSource, Output, PlanArgs};
 
 use crate::model::Timestamp;
@@ -31,6 +33,10 @@ pub enum Command {
     /// Show, node by node, what reconciling the manifests would do.
     #[command(after_help = plan::PLAN_HELP)]
     Plan(PlanArgs),
+    /// Roll the manifests out to a cluster, node by node within each DaemonSet's budgets;
+    /// converge once, then exit with a summary.
+    #[command(after_help = apply::APPLY_HELP)]
+    Apply(ApplyArgs),
 }
 
 /// Parses an RFC 3339 instant for `--now`.
@@ -44,6 +50,7 @@ pub fn parse_now(s: &str) -> Result<Timestamp> {
 pub fn run(cli: Cli) -> i32 {
     let result = match cli.command {
         Command::Plan(args) => plan::run(&args),
+        Command::Apply(args) => apply::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -298,8 +298,15 @@ impl Sim {
             self.now(),
         );
         let since = self.now() - SignedDuration::from_hours(1);
-        for (d, p) in desired.iter().zip(&plan.daemonsets) {
+        for d in &desired {
             let spec = crate::plan::DaemonSetSpec::compile(&d.daemonset);
+            let Some(p) = plan
+                .daemonsets
+                .iter()
+                .find(|p| p.namespace == spec.namespace && p.name == spec.name)
+            else {
+                continue;
+            };
             for entry in &p.nodes {
                 if entry.state != crate::plan::NodeState::Missing {
                     continue;

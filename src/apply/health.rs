@@ -1,0 +1,181 @@
+//! Judging the rollout from observed state: which new pods are failing, which nodes are the
+//! problem themselves, when to look again.
+
+use super::{DaemonSetProgress, is_settled};
+use crate::model::Timestamp;
+use crate::plan::{DaemonSetSpec, Desired, NodeState, Observed, Plan, RECORD_KIND};
+use jiff::SignedDuration;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A node whose new pod is not available.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedNode {
+    /// DaemonSet namespace.
+    pub namespace: String,
+    /// DaemonSet name.
+    pub daemonset: String,
+    /// Node.
+    pub node: String,
+    /// The pod.
+    pub pod: String,
+    /// Why: the container's waiting reason, "node NotReady", or "not ready after …".
+    pub reason: String,
+}
+
+/// What the observed pods say about the rollout.
+#[derive(Debug, Clone, Default)]
+pub struct Health {
+    /// New pods unavailable past the progress deadline on Ready nodes: the version is bad.
+    pub failed: Vec<FailedNode>,
+    /// New pods on NotReady nodes: a node problem, not evidence against the version.
+    pub node_problems: Vec<FailedNode>,
+    /// New pods failing but still within the deadline, by DaemonSet.
+    failing_now: BTreeMap<(String, String), usize>,
+    /// Nodes that are NotReady.
+    not_ready: BTreeSet<String>,
+    /// The next instant at which something may change without a cluster event: a progress
+    /// deadline expiring, or minReadySeconds elapsing.
+    pub next_deadline: Option<Timestamp>,
+}
+
+impl Health {
+    /// Judges the new-revision pods of every planned DaemonSet.
+    pub(crate) fn assess(
+        plan: &Plan,
+        specs: &BTreeMap<(String, String), (&Desired, DaemonSetSpec)>,
+        observed: &Observed,
+        now: Timestamp,
+        deadline: SignedDuration,
+    ) -> Health {
+        let mut h = Health {
+            not_ready: observed
+                .nodes
+                .iter()
+                .filter(|n| n.ready == Some(false))
+                .map(|n| n.name.clone())
+                .collect(),
+            ..Health::default()
+        };
+        let nodes: BTreeSet<&str> = observed.nodes.iter().map(|n| n.name.as_str()).collect();
+        let wake = |t: Timestamp, h: &mut Health| {
+            if t > now {
+                h.next_deadline = Some(h.next_deadline.map_or(t, |d| d.min(t)));
+            }
+        };
+        for ds in &plan.daemonsets {
+            let Some((_, spec)) = specs.get(&(ds.namespace.clone(), ds.name.clone())) else {
+                continue;
+            };
+            for pod in &observed.pods {
+                let owned = pod.controller.as_ref().is_some_and(|c| {
+                    c.name == ds.name && (c.kind == RECORD_KIND || c.kind == "DaemonSet")
+                });
+                if pod.namespace != ds.namespace
+                    || !owned
+                    || pod.revision_hash() != Some(ds.revision.as_str())
+                    || pod.is_terminating()
+                {
+                    continue;
+                }
+                let Some(node) = pod.target_node.as_deref().filter(|n| nodes.contains(n)) else {
+                    continue;
+                };
+                if pod.is_ready() {
+                    if let Some(t) = pod.ready.and_then(|r| r.last_transition)
+                        && spec.min_ready_seconds > 0
+                    {
+                        wake(
+                            t + SignedDuration::from_secs(i64::from(spec.min_ready_seconds)),
+                            &mut h,
+                        );
+                    }
+                    continue;
+                }
+                let entry = |reason: String| FailedNode {
+                    namespace: ds.namespace.clone(),
+                    daemonset: ds.name.clone(),
+                    node: node.to_string(),
+                    pod: pod.name.clone(),
+                    reason,
+                };
+                if h.not_ready.contains(node) {
+                    h.node_problems
+                        .push(entry("node problem: the node is NotReady".into()));
+                    continue;
+                }
+                let created = pod.creation_timestamp.unwrap_or(now);
+                let expires = created + deadline;
+                if expires <= now {
+                    let reason = match &pod.waiting_reason {
+                        Some(r) => format!("{r} (not ready after {deadline:#})"),
+                        None => format!("not ready after {deadline:#}"),
+                    };
+                    h.failed.push(entry(reason));
+                } else {
+                    wake(expires, &mut h);
+                    if pod.waiting_reason.is_some() {
+                        *h.failing_now
+                            .entry((ds.namespace.clone(), ds.name.clone()))
+                            .or_default() += 1;
+                    }
+                }
+            }
+        }
+        h
+    }
+
+    /// Per-DaemonSet progress counts for display.
+    pub(crate) fn progress(&self, plan: &Plan) -> Vec<DaemonSetProgress> {
+        plan.daemonsets
+            .iter()
+            .map(|ds| {
+                let key = (ds.namespace.clone(), ds.name.clone());
+                let bad = |list: &[FailedNode]| {
+                    list.iter()
+                        .filter(|f| f.namespace == ds.namespace && f.daemonset == ds.name)
+                        .count()
+                };
+                let node_problems = bad(&self.node_problems);
+                let failed =
+                    bad(&self.failed) + self.failing_now.get(&key).copied().unwrap_or(0);
+                let done = ds
+                    .nodes
+                    .iter()
+                    .filter(|n| n.state == NodeState::UpToDate)
+                    .count();
+                let moving = ds
+                    .nodes
+                    .iter()
+                    .filter(|n| {
+                        matches!(
+                            n.state,
+                            NodeState::Unavailable | NodeState::Surging | NodeState::Terminating
+                        )
+                    })
+                    .count();
+                DaemonSetProgress {
+                    namespace: ds.namespace.clone(),
+                    name: ds.name.clone(),
+                    desired: ds.status.desired_number_scheduled.max(0) as usize,
+                    done,
+                    in_progress: moving.saturating_sub(failed + node_problems),
+                    failed,
+                    node_problems,
+                }
+            })
+            .collect()
+    }
+
+    /// True when every node is settled, except nodes that are NotReady themselves. With
+    /// OnDelete, an old pod is settled too: it is replaced only when someone deletes it.
+    pub(crate) fn converged(&self, plan: &Plan) -> bool {
+        plan.daemonsets.iter().all(|ds| {
+            let on_delete = ds.strategy.type_ == "OnDelete";
+            ds.nodes.iter().all(|n| {
+                is_settled(n.state)
+                    || (on_delete && n.state == NodeState::OutOfDate)
+                    || self.not_ready.contains(&*n.node)
+            })
+        })
+    }
+}

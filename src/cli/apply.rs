@@ -1,0 +1,356 @@
+//! `daemonsync apply`: converge once, showing progress, then exit with a summary.
+
+use super::plan::desired_or_error;
+use super::{EXIT_OK, Output, parse_now};
+use crate::apply::{self, ApplyOptions, ApplyReport, Outcome, Progress, ProgressUpdate};
+use crate::cluster::SnapshotCluster;
+use crate::cluster::sim::{Sim, parse_duration};
+use crate::cluster::snapshot::load_snapshot;
+use crate::manifest::{self, LoadOptions};
+use crate::model::Timestamp;
+use crate::plan::{Desired, Policy};
+use crate::report;
+use anyhow::{Result, anyhow, bail};
+use jiff::SignedDuration;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+/// Exit code of `apply`: the rollout halted or did not converge.
+pub const EXIT_HALTED: i32 = 3;
+
+pub(crate) const APPLY_HELP: &str = "\
+Examples:
+  # Roll the example DaemonSets out to the simulated demo fleet
+  daemonsync apply --manifests examples/manifests --cluster sim:examples/sim/demo.yaml
+
+  # Only show what the first step would do
+  daemonsync apply --manifests ./deploy --cluster sim:fleet.yaml --dry-run
+
+Exit status:
+  0  converged (or --dry-run)
+  3  halted: new pods stayed unavailable past --progress-deadline, or the rollout could not
+     finish (timeout, nothing left that would change)
+  1  error (bad manifests, bad cluster file, refused prune, failed writes)";
+
+/// Flags of `daemonsync apply`.
+#[derive(Debug, clap::Args)]
+pub struct ApplyArgs {
+    /// Manifest files or directories (*.yaml, *.yml, *.json, searched recursively).
+    #[arg(long, short = 'm', required = true, num_args = 1.., value_name = "PATH")]
+    pub manifests: Vec<PathBuf>,
+    /// The cluster: `sim:FILE` (a simulated cluster, see docs/sim.md) or `snapshot:FILE`
+    /// (read-only: only --dry-run works).
+    #[arg(long, short = 'c', value_name = "CLUSTER")]
+    pub cluster: String,
+    /// Plan the first step and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Halt when new pods stay unavailable this long on Ready nodes (e.g. 10m, 90s).
+    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = parse_duration)]
+    pub progress_deadline: SignedDuration,
+    /// Give up after this long (cluster time; simulated time on a sim cluster).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<SignedDuration>,
+    /// Delete the pods of managed DaemonSets that are no longer in the manifests.
+    #[arg(long)]
+    pub prune: bool,
+    /// Allow --prune to remove more than one DaemonSet at once.
+    #[arg(long, requires = "prune")]
+    pub allow_mass_prune: bool,
+    /// Output format of the final state.
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// Namespace for manifests that name none (as kubectl does).
+    #[arg(
+        long,
+        short = 'n',
+        default_value = "default",
+        env = "DAEMONSYNC_NAMESPACE"
+    )]
+    pub namespace: String,
+    /// The instant a snapshot is judged at (RFC 3339); defaults to now. A sim has its own clock.
+    #[arg(long, value_name = "RFC3339")]
+    pub now: Option<String>,
+    /// Nodes listed per state in the table before "... and N more".
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub max_nodes: usize,
+}
+
+/// The cluster to apply to.
+enum Target {
+    Sim(Box<Sim>),
+    Snapshot(SnapshotCluster),
+}
+
+fn target(spec: &str, now: Option<&str>) -> Result<Target> {
+    match spec.split_once(':') {
+        Some(("sim", path)) if !path.is_empty() => {
+            Ok(Target::Sim(Box::new(Sim::load(path.as_ref())?)))
+        }
+        Some(("snapshot", path)) if !path.is_empty() => {
+            let now = match now {
+                Some(s) => parse_now(s)?,
+                None => Timestamp::now(),
+            };
+            Ok(Target::Snapshot(SnapshotCluster::new(
+                load_snapshot(path.as_ref())?,
+                now,
+            )))
+        }
+        _ => bail!(
+            "unsupported --cluster {spec:?}: use sim:FILE (a simulated cluster, see docs/sim.md) \
+             or snapshot:FILE (read-only, with --dry-run)"
+        ),
+    }
+}
+
+/// The desired DaemonSets of `apply`: the manifests on disk. (The git source plugs in here.)
+pub fn load_desired(args: &ApplyArgs) -> Result<Vec<Desired>> {
+    let opts = LoadOptions {
+        default_namespace: args.namespace.clone(),
+        ..LoadOptions::default()
+    };
+    desired_or_error(manifest::load_paths(&args.manifests, &opts)?)
+}
+
+/// Runs `daemonsync apply`; returns the exit code.
+pub fn run(args: &ApplyArgs) -> Result<i32> {
+    let target = target(&args.cluster, args.now.as_deref())?;
+    if matches!(target, Target::Snapshot(_)) && !args.dry_run {
+        bail!("a snapshot cluster is read-only: add --dry-run, or use --cluster sim:FILE");
+    }
+    let desired = load_desired(args)?;
+    let opts = ApplyOptions {
+        dry_run: args.dry_run,
+        progress_deadline: args.progress_deadline,
+        prune: args.prune,
+        allow_mass_prune: args.allow_mass_prune,
+        policy: Policy::default(),
+        timeout: args.timeout,
+        stop_after_writes: None,
+    };
+    let mut progress = LineProgress::new(args.dry_run);
+    let (report, simulated) = match target {
+        Target::Sim(mut sim) => (
+            apply::block_on(apply::apply(&mut *sim, &desired, &opts, &mut progress)),
+            true,
+        ),
+        Target::Snapshot(mut snap) => (
+            apply::block_on(apply::apply(&mut snap, &desired, &opts, &mut progress)),
+            false,
+        ),
+    };
+    progress.finish();
+    let report = report.map_err(|e| anyhow!(e))?;
+    print_report(&report, args, simulated)?;
+    Ok(match report.outcome {
+        Outcome::Converged | Outcome::DryRun => EXIT_OK,
+        _ => EXIT_HALTED,
+    })
+}
+
+/// Progress as plain lines on stderr, one per change; on a terminal, a bar as well.
+struct LineProgress {
+    last: String,
+    quiet: bool,
+    /// When the last line was printed (cluster time since the start), and the latest line
+    /// not printed yet.
+    printed_at: Option<SignedDuration>,
+    pending: Option<String>,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl LineProgress {
+    fn new(quiet: bool) -> Self {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:40.green/white} {pos}/{len} nodes up to date  {msg}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        LineProgress {
+            last: String::new(),
+            quiet,
+            printed_at: None,
+            pending: None,
+            bar,
+        }
+    }
+
+    fn print(&self, text: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(text),
+            None => eprintln!("{text}"),
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(text) = self.pending.take() {
+            self.print(&text);
+        }
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Progress for LineProgress {
+    fn update(&mut self, u: &ProgressUpdate<'_>) {
+        if self.quiet {
+            return;
+        }
+        // One line per wave (and one when the rollout ends): a line per pod event would
+        // drown the reader on a large fleet.
+        let wave = format!("wave {}", u.wave);
+        let parts: Vec<String> = u
+            .daemonsets
+            .iter()
+            .map(|d| {
+                let mut s = format!("{} {}/{} done", d.name, d.done, d.desired);
+                if d.in_progress > 0 {
+                    s.push_str(&format!(", {} in progress", d.in_progress));
+                }
+                if d.failed > 0 {
+                    s.push_str(&format!(", {} failed", d.failed));
+                }
+                if d.node_problems > 0 {
+                    s.push_str(&format!(", {} node problem", d.node_problems));
+                }
+                s
+            })
+            .collect();
+        let line = format!("{wave}: {}", parts.join(" · "));
+        if self.last == line {
+            return;
+        }
+        let (done, total) = u
+            .daemonsets
+            .iter()
+            .fold((0, 0), |(a, b), d| (a + d.done, b + d.desired));
+        let text = format!("[{:>5}] {line}", clock(u.elapsed));
+        if let Some(bar) = &self.bar {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+            bar.set_message(format!("wave {} at {}", u.wave, clock(u.elapsed)));
+        }
+        // At most one line per PRINT_EVERY of cluster time; the last one is printed at the end.
+        if self
+            .printed_at
+            .is_none_or(|t| u.elapsed - t >= PRINT_EVERY)
+        {
+            self.print(&text);
+            self.printed_at = Some(u.elapsed);
+            self.pending = None;
+        } else {
+            self.pending = Some(text);
+        }
+        self.last = line;
+    }
+}
+
+/// Least cluster time between two progress lines.
+const PRINT_EVERY: SignedDuration = SignedDuration::from_secs(10);
+
+/// `m:ss` (or `h:mm:ss`) of a duration.
+fn clock(d: SignedDuration) -> String {
+    let s = d.as_secs().max(0);
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
+}
+
+fn print_report(r: &ApplyReport, args: &ApplyArgs, simulated: bool) -> Result<()> {
+    let mut out = String::new();
+    match args.output {
+        Output::Json => out.push_str(&report::json::to_json(&r.plan)),
+        Output::Table => {
+            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            out.push_str(&report::table::to_table(
+                &r.plan,
+                &report::table::TableOptions {
+                    color,
+                    max_nodes_per_group: args.max_nodes,
+                },
+            ));
+        }
+    }
+    let mut notes = String::new();
+    let time = format!(
+        "{}{}",
+        clock(r.elapsed()),
+        if simulated { " (simulated)" } else { "" }
+    );
+    let totals = format!(
+        "{} step(s), {} pod(s) created, {} deleted",
+        r.steps, r.creates, r.deletes
+    );
+    let summary = match r.outcome {
+        Outcome::Converged => format!("Converged in {time}: {totals}."),
+        Outcome::DryRun => "Dry run: nothing was written; the table shows the current state and \
+             the next step."
+            .to_string(),
+        Outcome::Halted => format!(
+            "Halted after {time}: new pods stayed unavailable past the progress deadline ({:#}) \
+             on {} node(s); nothing more was replaced. {totals}.",
+            args.progress_deadline,
+            r.failed.len()
+        ),
+        Outcome::TimedOut => format!("Timed out after {time} before converging: {totals}."),
+        Outcome::Stalled => format!(
+            "Stopped after {time}: the rollout cannot finish and nothing is left that would \
+             change it. {totals}."
+        ),
+        Outcome::Interrupted => format!("Interrupted after {time}: {totals}."),
+    };
+    if !r.failed.is_empty() {
+        notes.push_str("\nFailing nodes (the new version does not become ready):\n");
+        for f in &r.failed {
+            notes.push_str(&format!(
+                "  {}/{}  node {}  pod {}: {}\n",
+                f.namespace, f.daemonset, f.node, f.pod, f.reason
+            ));
+        }
+    }
+    if !r.node_problems.is_empty() {
+        notes.push_str("\nNode problems (not counted against the new version):\n");
+        for f in &r.node_problems {
+            notes.push_str(&format!(
+                "  {}/{}  node {} is NotReady; pod {} waits for it\n",
+                f.namespace, f.daemonset, f.node, f.pod
+            ));
+        }
+    }
+    for o in &r.orphans {
+        if args.prune && !args.dry_run {
+            notes.push_str(&format!(
+                "\nPruned {}/{}: no longer in the manifests.\n",
+                o.namespace, o.name
+            ));
+        } else {
+            notes.push_str(&format!(
+                "\n{}/{} is no longer in the manifests; its {} pod(s) were left running \
+                 (--prune deletes them).\n",
+                o.namespace,
+                o.name,
+                o.pods.len()
+            ));
+        }
+    }
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(out.as_bytes())?;
+    if args.output == Output::Table {
+        stdout.write_all(notes.as_bytes())?;
+        writeln!(stdout, "\n{summary}")?;
+    } else {
+        eprint!("{notes}");
+        eprintln!("{summary}");
+    }
+    stdout.flush()?;
+    Ok(())
+}
