@@ -121,6 +121,9 @@ impl Health {
                 }
             }
         }
+        let order = |f: &FailedNode| (f.namespace.clone(), f.daemonset.clone(), f.node.clone());
+        h.failed.sort_by_key(order);
+        h.node_problems.sort_by_key(order);
         h
     }
 

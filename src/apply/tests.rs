@@ -1,0 +1,533 @@
+//! The executor on the simulated cluster: rollouts, churn, failures, restarts, efficiency.
+
+use super::*;
+use crate::cluster::sim::Sim;
+use crate::cluster::sim::config::SimConfig;
+use crate::cluster::{Cluster, SnapshotCluster};
+use crate::manifest::{LoadOptions, load_str};
+use crate::plan::Observed;
+use std::sync::{Arc, Mutex};
+
+/// A DaemonSet `name` in namespace `ns` with `image`, the given `updateStrategy` (YAML flow
+/// mapping) and extra pod spec lines.
+fn ds_yaml(name: &str, image: &str, strategy: &str, pod_extra: &str) -> String {
+    format!(
+        "apiVersion: apps/v1
+kind: DaemonSet
+metadata: {{name: {name}, namespace: ns}}
+spec:
+  selector: {{matchLabels: {{app: {name}}}}}
+  updateStrategy: {strategy}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers: [{{name: c, image: {image}}}]
+{pod_extra}"
+    )
+}
+
+fn desired(yaml: &str) -> Vec<Desired> {
+    let m = load_str("test.yaml", yaml, &LoadOptions::default()).expect("manifest loads");
+    assert!(m.invalid.is_empty(), "{:?}", m.invalid);
+    m.daemonsets
+        .into_iter()
+        .map(|d| Desired {
+            source: d.source.to_string(),
+            daemonset: d.daemonset,
+        })
+        .collect()
+}
+
+fn sim(cfg: &str) -> Sim {
+    Sim::new(SimConfig::parse(cfg).expect("sim config")).expect("sim")
+}
+
+const UNAVAILABLE_1: &str = "{type: RollingUpdate, rollingUpdate: {maxUnavailable: 1}}";
+
+fn rolling(n: i32) -> String {
+    format!("{{type: RollingUpdate, rollingUpdate: {{maxUnavailable: {n}}}}}")
+}
+
+fn surge(n: i32) -> String {
+    format!("{{type: RollingUpdate, rollingUpdate: {{maxUnavailable: 0, maxSurge: {n}}}}}")
+}
+
+fn fleet(nodes: usize, extra: &str) -> String {
+    format!(
+        "seed: 1
+kubelet: {{startLatency: {{uniform: [2s, 6s]}}, terminationGrace: 1s}}
+nodes:
+  - {{name: 'n-{{i}}', count: {nodes}, labels: {{role: worker}}}}
+{extra}"
+    )
+}
+
+fn run(sim: &mut Sim, desired: &[Desired], opts: &ApplyOptions) -> ApplyReport {
+    block_on(apply(sim, desired, opts, &mut NoProgress)).expect("apply")
+}
+
+/// Revision hashes of the pods of DaemonSet `name` that are not terminating, per node.
+fn revisions(sim: &Sim, name: &str) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for p in sim.observed().pods {
+        if !p.is_terminating() && p.controller.as_ref().is_some_and(|c| c.name == name) {
+            out.entry(p.node_name.clone().unwrap_or_default())
+                .or_default()
+                .push(p.revision_hash().unwrap_or_default().to_string());
+        }
+    }
+    out
+}
+
+fn revision_of(d: &[Desired]) -> String {
+    DaemonSetSpec::compile(&d[0].daemonset).revision
+}
+
+/// Worst values seen by the invariant probe.
+#[derive(Debug, Default, Clone, Copy)]
+struct Worst {
+    unavailable: i32,
+    surge: usize,
+}
+
+/// Installs a probe that tracks, after every change of the sim, the DaemonSet's unavailable
+/// desired nodes (the planner's count) and nodes running more than one live pod.
+fn probe(sim: &mut Sim, desired: &[Desired]) -> Arc<Mutex<Worst>> {
+    let worst = Arc::new(Mutex::new(Worst::default()));
+    let w = worst.clone();
+    let desired = desired.to_vec();
+    sim.set_probe(Box::new(move |observed: &Observed, now| {
+        let p = plan::plan(&desired, observed, &Policy::default(), now);
+        let mut w = w.lock().unwrap();
+        for ds in &p.daemonsets {
+            w.unavailable = w.unavailable.max(ds.status.number_unavailable);
+            let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
+            for pod in &observed.pods {
+                if !pod.is_terminating()
+                    && pod.controller.as_ref().is_some_and(|c| c.name == ds.name)
+                {
+                    *per_node
+                        .entry(pod.target_node.as_deref().unwrap_or(""))
+                        .or_default() += 1;
+                }
+            }
+            w.surge = w.surge.max(per_node.values().filter(|&&n| n > 1).count());
+        }
+    }));
+    worst
+}
+
+#[test]
+fn max_unavailable_rollout_converges_within_budget() {
+    let old = desired(&ds_yaml("agent", "agent:1", &rolling(2), ""));
+    let new = desired(&ds_yaml("agent", "agent:2", &rolling(2), ""));
+    let mut sim = sim(&fleet(10, ""));
+    sim.install(&old).unwrap();
+    let worst = probe(&mut sim, &new);
+    let r = run(&mut sim, &new, &ApplyOptions::default());
+    assert_eq!(r.outcome, Outcome::Converged);
+    assert_eq!((r.creates, r.deletes), (10, 10));
+    let rev = revision_of(&new);
+    let revs = revisions(&sim, "agent");
+    assert_eq!(revs.len(), 10);
+    assert!(revs.values().all(|v| v == std::slice::from_ref(&rev)), "{revs:?}");
+    let w = *worst.lock().unwrap();
+    assert!(w.unavailable <= 2, "{w:?}");
+    assert!(w.unavailable > 0, "the budget was used");
+    assert!(r.elapsed() > SignedDuration::ZERO);
+}
+
+#[test]
+fn max_surge_keeps_the_old_pod_until_its_replacement_is_available() {
+    let old = desired(&ds_yaml("cni", "cni:1", &surge(2), ""));
+    let new = desired(&ds_yaml("cni", "cni:2", &surge(2), ""));
+    let mut sim = sim(&fleet(8, ""));
+    sim.install(&old).unwrap();
+    let worst = probe(&mut sim, &new);
+    let r = run(&mut sim, &new, &ApplyOptions::default());
+    assert_eq!(r.outcome, Outcome::Converged);
+    let w = *worst.lock().unwrap();
+    assert_eq!(w.unavailable, 0, "no node is ever without an available pod");
+    assert!(w.surge <= 2 && w.surge > 0, "{w:?}");
+    let rev = revision_of(&new);
+    assert!(revisions(&sim, "cni").values().all(|v| v == &[rev.clone()]));
+}
+
+#[test]
+fn on_delete_replaces_only_deleted_pods() {
+    let strategy = "{type: OnDelete}";
+    let old = desired(&ds_yaml("drv", "drv:1", strategy, ""));
+    let new = desired(&ds_yaml("drv", "drv:2", strategy, ""));
+    let mut sim = sim(&fleet(4, ""));
+    sim.install(&old).unwrap();
+    let r = run(&mut sim, &new, &ApplyOptions::default());
+    assert_eq!(r.outcome, Outcome::Converged);
+    assert_eq!((r.creates, r.deletes), (0, 0));
+    // Someone deletes the pod on n-2 (draining it): that node, and only it, gets the new one.
+    let victim = sim
+        .observed()
+        .pods
+        .into_iter()
+        .find(|p| p.node_name.as_deref() == Some("n-2"))
+        .unwrap();
+    block_on(sim.delete_pod(&victim.namespace, &victim.name)).unwrap();
+    let r = run(&mut sim, &new, &ApplyOptions::default());
+    assert_eq!(r.outcome, Outcome::Converged);
+    assert_eq!(r.creates, 1);
+    let revs = revisions(&sim, "drv");
+    let (new_rev, old_rev) = (revision_of(&new), revision_of(&old));
+    assert_eq!(revs["n-2"], vec![new_rev]);
+    for n in ["n-1", "n-3", "n-4"] {
+        assert_eq!(revs[n], vec![old_rev.clone()], "{n}");
+    }
+}
+
+#[test]
+fn nodes_joining_mid_rollout_get_the_new_revision() {
+    let old = desired(&ds_yaml("agent", "agent:1", UNAVAILABLE_1, ""));
+    let new = desired(&ds_yaml("agent", "agent:2", UNAVAILABLE_1, ""));
+    let churn = "churn:
+  - {at: 7s, add: {name: 'late-{i}', count: 3, labels: {role: worker}}}";
+    let mut sim = sim(&fleet(6, churn));
+    sim.install(&old).unwrap();
+    let r = run(&mut sim, &new, &ApplyOptions::default());
+    assert_eq!(r.outcome, Outcome::Converged);
+    let revs = revisions(&sim, "agent");
+    assert_eq!(revs.len(), 9);
+    let rev = revision_of(&new);
+    for n in ["late-1", "late-2", "late-3"] {
+        assert_eq!(revs[n], vec![rev.clone()], "{n}");
+    }
+}
+
+#[test]
+fn a_node_removed_mid_rollout_loses_its_pods_and_the_rollout_finishes() {
+    let old = desired(&ds_yaml("agent", "agent:1", UNAVAILABLE_1, ""));
+    let new = desired(&ds_yaml("agent", "agent:2", UNAVAILABLE_1, ""));
+    let churn = "churn:
+  - {at: 5s, remove: n-5}";
+    let mut sim = sim(&fleet(6, churn));
+    sim.install(&old).unwrap();
+    let r = run(&mut sim, &new, &ApplyOptions::default());
+    assert_eq!(r.outcome, Outcome::Converged);
+    let revs = revisions(&sim, "agent");
+    assert!(!revs.contains_key("n-5"));
+    assert_eq!(revs.len(), 5);
+    assert_eq!(r.plan.daemonsets[0].status.desired_number_scheduled, 5);
+}
+
+#[test]
+fn a_relabelled_node_loses_its_pod() {
+    let extra = "      nodeSelector: {role: worker}";
+    let d = desired(&ds_yaml("agent", "agent:1", UNAVAILABLE_1, extra));
+    let churn = "churn:
+  - {at: 1m, label: {node: n-3, labels: {role: null}}}";
+    let mut sim = sim(&fleet(4, churn));
+    let r = run(&mut sim, &d, &ApplyOptions::default());
+    assert_eq!(r.outcome, Outcome::Converged);
+    assert_eq!(revisions(&sim, "agent").len(), 4);
+    // The relabelling happens after the install converged: apply again once it has.
+    sim.advance(sim.start() + SignedDuration::from_mins(2));
+    let r = run(&mut sim, &d, &ApplyOptions::default());
+    assert_eq!(r.outcome, Outcome::Converged);
+    assert_eq!(r.deletes, 1);
+    let revs = revisions(&sim, "agent");
+    assert!(!revs.contains_key("n-3"), "{revs:?}");
+    assert_eq!(revs.len(), 3);
+}
+
+#[test]
+fn a_failing_image_halts_after_the_deadline_naming_the_nodes() {
+    let old = desired(&ds_yaml("agent", "agent:1", &rolling(2), ""));
+    let new = desired(&ds_yaml("agent", "agent:2-broken", &rolling(2), ""));
+    let failures = "failures:
+  images: [{image: 'agent:2-broken', reason: CrashLoopBackOff}]";
+    let mut sim = sim(&fleet(10, failures));
+    sim.install(&old).unwrap();
+    let opts = ApplyOptions {
+        progress_deadline: SignedDuration::from_mins(2),
+        ..ApplyOptions::default()
+    };
+    let r = run(&mut sim, &new, &opts);
+    assert_eq!(r.outcome, Outcome::Halted);
+    assert_eq!(r.failed.len(), 2, "{:?}", r.failed);
+    assert_eq!(
+        r.failed.iter().map(|f| f.node.as_str()).collect::<Vec<_>>(),
+        ["n-01", "n-02"]
+    );
+    assert!(r.failed.iter().all(|f| f.reason.contains("CrashLoopBackOff")));
+    assert_eq!(r.creates, 2, "it did not march on");
+    let waited = r.elapsed();
+    assert!(
+        waited >= SignedDuration::from_mins(2) && waited < SignedDuration::from_mins(3),
+        "{waited:?}"
+    );
+    // The other eight nodes still run the old, available version.
+    let old_rev = revision_of(&old);
+    let on_old = revisions(&sim, "agent")
+        .values()
+        .filter(|v| *v == &[old_rev.clone()])
+        .count();
+    assert_eq!(on_old, 8);
+}
+
+#[test]
+fn a_not_ready_node_is_a_node_problem_and_does_not_block_the_rest() {
+    let old = desired(&ds_yaml("agent", "agent:1", &rolling(2), ""));
+    let new = desired(&ds_yaml("agent", "agent:2", &rolling(2), ""));
+    let cfg = "seed: 3
+kubelet: {startLatency: {fixed: 3s}, terminationGrace: 1s}
+nodes:
+  - {name: 'n-{i}', count: 8}
+  - {name: sick, ready: false}
+";
+    let mut sim = sim(cfg);
+    sim.install(&old).unwrap();
+    let opts = ApplyOptions {
+        progress_deadline: SignedDuration::from_secs(30),
+        ..ApplyOptions::default()
+    };
+    let r = run(&mut sim, &new, &opts);
+    assert_eq!(r.outcome, Outcome::Converged, "{:?}", r.failed);
+    assert!(r.failed.is_empty());
+    assert_eq!(r.node_problems.len(), 1);
+    assert_eq!(r.node_problems[0].node, "sick");
+    let rev = revision_of(&new);
+    let revs = revisions(&sim, "agent");
+    for i in 1..=8 {
+        assert_eq!(revs[&format!("n-{i}")], vec![rev.clone()]);
+    }
+}
+
+/// Restarting a killed executor: random stop points over 50 seeds, each run to convergence
+/// by fresh executors on the same sim; the probe checks the budgets after every change.
+#[test]
+fn killed_and_restarted_executors_never_exceed_the_budgets() {
+    for seed in 0..50u64 {
+        let surge_mode = seed % 2 == 1;
+        let strategy = if surge_mode { surge(2) } else { rolling(3) };
+        let old = desired(&ds_yaml("agent", "agent:1", &strategy, ""));
+        let new = desired(&ds_yaml("agent", "agent:2", &strategy, ""));
+        let cfg = format!(
+            "seed: {seed}
+kubelet: {{startLatency: {{uniform: [1s, 9s]}}, terminationGrace: 2s}}
+nodes:
+  - {{name: 'n-{{i}}', count: 12}}
+"
+        );
+        let mut sim = sim(&cfg);
+        sim.install(&old).unwrap();
+        let worst = probe(&mut sim, &new);
+        let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut runs = 0;
+        loop {
+            runs += 1;
+            assert!(runs < 500, "seed {seed}: no convergence");
+            let opts = ApplyOptions {
+                stop_after_writes: Some(1 + (next() % 5) as usize),
+                ..ApplyOptions::default()
+            };
+            let r = run(&mut sim, &new, &opts);
+            match r.outcome {
+                Outcome::Converged => break,
+                Outcome::Interrupted => {
+                    // Time passes while the executor restarts.
+                    let pause = SignedDuration::from_millis((next() % 4000) as i64);
+                    sim.advance(sim.now() + pause);
+                }
+                other => panic!("seed {seed}: {other:?}"),
+            }
+        }
+        let w = *worst.lock().unwrap();
+        if surge_mode {
+            assert_eq!(w.unavailable, 0, "seed {seed}: {w:?}");
+            assert!(w.surge <= 2, "seed {seed}: {w:?}");
+        } else {
+            assert!(w.unavailable <= 3, "seed {seed}: {w:?}");
+            assert_eq!(w.surge, 0, "seed {seed}: {w:?}");
+        }
+        let rev = revision_of(&new);
+        assert!(
+            revisions(&sim, "agent").values().all(|v| v == &[rev.clone()]),
+            "seed {seed}"
+        );
+    }
+}
+
+/// Lower bound of a maxUnavailable rollout with a fixed start latency: every wave deletes
+/// `budget` old pods, waits the termination grace, creates their replacements and waits the
+/// start latency, so no schedule can beat ceil(nodes / budget) × (grace + latency).
+fn lower_bound(nodes: u64, budget: u64, latency: u64, grace: u64) -> SignedDuration {
+    SignedDuration::from_secs((nodes.div_ceil(budget) * (latency + grace)) as i64)
+}
+
+/// Rolls `nodes` nodes with `maxUnavailable` `budget` and a fixed latency; returns (simulated
+/// time, lower bound).
+pub(crate) fn efficiency(nodes: usize, budget: i32) -> (SignedDuration, SignedDuration) {
+    let old = desired(&ds_yaml("agent", "agent:1", &rolling(budget), ""));
+    let new = desired(&ds_yaml("agent", "agent:2", &rolling(budget), ""));
+    let cfg = format!(
+        "seed: 9
+kubelet: {{startLatency: {{fixed: 5s}}, terminationGrace: 2s}}
+nodes:
+  - {{name: 'n-{{i}}', count: {nodes}}}
+"
+    );
+    let mut sim = sim(&cfg);
+    sim.install(&old).unwrap();
+    let r = run(&mut sim, &new, &ApplyOptions::default());
+    assert_eq!(r.outcome, Outcome::Converged);
+    (r.elapsed(), lower_bound(nodes as u64, budget as u64, 5, 2))
+}
+
+#[test]
+fn a_thousand_node_rollout_is_within_five_percent_of_the_lower_bound() {
+    let (took, bound) = efficiency(1000, 100);
+    let ratio = took.as_secs_f64() / bound.as_secs_f64();
+    eprintln!("1000 nodes, maxUnavailable 100: {took:#} simulated, bound {bound:#}, ratio {ratio:.3}");
+    assert!(ratio <= 1.05, "{took:#} vs bound {bound:#}");
+}
+
+#[test]
+fn dry_run_writes_nothing() {
+    let old = desired(&ds_yaml("agent", "agent:1", UNAVAILABLE_1, ""));
+    let new = desired(&ds_yaml("agent", "agent:2", UNAVAILABLE_1, ""));
+    let mut sim = sim(&fleet(3, ""));
+    sim.install(&old).unwrap();
+    let opts = ApplyOptions {
+        dry_run: true,
+        ..ApplyOptions::default()
+    };
+    let r = run(&mut sim, &new, &opts);
+    assert_eq!(r.outcome, Outcome::DryRun);
+    assert_eq!(sim.writes, 0);
+    assert!(r.plan.has_changes());
+}
+
+#[test]
+fn a_snapshot_refuses_writes_but_allows_a_dry_run() {
+    let new = desired(&ds_yaml("agent", "agent:2", UNAVAILABLE_1, ""));
+    let observed = sim(&fleet(2, "")).observed();
+    let mut snap = SnapshotCluster::new(observed, crate::cluster::sim::default_start());
+    let err = block_on(apply(&mut snap, &new, &ApplyOptions::default(), &mut NoProgress))
+        .unwrap_err();
+    assert!(err.to_string().contains("read-only"), "{err}");
+    let opts = ApplyOptions {
+        dry_run: true,
+        ..ApplyOptions::default()
+    };
+    let r = block_on(apply(&mut snap, &new, &opts, &mut NoProgress)).unwrap();
+    assert_eq!(r.outcome, Outcome::DryRun);
+    assert_eq!(r.plan.daemonsets[0].step.create.len(), 2);
+}
+
+fn two_orphans() -> (Sim, Vec<Desired>) {
+    let keep = desired(&ds_yaml("keep", "keep:1", UNAVAILABLE_1, ""));
+    let gone_a = desired(&ds_yaml("gone-a", "a:1", UNAVAILABLE_1, ""));
+    let gone_b = desired(&ds_yaml("gone-b", "b:1", UNAVAILABLE_1, ""));
+    let mut sim = sim(&fleet(3, ""));
+    for d in [&keep, &gone_a, &gone_b] {
+        sim.install(d).unwrap();
+    }
+    (sim, keep)
+}
+
+#[test]
+fn removed_daemonsets_are_pruned_only_when_asked() {
+    let (mut sim, keep) = two_orphans();
+    let r = run(&mut sim, &keep, &ApplyOptions::default());
+    assert_eq!(r.outcome, Outcome::Converged);
+    assert_eq!(r.deletes, 0);
+    assert_eq!(
+        r.orphans.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(),
+        ["gone-a", "gone-b"]
+    );
+    assert_eq!(revisions(&sim, "gone-a").len(), 3);
+
+    let prune = ApplyOptions {
+        prune: true,
+        ..ApplyOptions::default()
+    };
+    let err = block_on(apply(&mut sim, &keep, &prune, &mut NoProgress)).unwrap_err();
+    assert!(matches!(err, ApplyError::MassPrune(ref v) if v.len() == 2), "{err}");
+    assert_eq!(sim.writes, 0);
+
+    let mass = ApplyOptions {
+        allow_mass_prune: true,
+        ..prune.clone()
+    };
+    let r = run(&mut sim, &keep, &mass);
+    assert_eq!(r.outcome, Outcome::Converged);
+    assert_eq!(r.deletes, 6);
+    assert!(revisions(&sim, "gone-a").is_empty());
+    assert!(revisions(&sim, "gone-b").is_empty());
+    assert_eq!(revisions(&sim, "keep").len(), 3);
+}
+
+#[test]
+fn one_removed_daemonset_is_pruned_with_prune_alone() {
+    let keep = desired(&ds_yaml("keep", "keep:1", UNAVAILABLE_1, ""));
+    let gone = desired(&ds_yaml("gone", "g:1", UNAVAILABLE_1, ""));
+    let mut sim = sim(&fleet(2, ""));
+    sim.install(&keep).unwrap();
+    sim.install(&gone).unwrap();
+    let opts = ApplyOptions {
+        prune: true,
+        ..ApplyOptions::default()
+    };
+    let r = run(&mut sim, &keep, &opts);
+    assert_eq!(r.outcome, Outcome::Converged);
+    assert!(revisions(&sim, "gone").is_empty());
+}
+
+#[test]
+fn prune_with_an_empty_source_is_refused() {
+    let (mut sim, _) = two_orphans();
+    let opts = ApplyOptions {
+        prune: true,
+        allow_mass_prune: true,
+        ..ApplyOptions::default()
+    };
+    let err = block_on(apply(&mut sim, &[], &opts, &mut NoProgress)).unwrap_err();
+    assert!(matches!(err, ApplyError::PruneWithoutSource));
+    assert_eq!(sim.writes, 0);
+}
+
+#[test]
+fn created_pods_carry_the_ownership_labels() {
+    let d = desired(&ds_yaml("agent", "agent:1", UNAVAILABLE_1, ""));
+    let mut sim = sim(&fleet(2, ""));
+    run(&mut sim, &d, &ApplyOptions::default());
+    let rev = revision_of(&d);
+    for p in sim.observed().pods {
+        let c = p.controller.as_ref().unwrap();
+        assert_eq!(
+            (c.kind.as_str(), c.name.as_str(), c.api_version.as_str()),
+            (plan::RECORD_KIND, "agent", plan::PLAN_API_VERSION)
+        );
+        assert_eq!(p.labels.get(MANAGED_BY_LABEL).unwrap(), MANAGED_BY_VALUE);
+        assert_eq!(p.revision_hash(), Some(rev.as_str()));
+        assert_eq!(p.labels.get("app").unwrap(), "agent");
+    }
+    assert!(!sim.events().is_empty());
+}
+
+#[test]
+fn the_same_seed_gives_the_same_rollout() {
+    let go = || {
+        let old = desired(&ds_yaml("agent", "agent:1", &rolling(2), ""));
+        let new = desired(&ds_yaml("agent", "agent:2", &rolling(2), ""));
+        let mut sim = sim(&fleet(10, ""));
+        sim.install(&old).unwrap();
+        let r = run(&mut sim, &new, &ApplyOptions::default());
+        let pods: Vec<_> = sim.observed().pods.into_iter().map(|p| p.name).collect();
+        (r.elapsed(), r.steps, pods)
+    };
+    assert_eq!(go(), go());
+}

@@ -291,14 +291,20 @@ impl Sim {
                 daemonset: m.daemonset,
             })
             .collect();
+        self.install(&desired)
+    }
+
+    /// Starts the pods of `desired` on every node they select, as if they had been running
+    /// and ready for an hour (the initial state of a rollout).
+    pub fn install(&mut self, desired: &[crate::plan::Desired]) -> Result<()> {
         let plan = crate::plan::plan(
-            &desired,
+            desired,
             &self.observed(),
             &crate::plan::Policy::default(),
             self.now(),
         );
         let since = self.now() - SignedDuration::from_hours(1);
-        for d in &desired {
+        for d in desired {
             let spec = crate::plan::DaemonSetSpec::compile(&d.daemonset);
             let Some(p) = plan
                 .daemonsets
