@@ -139,8 +139,7 @@ impl Health {
                         .count()
                 };
                 let node_problems = bad(&self.node_problems);
-                let failed =
-                    bad(&self.failed) + self.failing_now.get(&key).copied().unwrap_or(0);
+                let failed = bad(&self.failed) + self.failing_now.get(&key).copied().unwrap_or(0);
                 let done = ds
                     .nodes
                     .iter()

@@ -366,8 +366,10 @@ async fn execute<C: Cluster>(
     opts: &ApplyOptions,
     counts: &mut Counts,
 ) -> Result<Executed, ClusterError> {
-    let interrupted =
-        |counts: &Counts| opts.stop_after_writes.is_some_and(|n| counts.creates + counts.deletes >= n);
+    let interrupted = |counts: &Counts| {
+        opts.stop_after_writes
+            .is_some_and(|n| counts.creates + counts.deletes >= n)
+    };
     let mut first_error = None;
     for ds in &plan.daemonsets {
         if ds.step.is_empty() {

@@ -238,10 +238,7 @@ impl Progress for LineProgress {
             bar.set_message(format!("wave {} at {}", u.wave, clock(u.elapsed)));
         }
         // At most one line per PRINT_EVERY of cluster time; the last one is printed at the end.
-        if self
-            .printed_at
-            .is_none_or(|t| u.elapsed - t >= PRINT_EVERY)
-        {
+        if self.printed_at.is_none_or(|t| u.elapsed - t >= PRINT_EVERY) {
             self.print(&text);
             self.printed_at = Some(u.elapsed);
             self.pending = None;
@@ -266,11 +263,27 @@ fn clock(d: SignedDuration) -> String {
 }
 
 fn print_report(r: &ApplyReport, args: &ApplyArgs, simulated: bool) -> Result<()> {
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let (out, err) = render_report(r, args, simulated, color);
+    eprint!("{err}");
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(out.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// The final report: (stdout, stderr). With `-o table` everything goes to stdout; with
+/// `-o json` stdout is only the plan JSON and the notes and summary go to stderr.
+pub(crate) fn render_report(
+    r: &ApplyReport,
+    args: &ApplyArgs,
+    simulated: bool,
+    color: bool,
+) -> (String, String) {
     let mut out = String::new();
     match args.output {
         Output::Json => out.push_str(&report::json::to_json(&r.plan)),
         Output::Table => {
-            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
             out.push_str(&report::table::to_table(
                 &r.plan,
                 &report::table::TableOptions {
@@ -342,15 +355,122 @@ fn print_report(r: &ApplyReport, args: &ApplyArgs, simulated: bool) -> Result<()
             ));
         }
     }
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(out.as_bytes())?;
+    let mut err = String::new();
     if args.output == Output::Table {
-        stdout.write_all(notes.as_bytes())?;
-        writeln!(stdout, "\n{summary}")?;
+        out.push_str(&notes);
+        out.push_str(&format!("\n{summary}\n"));
     } else {
-        eprint!("{notes}");
-        eprintln!("{summary}");
+        err.push_str(&notes);
+        err.push_str(&format!("{summary}\n"));
     }
-    stdout.flush()?;
-    Ok(())
+    (out, err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> ApplyArgs {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let manifests = format!("{root}/examples/manifests");
+        let mut argv = vec!["daemonsync", "apply", "--manifests", &manifests];
+        argv.extend(extra);
+        match crate::cli::Cli::try_parse_from(argv)
+            .expect("flags")
+            .command
+        {
+            crate::cli::Command::Apply(a) => a,
+            _ => unreachable!(),
+        }
+    }
+
+    fn demo(extra: &[&str], file: &str) -> (ApplyReport, String) {
+        let cluster = format!("sim:{}/examples/sim/{file}", env!("CARGO_MANIFEST_DIR"));
+        let mut all = vec!["--cluster", &cluster];
+        all.extend(extra);
+        let a = args(&all);
+        let Target::Sim(mut sim) = target(&a.cluster, None).expect("sim") else {
+            unreachable!()
+        };
+        let desired = load_desired(&a).expect("manifests");
+        let opts = ApplyOptions {
+            dry_run: a.dry_run,
+            progress_deadline: a.progress_deadline,
+            ..ApplyOptions::default()
+        };
+        let r = apply::block_on(apply::apply(
+            &mut *sim,
+            &desired,
+            &opts,
+            &mut apply::NoProgress,
+        ))
+        .expect("apply");
+        let (out, _) = render_report(&r, &a, true, false);
+        (r, out)
+    }
+
+    #[test]
+    fn the_demo_converges_and_names_the_node_problem() {
+        let (r, out) = demo(&[], "demo.yaml");
+        assert_eq!(r.outcome, Outcome::Converged, "{out}");
+        assert!(out.contains("Converged in "), "{out}");
+        assert!(out.contains("(simulated)"), "{out}");
+        assert!(out.contains("node flaky-1 is NotReady"), "{out}");
+        assert!(out.contains("UP-TO-DATE"), "{out}");
+    }
+
+    #[test]
+    fn the_seven_node_cluster_installs_everything() {
+        let (r, out) = demo(&[], "seven-nodes.yaml");
+        assert_eq!(r.outcome, Outcome::Converged, "{out}");
+        assert!(r.creates > 0 && r.deletes == 0, "{out}");
+    }
+
+    #[test]
+    fn dry_run_reports_without_writing() {
+        let (r, out) = demo(&["--dry-run"], "demo.yaml");
+        assert_eq!(r.outcome, Outcome::DryRun);
+        assert_eq!(r.creates + r.deletes, 0);
+        assert!(out.contains("Dry run"), "{out}");
+    }
+
+    #[test]
+    fn flags_are_validated() {
+        let bad = crate::cli::Cli::try_parse_from([
+            "daemonsync",
+            "apply",
+            "-m",
+            "x",
+            "-c",
+            "sim:x",
+            "--progress-deadline",
+            "soon",
+        ]);
+        assert!(bad.is_err());
+        let bad = crate::cli::Cli::try_parse_from([
+            "daemonsync",
+            "apply",
+            "-m",
+            "x",
+            "-c",
+            "sim:x",
+            "--allow-mass-prune",
+        ]);
+        assert!(bad.is_err(), "--allow-mass-prune requires --prune");
+        assert!(target("kube:foo", None).is_err());
+    }
+
+    #[test]
+    fn a_snapshot_needs_dry_run() {
+        let snap = format!(
+            "snapshot:{}/fixtures/snapshots/seven-nodes.yaml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let err = run(&args(&["--cluster", &snap])).unwrap_err().to_string();
+        assert!(
+            err.contains("read-only") && err.contains("--dry-run"),
+            "{err}"
+        );
+    }
 }

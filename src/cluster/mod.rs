@@ -27,7 +27,9 @@ use std::future::Future;
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
     /// The backend cannot write (a snapshot file).
-    #[error("the {backend} cluster is read-only: {what} was refused (use --dry-run, or a sim: or live cluster)")]
+    #[error(
+        "the {backend} cluster is read-only: {what} was refused (use --dry-run, or a sim: or live cluster)"
+    )]
     ReadOnly {
         /// Which backend.
         backend: &'static str,

@@ -29,7 +29,10 @@ impl Sim {
                 name.push(ALPHABET[(r % ALPHABET.len() as u64) as usize] as char);
                 r /= ALPHABET.len() as u64;
             }
-            if !self.pods.contains_key(&(namespace.to_string(), name.clone())) {
+            if !self
+                .pods
+                .contains_key(&(namespace.to_string(), name.clone()))
+            {
                 return name;
             }
         }
@@ -254,7 +257,10 @@ impl Sim {
         let p = self.pods.get_mut(&key).expect("just created");
         p.pod.creation_timestamp = Some(since);
         let node = p.pod.node_name.clone().unwrap_or_default();
-        let node_ready = self.nodes.get(&node).is_some_and(|n| n.ready != Some(false));
+        let node_ready = self
+            .nodes
+            .get(&node)
+            .is_some_and(|n| n.ready != Some(false));
         let p = self.pods.get_mut(&key).expect("just created");
         p.started = true;
         p.pod.phase = PodPhase::Running;

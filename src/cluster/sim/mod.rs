@@ -394,3 +394,6 @@ impl Cluster for Sim {
         Ok(self.advance(deadline))
     }
 }
+
+#[cfg(test)]
+mod tests;
