@@ -103,6 +103,10 @@ pub struct Event {
 /// A cluster the executor can observe and change. Every method may fail; writes are
 /// individually idempotent from the executor's point of view (it re-observes after each step
 /// and never trusts its memory of what it did).
+///
+/// Contract: [`Cluster::observe`] reflects every write this client has completed (a live
+/// backend waits until its watch cache has seen its own creates and deletes, as upstream's
+/// controller expectations do); otherwise a re-plan on a stale cache could act twice.
 pub trait Cluster: Send {
     /// The current state. A live backend serves it from its watch caches.
     fn observe(&mut self) -> impl Future<Output = Result<ClusterState, ClusterError>> + Send;

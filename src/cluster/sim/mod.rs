@@ -199,11 +199,16 @@ impl Sim {
     }
 
     /// Advances to the next scheduled event if it is due by `deadline`, applying every event
-    /// due at that instant; otherwise moves the clock to `deadline`. True when events ran.
+    /// due at that instant; otherwise moves the clock to `deadline` (not when `deadline` is
+    /// [`Timestamp::MAX`] and nothing is scheduled). True when events ran.
     pub fn advance(&mut self, deadline: Timestamp) -> bool {
         let limit = self.millis_until(deadline).max(self.clock);
         let Some((&(at, _), _)) = self.queue.first_key_value() else {
-            self.clock = limit;
+            // Nothing is scheduled, so nothing will ever change: a wait without a deadline
+            // returns at once instead of moving the clock to the end of time.
+            if deadline != Timestamp::MAX {
+                self.clock = limit;
+            }
             return false;
         };
         if at > limit {
