@@ -145,15 +145,11 @@ impl Health {
                     .iter()
                     .filter(|n| n.state == NodeState::UpToDate)
                     .count();
+                // Everything that is neither done, nor waiting for its turn, nor out of scope.
                 let moving = ds
                     .nodes
                     .iter()
-                    .filter(|n| {
-                        matches!(
-                            n.state,
-                            NodeState::Unavailable | NodeState::Surging | NodeState::Terminating
-                        )
-                    })
+                    .filter(|n| !is_settled(n.state) && n.state != NodeState::OutOfDate)
                     .count();
                 DaemonSetProgress {
                     namespace: ds.namespace.clone(),

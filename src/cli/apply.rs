@@ -129,6 +129,18 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
         timeout: args.timeout,
         stop_after_writes: None,
     };
+    if !args.dry_run {
+        let names: Vec<&str> = desired
+            .iter()
+            .filter_map(|d| d.daemonset.metadata.name.as_deref())
+            .collect();
+        eprintln!(
+            "Applying {} DaemonSet(s) ({}) to {}",
+            names.len(),
+            names.join(", "),
+            args.cluster
+        );
+    }
     let mut progress = LineProgress::new(args.dry_run);
     let (report, simulated) = match target {
         Target::Sim(mut sim) => (
