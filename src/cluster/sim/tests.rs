@@ -186,7 +186,7 @@ nodes: [{{name: 'n-{{i}}', count: 20}}]"
 
 #[test]
 fn the_example_files_load() {
-    for f in ["demo.yaml", "seven-nodes.yaml"] {
+    for f in ["demo.yaml", "demo-failing.yaml", "seven-nodes.yaml"] {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("examples/sim")
             .join(f);
