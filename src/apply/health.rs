@@ -145,11 +145,15 @@ impl Health {
                     .iter()
                     .filter(|n| n.state == NodeState::UpToDate)
                     .count();
-                // Everything that is neither done, nor waiting for its turn, nor out of scope.
+                // Everything that is neither done, nor waiting for its turn (out of date, or
+                // missing a pod that is not created yet), nor out of scope.
                 let moving = ds
                     .nodes
                     .iter()
-                    .filter(|n| !is_settled(n.state) && n.state != NodeState::OutOfDate)
+                    .filter(|n| {
+                        !is_settled(n.state)
+                            && !matches!(n.state, NodeState::OutOfDate | NodeState::Missing)
+                    })
                     .count();
                 DaemonSetProgress {
                     namespace: ds.namespace.clone(),
