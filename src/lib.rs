@@ -9,7 +9,8 @@
 //! * [`plan`]: the pure planner. Eligibility, pod rendering, pod ownership, the per-node
 //!   decisions, the rolling update (maxUnavailable and maxSurge), status counters, the next
 //!   reconcile step and the projected waves. No I/O, no clock.
-//! * [`cluster`]: where observed state comes from (a snapshot file today).
+//! * [`cluster`]: where observed state comes from and writes go: one trait, a read-only
+//!   snapshot file and a simulated cluster with a virtual clock.
 //! * [`report`]: renderings of a [`plan::Plan`] (table, JSON).
 //! * [`apply`]: the executor: applies the planner's steps to a cluster until converged.
 //! * [`cli`]: the command line, reachable from tests through the library.

@@ -571,3 +571,22 @@ fn the_same_seed_gives_the_same_rollout() {
     };
     assert_eq!(go(), go());
 }
+
+#[test]
+fn a_not_ready_node_that_uses_the_whole_budget_stops_the_rollout_with_a_node_problem() {
+    let old = desired(&ds_yaml("agent", "agent:1", UNAVAILABLE_1, ""));
+    let new = desired(&ds_yaml("agent", "agent:2", UNAVAILABLE_1, ""));
+    let cfg = "nodes:
+  - {name: 'n-{i}', count: 3}
+  - {name: sick, ready: false}
+";
+    let mut sim = sim(cfg);
+    sim.install(&old).unwrap();
+    let r = run(&mut sim, &new, &ApplyOptions::default());
+    // As upstream: the NotReady node's pod is unavailable, which uses the only unit of
+    // budget. The executor does not wait forever, and does not blame the new version.
+    assert_eq!(r.outcome, Outcome::Stalled);
+    assert!(r.failed.is_empty());
+    assert_eq!(r.node_problems.len(), 1);
+    assert_eq!(r.node_problems[0].node, "sick");
+}

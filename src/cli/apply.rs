@@ -327,6 +327,10 @@ pub(crate) fn render_report(
             r.failed.len()
         ),
         Outcome::TimedOut => format!("Timed out after {time} before converging: {totals}."),
+        Outcome::Stalled if !r.node_problems.is_empty() => format!(
+            "Stopped after {time}: the rollout cannot finish while the NotReady node(s) above \
+             use its unavailability budget; repair or remove them and apply again. {totals}."
+        ),
         Outcome::Stalled => format!(
             "Stopped after {time}: the rollout cannot finish and nothing is left that would \
              change it. {totals}."
