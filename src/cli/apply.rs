@@ -457,6 +457,16 @@ mod tests {
     }
 
     #[test]
+    fn json_output_keeps_stdout_machine_readable() {
+        let (r, _) = demo(&[], "seven-nodes.yaml");
+        let a = args(&["--cluster", "sim:x", "-o", "json"]);
+        let (out, err) = render_report(&r, &a, true, false);
+        let v: serde_json::Value = serde_json::from_str(&out).expect("stdout is JSON");
+        assert_eq!(v["kind"], "Plan");
+        assert!(err.contains("Converged in 0:04 (simulated)"), "{err}");
+    }
+
+    #[test]
     fn dry_run_reports_without_writing() {
         let (r, out) = demo(&["--dry-run"], "demo.yaml");
         assert_eq!(r.outcome, Outcome::DryRun);
