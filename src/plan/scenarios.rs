@@ -794,7 +794,11 @@ fn on_delete_projects_no_waves_and_warns() {
     let plan = c.plan(&v1.image("foo/bar:2").build());
     assert!(plan.step.is_empty());
     assert!(plan.waves.is_empty());
-    assert!(plan.warnings.iter().any(|w| w.contains("OnDelete")));
+    assert!(
+        plan.risks
+            .iter()
+            .any(|r| r.kind == crate::plan::RiskKind::OnDelete)
+    );
     assert!(plan.nodes.iter().all(|n| n.state == NodeState::OutOfDate));
 }
 

@@ -17,7 +17,7 @@ pub fn to_json(plan: &Plan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{DeleteReason, LiveComparison, NodeState, StepPhase};
+    use crate::plan::{DeleteReason, LiveComparison, NodeState, RiskKind, StepPhase};
     use crate::report::testing::known_plan;
     use serde_json::Value;
     use std::collections::BTreeSet;
@@ -347,5 +347,26 @@ mod tests {
             }
         }
         assert_eq!(spelled(&live), schema_enum("DaemonSetPlan", "live"));
+
+        let kinds = [
+            RiskKind::SelectorChange,
+            RiskKind::HostPortSurge,
+            RiskKind::PodsRemoved,
+            RiskKind::AllAtOnce,
+            RiskKind::OnDelete,
+            RiskKind::NoEligibleNodes,
+        ];
+        for k in kinds {
+            match k {
+                RiskKind::SelectorChange
+                | RiskKind::HostPortSurge
+                | RiskKind::PodsRemoved
+                | RiskKind::AllAtOnce
+                | RiskKind::OnDelete
+                | RiskKind::NoEligibleNodes => {}
+            }
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+        assert_eq!(spelled(&kinds), schema_enum("Risk", "kind"));
     }
 }
