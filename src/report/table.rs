@@ -237,7 +237,13 @@ fn wide_nodes(out: &mut String, ds: &DaemonSetPlan, paint: Painter) {
         .max()
         .unwrap_or(0)
         .max(4);
-    let state_width = "out-of-date".len().max(5);
+    let state_width = ds
+        .nodes
+        .iter()
+        .map(|n| n.state.as_str().len())
+        .max()
+        .unwrap_or(0)
+        .max(5);
     let heading = format!("{:<width$}   {:<state_width$}   REASON", "NODE", "STATE");
     let _ = writeln!(out, "  {}", paint.style(&heading, Style::new().bold()));
     for n in &ds.nodes {
