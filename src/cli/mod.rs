@@ -2,8 +2,14 @@
 //! configuration, calls the library and returns the exit code. `main` only maps that code.
 
 mod plan;
+mod render;
+mod snapshot;
+mod status;
 
-pub use plan::{ClusterSource, Output, PlanArgs};
+pub use plan::{ClusterSource, Output, PART_BREAK, PlanArgs};
+pub use render::RenderArgs;
+pub use snapshot::{SnapshotArgs, to_yaml as snapshot_yaml};
+pub use status::{StatusArgs, StatusOutput};
 
 use crate::model::Timestamp;
 use anyhow::{Context as _, Result};
@@ -31,6 +37,16 @@ pub enum Command {
     /// Show, node by node, what reconciling the manifests would do.
     #[command(after_help = plan::PLAN_HELP)]
     Plan(PlanArgs),
+    /// Print the DaemonSets as daemonsync reads them (validated, defaulted), or the pod one
+    /// would create on a node.
+    #[command(after_help = render::RENDER_HELP)]
+    Render(RenderArgs),
+    /// Show the observed state of DaemonSets, per node on request.
+    #[command(after_help = status::STATUS_HELP)]
+    Status(StatusArgs),
+    /// Write the observed state of a cluster as a snapshot, pruned to what planning needs.
+    #[command(after_help = snapshot::SNAPSHOT_HELP)]
+    Snapshot(SnapshotArgs),
 }
 
 /// Parses an RFC 3339 instant for `--now`.
@@ -44,6 +60,9 @@ pub fn parse_now(s: &str) -> Result<Timestamp> {
 pub fn run(cli: Cli) -> i32 {
     let result = match cli.command {
         Command::Plan(args) => plan::run(&args),
+        Command::Render(args) => render::run(&args),
+        Command::Status(args) => status::run(&args),
+        Command::Snapshot(args) => snapshot::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -20,6 +20,13 @@ Examples:
   # Machine-readable output, at a fixed instant (for reproducible CI runs)
   daemonsync plan --manifests ds.yaml --cluster snapshot:cluster.yaml -o json --now 2026-01-01T00:00:00Z
 
+  # A pull-request comment; long plans are split into parts separated by a line
+  # `<!-- daemonsync-plan-part-break -->`, each under GitHub's 65,536-character limit
+  daemonsync plan -m ./deploy -c snapshot:cluster.yaml -o markdown --base $BASE --head $HEAD
+
+  # Every node with its state and reason
+  daemonsync plan -m ./deploy -c snapshot:cluster.yaml -o wide
+
 Exit status:
   0  nothing would change
   2  the plan has changes
@@ -30,6 +37,10 @@ Exit status:
 pub enum Output {
     /// For people: one line per DaemonSet, then the nodes that need attention.
     Table,
+    /// The table, then every node of every DaemonSet with its state and reason.
+    Wide,
+    /// A pull-request comment (GitHub-flavoured Markdown).
+    Markdown,
     /// The versioned `daemonsync.io/v1alpha1` Plan object (see docs/plan-json.md).
     Json,
 }
@@ -66,13 +77,34 @@ pub struct PlanArgs {
     /// Nodes listed per state in the table before "... and N more".
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub max_nodes: usize,
+    /// Markdown: the repository (`owner/name`) named in the comment.
+    #[arg(long, value_name = "OWNER/NAME", env = "GITHUB_REPOSITORY")]
+    pub repository: Option<String>,
+    /// Markdown: the base commit of the pull request.
+    #[arg(long, value_name = "COMMIT")]
+    pub base: Option<String>,
+    /// Markdown: the head commit of the pull request.
+    #[arg(long, value_name = "COMMIT")]
+    pub head: Option<String>,
 }
+
+/// Separates the parts of a Markdown plan too long for one comment.
+pub const PART_BREAK: &str = "<!-- daemonsync-plan-part-break -->";
 
 /// Where observed state comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClusterSource {
     /// A snapshot file.
     Snapshot(PathBuf),
+}
+
+impl ClusterSource {
+    /// Reads the observed state.
+    pub fn observe(&self) -> Result<plan::Observed> {
+        match self {
+            ClusterSource::Snapshot(path) => Ok(load_snapshot(path)?),
+        }
+    }
 }
 
 impl std::str::FromStr for ClusterSource {
@@ -108,9 +140,7 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
 
     let manifests = manifest::load_paths(&args.manifests, &opts)?;
     let desired = desired_or_error(manifests)?;
-    let observed = match &source {
-        ClusterSource::Snapshot(path) => load_snapshot(path)?,
-    };
+    let observed = source.observe()?;
     let plan = plan::plan(&desired, &observed, &policy, now);
     print_plan(&plan, args)?;
     Ok(if plan.has_changes() {
@@ -153,21 +183,38 @@ pub fn desired_or_error(m: Manifests) -> Result<Vec<Desired>> {
 }
 
 fn print_plan(plan: &Plan, args: &PlanArgs) -> Result<()> {
+    let table = |wide| {
+        report::table::to_table(
+            plan,
+            &report::table::TableOptions {
+                color: color_enabled(),
+                max_nodes_per_group: args.max_nodes,
+                wide,
+            },
+        )
+    };
     let text = match args.output {
         Output::Json => report::json::to_json(plan),
-        Output::Table => {
-            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            report::table::to_table(
-                plan,
-                &report::table::TableOptions {
-                    color,
-                    max_nodes_per_group: args.max_nodes,
-                },
-            )
+        Output::Table => table(false),
+        Output::Wide => table(true),
+        Output::Markdown => {
+            let ctx = report::MarkdownContext {
+                repository: args.repository.clone(),
+                base: args.base.clone(),
+                head: args.head.clone(),
+                cluster: args.cluster.clone(),
+            };
+            let parts = report::to_markdown(plan, &ctx, &Default::default());
+            parts.join(&format!("\n{PART_BREAK}\n"))
         }
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
+}
+
+/// Colour when stdout is a terminal and `NO_COLOR` is unset or empty.
+pub(crate) fn color_enabled() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
