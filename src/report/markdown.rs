@@ -62,10 +62,12 @@ pub fn to_markdown(
         && diffs.values().all(|d| d.trim().is_empty())
         && plan.daemonsets.iter().all(|d| d.risks.is_empty());
     if quiet {
+        let n = plan.daemonsets.len();
         return vec![format!(
-            "{MARKER} **daemonsync plan: no changes.** {} on {} already match the manifests.\n",
-            count(plan.daemonsets.len(), "DaemonSet"),
-            code(&ctx.cluster)
+            "{MARKER} **daemonsync plan: no changes.** {} on {} already {} the manifests.\n",
+            count(n, "DaemonSet"),
+            code(&ctx.cluster),
+            if n == 1 { "matches" } else { "match" }
         )];
     }
     let header = header(plan, ctx);
@@ -202,7 +204,11 @@ fn header(plan: &Plan, ctx: &MarkdownContext) -> String {
         count(plan.daemonsets.len(), "DaemonSet"),
         count(waves.unwrap_or(0), "wave"),
         if stuck > 0 {
-            format!(" · **{} do not converge**", count(stuck, "DaemonSet"))
+            format!(
+                " · **{} {} not converge**",
+                count(stuck, "DaemonSet"),
+                if stuck == 1 { "does" } else { "do" }
+            )
         } else {
             String::new()
         },
@@ -313,15 +319,21 @@ fn section(ds: &DaemonSetPlan, diff: Option<&str>) -> String {
     if let (Some(u), Some(m)) = (&s.max_unavailable, &s.max_surge) {
         let _ = write!(strategy, " maxUnavailable={u} maxSurge={m}");
     }
-    let _ = writeln!(
+    let _ = write!(
         out,
-        "Source {} · revision {} · {} · budgets: maxUnavailable {}, maxSurge {}\n",
+        "Source {} · revision {} · {}",
         code(&ds.source),
         code(&ds.revision),
         code(&strategy),
-        ds.budgets.max_unavailable,
-        ds.budgets.max_surge
     );
+    if s.type_ == "RollingUpdate" {
+        let _ = write!(
+            out,
+            " · budgets: maxUnavailable {}, maxSurge {}",
+            ds.budgets.max_unavailable, ds.budgets.max_surge
+        );
+    }
+    out.push_str("\n\n");
     for r in &ds.risks {
         let _ = writeln!(out, "- :warning: `{}`: {}", r.kind, escape(&r.message));
     }
@@ -352,7 +364,11 @@ fn section(ds: &DaemonSetPlan, diff: Option<&str>) -> String {
 
 fn summary_line(ds: &DaemonSetPlan, i: &Impact) -> String {
     if !changed(ds) {
-        return "no changes".into();
+        return if ds.converges {
+            "no changes".into()
+        } else {
+            "no changes in the next step; does not converge".into()
+        };
     }
     let mut parts = Vec::new();
     if i.gain > 0 {

@@ -7,6 +7,8 @@
 
 pub mod json;
 pub mod markdown;
+#[cfg(test)]
+mod snapshots;
 pub mod table;
 #[cfg(test)]
 pub(crate) mod testing;
