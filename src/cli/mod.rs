@@ -49,6 +49,21 @@ pub enum Command {
     Snapshot(SnapshotArgs),
 }
 
+impl Cli {
+    /// Parses the command line like [`Parser::parse`], except that a usage error exits with
+    /// [`EXIT_ERROR`] (clap's default, 2, would read as "the plan has changes").
+    pub fn parse_or_exit() -> Cli {
+        match Cli::try_parse() {
+            Ok(cli) => cli,
+            Err(e) => {
+                let code = if e.use_stderr() { EXIT_ERROR } else { EXIT_OK };
+                let _ = e.print();
+                std::process::exit(code);
+            }
+        }
+    }
+}
+
 /// Parses an RFC 3339 instant for `--now`.
 pub fn parse_now(s: &str) -> Result<Timestamp> {
     s.parse::<Timestamp>().with_context(|| {
@@ -68,10 +83,27 @@ pub fn run(cli: Cli) -> i32 {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => EXIT_OK,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", message(&e));
             EXIT_ERROR
         }
     }
+}
+
+/// The error and its causes, skipping a cause whose text the message already contains (many
+/// errors here quote their source in their own text).
+fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
