@@ -501,3 +501,38 @@ fn broken_pipe_is_not_an_error() {
     assert!(!err.to_lowercase().contains("broken pipe"), "{err}");
     assert!(err.is_empty(), "{err}");
 }
+
+#[test]
+fn secrets_in_manifests_are_never_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(flannel(), dir.path().join("flannel.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("secret.yaml"),
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: token, namespace: kube-flannel}\n\
+         stringData: {token: hunter2-very-secret}\ndata: {key: aHVudGVyMg==}\n",
+    )
+    .unwrap();
+    for args in [
+        vec!["render"],
+        vec!["render", "--node", "gpu-1"],
+        vec!["plan", "-o", "json"],
+        vec!["plan", "-o", "markdown"],
+        vec!["plan", "-o", "wide"],
+    ] {
+        let mut c = bin();
+        c.args(&args).arg("-m").arg(dir.path());
+        if args[0] == "plan" {
+            c.arg("-c").arg(seven_nodes());
+        }
+        let out = c.output().unwrap();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.stdout.is_empty(), "{args:?}: {all}");
+        for secret in ["hunter2", "aHVudGVyMg"] {
+            assert!(!all.contains(secret), "{args:?} printed a secret: {all}");
+        }
+    }
+}
