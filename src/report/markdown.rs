@@ -482,13 +482,13 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-/// Inline code that survives backticks in the text.
+/// Inline code (outside tables) that survives backticks in the text.
 fn code(s: &str) -> String {
     let s = s.replace(['\n', '\r'], " ");
     if s.contains('`') {
-        format!("`` {} ``", s.replace('|', "\\|"))
+        format!("`` {s} ``")
     } else {
-        format!("`{}`", s.replace('|', "\\|"))
+        format!("`{s}`")
     }
 }
 

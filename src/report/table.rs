@@ -529,6 +529,60 @@ mod tests {
     }
 
     #[test]
+    fn age_reads_like_kubectl() {
+        let now: crate::model::Timestamp = "2025-06-01T12:00:00Z".parse().unwrap();
+        let ago = |secs: i64| age(now, now - jiff::SignedDuration::from_secs(secs));
+        assert_eq!(ago(45), "45s");
+        assert_eq!(ago(600), "10m");
+        assert_eq!(ago(5 * 3600), "5h");
+        assert_eq!(ago(3 * 86400), "3d");
+        assert_eq!(ago(3 * 365 * 86400), "3y");
+        // A creation time in the future (clock skew) is not negative.
+        assert_eq!(ago(-30), "0s");
+    }
+
+    #[test]
+    fn wide_lists_every_node_with_state_and_reason() {
+        let opts = TableOptions {
+            wide: true,
+            ..plain()
+        };
+        let out = to_table(&known_plan(), &opts);
+        assert!(out.contains("\n  NODE   STATE          REASON\n"), "{out}");
+        for line in [
+            "  m1     misscheduled   ",
+            "  w1     up-to-date     running the current revision",
+            "  w4     missing        no pod yet",
+        ] {
+            assert!(out.contains(line), "{line:?} in\n{out}");
+        }
+        assert!(!out.contains("need attention"), "{out}");
+    }
+
+    #[test]
+    fn risks_come_before_warnings() {
+        let out = to_table(&known_plan(), &plain());
+        assert!(
+            out.contains("\n  RISK: [pods-removed] pods will be deleted without replacement on 1 node(s): m1\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn status_table_has_no_plan_details() {
+        let out = to_status_table(&known_plan(), &plain());
+        assert_eq!(out.lines().count(), 2, "{out}");
+        let wide = to_status_table(
+            &known_plan(),
+            &TableOptions {
+                wide: true,
+                ..plain()
+            },
+        );
+        assert!(wide.contains("\ninfra/agent:\n  NODE "), "{wide}");
+    }
+
+    #[test]
     fn empty_plan() {
         let mut p = known_plan();
         p.daemonsets.clear();
