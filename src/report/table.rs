@@ -1,8 +1,9 @@
 //! The plan as a terminal table for people, in the style of `kubectl get ds`.
 //!
-//! Layout: one row per DaemonSet with the status counters; then, per DaemonSet, its next
-//! step and the number of projected waves, its warnings, and the nodes that need attention
-//! grouped by state, each with its reason.
+//! Layout: one row per DaemonSet with the status counters, node selector and age; then, per
+//! DaemonSet, its next step and the number of projected waves, its risks and warnings, and the
+//! nodes that need attention grouped by state, each with its reason. Wide mode lists every node
+//! instead.
 
 use crate::plan::{DaemonSetPlan, NodeEntry, NodeState, Plan, StepPhase};
 use anstyle::{AnsiColor, Style};
