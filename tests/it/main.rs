@@ -1,0 +1,5 @@
+//! Integration tests: one binary, modules by theme.
+
+mod plan;
+mod revision;
+mod support;
