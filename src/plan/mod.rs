@@ -16,6 +16,7 @@
 mod classify;
 pub mod daemonset;
 pub mod eligibility;
+pub mod events;
 mod manage;
 mod pods;
 #[cfg(test)]
