@@ -24,9 +24,11 @@ pub fn node_event_requeues(
     policy: &Policy,
 ) -> bool {
     let e = evaluate(ds, node, policy);
-    (e.should_run && !has_pod)
-        || (!e.should_continue_running && has_pod)
-        || (has_pod && number_misscheduled > 0)
+    if has_pod {
+        !e.should_continue_running || number_misscheduled > 0
+    } else {
+        e.should_run
+    }
 }
 
 #[cfg(test)]
