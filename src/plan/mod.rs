@@ -34,7 +34,7 @@ mod waves;
 
 pub use classify::{NodeState, Reason};
 pub use daemonset::{DaemonSetSpec, IntOrPercent, UpdateStrategy};
-pub use pods::{RECORD_KIND, is_pod_updated};
+pub use pods::{RECORD_GROUP, RECORD_KIND, is_pod_updated};
 pub use rollout::{Budgets, allows_surge, budgets};
 pub use status::Status;
 pub use view::DeleteReason;
