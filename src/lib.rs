@@ -13,6 +13,7 @@
 //! * [`report`]: renderings of a [`plan::Plan`] (table, JSON).
 //! * [`cli`]: the command line, reachable from tests through the library.
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod cli;
 pub mod cluster;

@@ -1,3 +1,6 @@
-//! Integration tests, one binary: each module tests one area from the outside.
+//! Integration tests: one binary, modules by theme.
 
 mod cli;
+mod plan;
+mod revision;
+mod support;
