@@ -108,8 +108,12 @@ fn split(header: String, sections: Vec<String>, ctx: &MarkdownContext) -> Vec<St
         .map(|(i, body)| {
             let mut part = String::new();
             if i == 0 {
-                let _ = writeln!(part, "**Part 1 of {n}** (continued in the next comments)\n");
-                part.push_str(&body);
+                // The marker stays the first line of every part.
+                let rest = body.strip_prefix(MARKER).unwrap_or(&body);
+                let _ = write!(
+                    part,
+                    "{MARKER}\n**Part 1 of {n}** (continued in the next comments)\n{rest}"
+                );
             } else {
                 let _ = writeln!(
                     part,
@@ -584,7 +588,14 @@ mod tests {
             "a 5,000-node plan does not fit one comment"
         );
         let n = parts.len();
+        let sizes: Vec<usize> = parts.iter().map(|p| p.chars().count()).collect();
+        eprintln!("{n} parts of {sizes:?} characters");
         for (i, p) in parts.iter().enumerate() {
+            assert!(
+                p.starts_with(MARKER),
+                "part {} starts with the marker",
+                i + 1
+            );
             assert!(
                 p.chars().count() < GITHUB_COMMENT_LIMIT,
                 "part {} has {} chars",
