@@ -8,10 +8,10 @@ use crate::plan::{self, Desired, Plan, Policy};
 use crate::report;
 use crate::source::git::default_cache_dir;
 use crate::source::{DirSource, GitAuth, GitSource, Rendered};
-use k8s_openapi::api::apps::v1::DaemonSet;
-use std::collections::BTreeMap;
 use anyhow::{Result, bail};
 use clap::ValueEnum;
+use k8s_openapi::api::apps::v1::DaemonSet;
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -69,7 +69,12 @@ pub struct PlanArgs {
     pub repo: Option<String>,
     /// The ref to read: a branch, a tag or a commit id (default: the remote's default branch,
     /// or HEAD for a local repository).
-    #[arg(long = "ref", value_name = "REF", requires = "repo", conflicts_with = "base")]
+    #[arg(
+        long = "ref",
+        value_name = "REF",
+        requires = "repo",
+        conflicts_with = "base"
+    )]
     pub reference: Option<String>,
     /// Pull-request mode: the base ref (e.g. the target branch). Needs --head.
     #[arg(long, value_name = "REF", requires_all = ["repo", "head"])]
@@ -295,6 +300,9 @@ fn plan_and_print(
     })
 }
 
+/// The base and head versions of one DaemonSet (either may be absent).
+type BaseHead<'a> = (Option<&'a DaemonSet>, Option<&'a DaemonSet>);
+
 /// `--base` / `--head`: a normalised diff of every DaemonSet added, removed or changed, then
 /// the plan of the head side against the observed state.
 fn run_pull_request(
@@ -317,8 +325,7 @@ fn run_pull_request(
             d.metadata.name.clone().unwrap_or_default(),
         )
     };
-    let mut pairs: BTreeMap<(String, String), (Option<&DaemonSet>, Option<&DaemonSet>)> =
-        BTreeMap::new();
+    let mut pairs: BTreeMap<(String, String), BaseHead<'_>> = BTreeMap::new();
     for m in &base.manifests.daemonsets {
         pairs.entry(key(&m.daemonset)).or_default().0 = Some(&m.daemonset);
     }

@@ -77,7 +77,11 @@ fn sorted(value: Value) -> Value {
 /// A unified diff (3 lines of context, headers `a/<name>` and `b/<name>`) of the normalised
 /// manifests, or `None` when they are equal. `name` is `namespace/name`; a missing side is
 /// an added or removed DaemonSet (diffed against nothing, header `/dev/null`).
-pub fn manifest_diff(name: &str, base: Option<&DaemonSet>, head: Option<&DaemonSet>) -> Option<String> {
+pub fn manifest_diff(
+    name: &str,
+    base: Option<&DaemonSet>,
+    head: Option<&DaemonSet>,
+) -> Option<String> {
     let old = base.map(normalized_yaml).unwrap_or_default();
     let new = head.map(normalized_yaml).unwrap_or_default();
     if old == new {
@@ -164,16 +168,31 @@ spec:
         let a = ds(DS);
         let b = ds(&DS.replace("agent:1.0", "agent:1.1"));
         let d = manifest_diff("kube-system/agent", Some(&a), Some(&b)).unwrap();
-        assert!(d.starts_with("--- a/kube-system/agent\n+++ b/kube-system/agent\n"), "{d}");
-        assert!(d.contains("-") && d.contains("agent:1.0") && d.contains("agent:1.1"), "{d}");
-        assert_eq!(d.lines().filter(|l| l.starts_with('+') && !l.starts_with("+++")).count(), 1, "{d}");
+        assert!(
+            d.starts_with("--- a/kube-system/agent\n+++ b/kube-system/agent\n"),
+            "{d}"
+        );
+        assert!(
+            d.contains("-") && d.contains("agent:1.0") && d.contains("agent:1.1"),
+            "{d}"
+        );
+        assert_eq!(
+            d.lines()
+                .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+                .count(),
+            1,
+            "{d}"
+        );
     }
 
     #[test]
     fn added_and_removed() {
         let a = ds(DS);
         let added = manifest_diff("kube-system/agent", None, Some(&a)).unwrap();
-        assert!(added.starts_with("--- /dev/null\n+++ b/kube-system/agent\n"), "{added}");
+        assert!(
+            added.starts_with("--- /dev/null\n+++ b/kube-system/agent\n"),
+            "{added}"
+        );
         let removed = manifest_diff("kube-system/agent", Some(&a), None).unwrap();
         assert!(removed.contains("+++ /dev/null"), "{removed}");
     }
@@ -186,6 +205,9 @@ spec:
         });
         normalize_value(&mut v);
         let s = v.to_string();
-        assert!(!s.contains("czNjcmV0") && !s.contains("s3cret") && !s.contains("uid"), "{s}");
+        assert!(
+            !s.contains("czNjcmV0") && !s.contains("s3cret") && !s.contains("uid"),
+            "{s}"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! A local directory (a plain path, or a repository's work tree).
 
 use super::{Rendered, Source, SourceError, is_manifest_name, load_files};
-use crate::manifest::{LoadOptions, Limits};
+use crate::manifest::{Limits, LoadOptions};
 use git2::{ObjectType, Oid};
 use std::fs;
 use std::io::Read;

@@ -45,7 +45,10 @@ impl std::fmt::Debug for GitAuth {
         f.debug_struct("GitAuth")
             .field("token", &self.token.as_ref().map(|_| "***"))
             .field("ssh_key", &self.ssh_key)
-            .field("ssh_passphrase", &self.ssh_passphrase.as_ref().map(|_| "***"))
+            .field(
+                "ssh_passphrase",
+                &self.ssh_passphrase.as_ref().map(|_| "***"),
+            )
             .field("known_hosts", &self.known_hosts)
             .finish()
     }
@@ -109,7 +112,11 @@ pub fn is_remote_url(url: &str) -> bool {
 impl GitSource {
     /// A source for `url` at `reference`, reading `path`, with the default cache and auth from
     /// the environment.
-    pub fn new(url: impl Into<String>, reference: impl Into<String>, path: impl Into<String>) -> Self {
+    pub fn new(
+        url: impl Into<String>,
+        reference: impl Into<String>,
+        path: impl Into<String>,
+    ) -> Self {
         GitSource {
             url: url.into(),
             reference: reference.into(),
@@ -318,9 +325,7 @@ impl GitSource {
         opts: &LoadOptions,
     ) -> Result<Vec<Rendered>, SourceError> {
         let repo = self.open()?;
-        refs.iter()
-            .map(|r| self.render(&repo, r, opts))
-            .collect()
+        refs.iter().map(|r| self.render(&repo, r, opts)).collect()
     }
 
     /// Resolves `reference` to a commit: a full commit id, then `refs/heads/REF`,
@@ -334,7 +339,10 @@ impl GitSource {
             && reference.bytes().all(|b| b.is_ascii_hexdigit())
             && let Ok(oid) = Oid::from_str(reference)
         {
-            return repo.find_commit(oid).map(|c| c.id()).map_err(|_| not_found());
+            return repo
+                .find_commit(oid)
+                .map(|c| c.id())
+                .map_err(|_| not_found());
         }
         for name in [
             format!("refs/heads/{reference}"),
@@ -362,11 +370,17 @@ impl GitSource {
     ) -> Result<Rendered, SourceError> {
         let components = subpath_components(&self.path)?;
         let oid = self.resolve(repo, reference)?;
-        let commit = repo.find_commit(oid).map_err(|e| self.repo_err(e.message()))?;
+        let commit = repo
+            .find_commit(oid)
+            .map_err(|e| self.repo_err(e.message()))?;
         let tree = commit.tree().map_err(|e| self.repo_err(e.message()))?;
         let reader = TreeReader::new(repo, tree, &opts.limits);
         let mut files = TreeFiles::default();
-        let name = format!("{} @ {reference} ({})", self.display_url(), &oid.to_string()[..12]);
+        let name = format!(
+            "{} @ {reference} ({})",
+            self.display_url(),
+            &oid.to_string()[..12]
+        );
         match reader.lookup(&components)? {
             Found::Tree(id) => reader.read_dir(id, &components, &mut files)?,
             Found::Blob(id) => reader.read_blob(id, components.join("/"), &mut files)?,
@@ -429,7 +443,10 @@ pub fn known_hosts_check(text: &str, host: &str, kind: &str, key: &str) -> Resul
             continue;
         }
         let matches = first.split(',').any(|h| {
-            let h = h.strip_prefix('[').and_then(|h| h.split_once("]:")).map_or(h, |(h, _)| h);
+            let h = h
+                .strip_prefix('[')
+                .and_then(|h| h.split_once("]:"))
+                .map_or(h, |(h, _)| h);
             h.eq_ignore_ascii_case(host)
         });
         if !matches {
@@ -460,7 +477,11 @@ fn base64(bytes: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {

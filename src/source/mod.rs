@@ -16,8 +16,8 @@
 pub mod dir;
 pub mod git;
 mod redact;
-mod tree;
 pub mod tracked;
+mod tree;
 pub mod watch;
 
 pub use dir::DirSource;

@@ -13,8 +13,7 @@ pub(crate) fn subpath_components(path: &str) -> Result<Vec<String>, SourceError>
     let refused = || SourceError::PathNotAllowed {
         path: path.to_string(),
     };
-    if path.starts_with('/') || path.starts_with('\\') || std::path::Path::new(path).is_absolute()
-    {
+    if path.starts_with('/') || path.starts_with('\\') || std::path::Path::new(path).is_absolute() {
         return Err(refused());
     }
     let mut out = Vec::new();
@@ -85,7 +84,10 @@ impl<'r> TreeReader<'r> {
             let mode = entry.filemode();
             if mode == SYMLINK_MODE {
                 let link = components[..=i].join("/");
-                let blob = self.repo.find_blob(entry.id()).map_err(|e| self.git_err(e))?;
+                let blob = self
+                    .repo
+                    .find_blob(entry.id())
+                    .map_err(|e| self.git_err(e))?;
                 let target = String::from_utf8_lossy(blob.content()).into_owned();
                 let escapes = || SourceError::SymlinkEscapes {
                     link: via.map_or(link.clone(), |(l, _)| l.to_string()),
@@ -207,8 +209,10 @@ impl<'r> TreeReader<'r> {
             });
         }
         let blob = self.repo.find_blob(oid).map_err(|e| self.git_err(e))?;
-        let text = String::from_utf8(blob.content().to_vec())
-            .map_err(|_| SourceError::NotUtf8 { file: label.clone() })?;
+        let text =
+            String::from_utf8(blob.content().to_vec()).map_err(|_| SourceError::NotUtf8 {
+                file: label.clone(),
+            })?;
         out.files.push((label, text));
         Ok(())
     }

@@ -16,7 +16,12 @@ fn source(url: &str, reference: &str, path: &str, cache: &Path) -> GitSource {
     }
 }
 
-fn load(url: &str, reference: &str, path: &str, cache: &Path) -> Result<daemonsync::source::Rendered, SourceError> {
+fn load(
+    url: &str,
+    reference: &str,
+    path: &str,
+    cache: &Path,
+) -> Result<daemonsync::source::Rendered, SourceError> {
     source(url, reference, path, cache).load(&LoadOptions::default())
 }
 
@@ -44,7 +49,8 @@ fn assert_refs(url: &str, cache: &Path, commits: &[String; 3]) {
         ("feature", &commits[2], "agent:1.2"),
         ("HEAD", &commits[1], "agent:1.1"),
     ] {
-        let r = load(url, reference, "deploy", cache).unwrap_or_else(|e| panic!("{reference}: {e}"));
+        let r =
+            load(url, reference, "deploy", cache).unwrap_or_else(|e| panic!("{reference}: {e}"));
         assert_eq!(&r.revision, commit, "{reference}");
         assert_eq!(images(&r.manifests), vec![image], "{reference}");
         assert_eq!(r.files, 1);
@@ -67,7 +73,10 @@ fn file_url_is_mirrored_bare_and_fetched_not_recloned() {
     assert_refs(&r.file_url(), cache.path(), &commits);
     let src = source(&r.file_url(), "main", "deploy", cache.path());
     let mirror = src.mirror_dir();
-    assert!(mirror.join("HEAD").exists() && !mirror.join("deploy").exists(), "bare mirror");
+    assert!(
+        mirror.join("HEAD").exists() && !mirror.join("deploy").exists(),
+        "bare mirror"
+    );
     assert!(mirror.starts_with(cache.path().join("repos")));
 
     // A new commit upstream is fetched into the same mirror.
@@ -76,7 +85,12 @@ fn file_url_is_mirrored_bare_and_fetched_not_recloned() {
     let rendered = src.load(&LoadOptions::default()).unwrap();
     assert_eq!(rendered.revision, c4);
     assert_eq!(images(&rendered.manifests), vec!["agent:2.0"]);
-    assert_eq!(std::fs::read_dir(cache.path().join("repos")).unwrap().count(), 1);
+    assert_eq!(
+        std::fs::read_dir(cache.path().join("repos"))
+            .unwrap()
+            .count(),
+        1
+    );
 }
 
 #[test]
@@ -95,10 +109,22 @@ fn force_push_is_what_fetch_brings() {
     let (work, commits) = history();
     let bare = tempfile::tempdir().unwrap();
     let origin = bare.path().join("origin.git");
-    git(bare.path(), &["clone", "-q", "--bare", &work.url(), origin.to_str().unwrap()]);
+    git(
+        bare.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            &work.url(),
+            origin.to_str().unwrap(),
+        ],
+    );
     let url = format!("file://{}", origin.display());
     let cache = tempfile::tempdir().unwrap();
-    assert_eq!(load(&url, "main", "deploy", cache.path()).unwrap().revision, commits[1]);
+    assert_eq!(
+        load(&url, "main", "deploy", cache.path()).unwrap().revision,
+        commits[1]
+    );
 
     // Rewrite main: drop c2, commit something else, force-push.
     work.git(&["reset", "-q", "--hard", &commits[0]]);
@@ -157,7 +183,10 @@ fn dotdot_and_absolute_paths_are_refused() {
     let cache = tempfile::tempdir().unwrap();
     for path in ["../repo/deploy", "deploy/../..", "/etc", "deploy/../../x"] {
         let err = load(&r.url(), "main", path, cache.path()).unwrap_err();
-        assert!(matches!(err, SourceError::PathNotAllowed { .. }), "{path}: {err:?}");
+        assert!(
+            matches!(err, SourceError::PathNotAllowed { .. }),
+            "{path}: {err:?}"
+        );
     }
     let err = load(&r.url(), "main", "nope", cache.path()).unwrap_err();
     assert!(matches!(err, SourceError::PathNotFound { .. }), "{err:?}");
@@ -166,8 +195,10 @@ fn dotdot_and_absolute_paths_are_refused() {
 #[test]
 fn limits_on_file_size_count_and_total() {
     let r = Repo::new();
-    r.write("deploy/a.yaml", &ds("a", "a:1"))
-        .write("deploy/b.yaml", &format!("{}# {}\n", ds("b", "b:1"), "x".repeat(4000)));
+    r.write("deploy/a.yaml", &ds("a", "a:1")).write(
+        "deploy/b.yaml",
+        &format!("{}# {}\n", ds("b", "b:1"), "x".repeat(4000)),
+    );
     r.commit("big");
     let cache = tempfile::tempdir().unwrap();
     let with = |limits: Limits| {
@@ -182,7 +213,10 @@ fn limits_on_file_size_count_and_total() {
         max_file_bytes: 1000,
         ..Limits::default()
     });
-    assert!(matches!(err, SourceError::FileTooLarge { ref file, .. } if file == "deploy/b.yaml"), "{err:?}");
+    assert!(
+        matches!(err, SourceError::FileTooLarge { ref file, .. } if file == "deploy/b.yaml"),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("limit of 1000 bytes"), "{err}");
     let err = with(Limits {
         max_files: 1,
@@ -199,8 +233,11 @@ fn limits_on_file_size_count_and_total() {
 #[test]
 fn empty_render_is_an_error_not_an_empty_desired_state() {
     let r = Repo::new();
-    r.write("deploy/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")
-        .write("other/notes.txt", "hi");
+    r.write(
+        "deploy/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+    )
+    .write("other/notes.txt", "hi");
     r.commit("no daemonset");
     let cache = tempfile::tempdir().unwrap();
     let err = load(&r.url(), "main", "deploy", cache.path()).unwrap_err();
@@ -219,7 +256,10 @@ fn submodules_are_reported_not_followed() {
     let rendered = load(&r.url(), "main", "deploy", cache.path()).unwrap();
     assert_eq!(rendered.files, 1);
     assert!(
-        rendered.notes.iter().any(|n| n.contains("deploy/vendored") && n.contains("submodule")),
+        rendered
+            .notes
+            .iter()
+            .any(|n| n.contains("deploy/vendored") && n.contains("submodule")),
         "{:?}",
         rendered.notes
     );
@@ -233,8 +273,14 @@ fn unreachable_repository_names_the_problem_and_redacts() {
     let err = load(&url, "main", "", cache.path()).unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, SourceError::Fetch { .. }), "{err:?}");
-    assert!(!msg.contains("s3cret") && !format!("{err:?}").contains("s3cret"), "{msg}");
-    assert!(msg.contains("127.0.0.1") && msg.contains("last good commit"), "{msg}");
+    assert!(
+        !msg.contains("s3cret") && !format!("{err:?}").contains("s3cret"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("127.0.0.1") && msg.contains("last good commit"),
+        "{msg}"
+    );
     // The credential is not written to the mirror either.
     let mut stack = vec![cache.path().to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -244,7 +290,11 @@ fn unreachable_repository_names_the_problem_and_redacts() {
                 stack.push(p);
             } else {
                 let bytes = std::fs::read(&p).unwrap();
-                assert!(!String::from_utf8_lossy(&bytes).contains("s3cret"), "{}", p.display());
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains("s3cret"),
+                    "{}",
+                    p.display()
+                );
             }
         }
     }

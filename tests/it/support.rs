@@ -9,7 +9,14 @@ use std::time::{Duration, Instant};
 /// Runs `git` in `dir` and returns its trimmed stdout; panics on failure.
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@e", "-c", "init.defaultBranch=main"])
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "-c",
+            "init.defaultBranch=main",
+        ])
         .args(["-c", "protocol.file.allow=always"])
         .args(args)
         .current_dir(dir)
@@ -106,7 +113,10 @@ impl GitDaemon {
             .expect("git daemon starts");
         let deadline = Instant::now() + Duration::from_secs(10);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "git daemon did not listen on {port}");
+            assert!(
+                Instant::now() < deadline,
+                "git daemon did not listen on {port}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         GitDaemon { child, port }
@@ -172,7 +182,15 @@ pub fn images(m: &daemonsync::manifest::Manifests) -> Vec<String> {
     m.daemonsets
         .iter()
         .map(|d| {
-            d.daemonset.spec.as_ref().unwrap().template.spec.as_ref().unwrap().containers[0]
+            d.daemonset
+                .spec
+                .as_ref()
+                .unwrap()
+                .template
+                .spec
+                .as_ref()
+                .unwrap()
+                .containers[0]
                 .image
                 .clone()
                 .unwrap()
