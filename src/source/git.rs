@@ -69,7 +69,7 @@ impl GitAuth {
     fn known_hosts_path(&self) -> Option<PathBuf> {
         self.known_hosts
             .clone()
-            .or_else(|| dirs::home_dir().map(|h| h.join(".ssh").join("known_hosts")))
+            .or_else(|| home_dir().map(|h| h.join(".ssh").join("known_hosts")))
     }
 }
 
@@ -90,11 +90,34 @@ pub struct GitSource {
     pub progress: bool,
 }
 
-/// The default cache directory: `<user cache dir>/daemonsync`, or `.daemonsync-cache`.
+/// The default cache directory: `<user cache dir>/daemonsync`, where the user cache dir is
+/// `$XDG_CACHE_HOME` or `~/.cache` (Linux and other Unixes), `~/Library/Caches` (macOS),
+/// `%LOCALAPPDATA%` (Windows); `.daemonsync-cache` when none is known.
 pub fn default_cache_dir() -> PathBuf {
-    dirs::cache_dir()
+    user_cache_dir()
         .map(|d| d.join("daemonsync"))
         .unwrap_or_else(|| PathBuf::from(".daemonsync-cache"))
+}
+
+fn env_path(key: &str) -> Option<PathBuf> {
+    std::env::var_os(key)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+}
+
+fn home_dir() -> Option<PathBuf> {
+    env_path("HOME").or_else(|| env_path("USERPROFILE"))
+}
+
+fn user_cache_dir() -> Option<PathBuf> {
+    if cfg!(windows) {
+        env_path("LOCALAPPDATA")
+    } else if cfg!(target_os = "macos") {
+        home_dir().map(|h| h.join("Library").join("Caches"))
+    } else {
+        env_path("XDG_CACHE_HOME").or_else(|| home_dir().map(|h| h.join(".cache")))
+    }
 }
 
 /// True when `url` names a remote (to be mirrored) rather than a local path.
