@@ -439,6 +439,24 @@ impl Source for GitSource {
         let repo = self.open()?;
         self.render(&repo, &self.reference, opts)
     }
+
+    fn descends_from(&self, new: &str, old: &str) -> Result<Option<bool>, SourceError> {
+        if new == old {
+            return Ok(Some(true));
+        }
+        // No fetch: load() just fetched.
+        let repo = if is_remote_url(&self.url) {
+            Repository::open_bare(self.mirror_dir())
+        } else {
+            Repository::open(Path::new(&self.url))
+        }
+        .map_err(|e| self.repo_err(e.message()))?;
+        let (Ok(new), Ok(old)) = (Oid::from_str(new), Oid::from_str(old)) else {
+            return Ok(None);
+        };
+        // A commit that is gone from the repository cannot be an ancestor.
+        Ok(Some(repo.graph_descendant_of(new, old).unwrap_or(false)))
+    }
 }
 
 /// Checks a host key (`kind`, base64 `key`) against known_hosts text. Lines are

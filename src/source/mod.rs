@@ -57,6 +57,12 @@ pub trait Source {
     fn describe(&self) -> String;
     /// Read and load the manifests.
     fn load(&self, opts: &LoadOptions) -> Result<Rendered, SourceError>;
+    /// Whether revision `new` descends from (or equals) `old`; `None` when the source has no
+    /// history (a directory). Used to notice force-pushed history.
+    fn descends_from(&self, new: &str, old: &str) -> Result<Option<bool>, SourceError> {
+        let _ = (new, old);
+        Ok(None)
+    }
 }
 
 /// Why a source could not be read. Messages never contain credentials and say what to do next.
@@ -174,6 +180,20 @@ pub enum SourceError {
     NotUtf8 {
         /// The file.
         file: String,
+    },
+    /// The new commit does not descend from the last good one: history was rewritten.
+    #[error(
+        "history of {source_name} was rewritten (force-push): {new} does not descend from the \
+         last good commit {old}, which stays in effect; check the push, then accept the new \
+         history explicitly"
+    )]
+    HistoryRewritten {
+        /// The source description.
+        source_name: String,
+        /// The last good revision.
+        old: String,
+        /// The new revision.
+        new: String,
     },
     /// A local file or directory could not be read.
     #[error("{path}: cannot read: {source}; check that the path exists and is readable")]

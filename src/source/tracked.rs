@@ -4,6 +4,10 @@
 //! never turn into "desired state is empty". [`Tracked`] holds the last good [`Rendered`] and
 //! reports a failure alongside it, so a long-running caller keeps reconciling towards the last
 //! good commit and surfaces the error.
+//!
+//! History that was rewritten (a force-push: the new commit does not descend from the last
+//! good one) is treated the same way unless [`Tracked::allow_history_rewrites`] is set: a
+//! platform team wants to look at that before the cluster follows it.
 
 use super::{Rendered, Source, SourceError};
 use crate::manifest::LoadOptions;
@@ -13,6 +17,8 @@ use crate::manifest::LoadOptions;
 pub struct Tracked<S> {
     source: S,
     last_good: Option<Rendered>,
+    /// Follow force-pushed history without complaint.
+    pub allow_history_rewrites: bool,
 }
 
 /// The outcome of [`Tracked::refresh`].
@@ -37,6 +43,7 @@ impl<S: Source> Tracked<S> {
         Tracked {
             source,
             last_good: None,
+            allow_history_rewrites: false,
         }
     }
 
@@ -49,6 +56,29 @@ impl<S: Source> Tracked<S> {
     pub fn refresh(&mut self, opts: &LoadOptions) -> Refresh<'_> {
         match self.source.load(opts) {
             Ok(r) => {
+                if let Some(old) = &self.last_good
+                    && !self.allow_history_rewrites
+                {
+                    match self.source.descends_from(&r.revision, &old.revision) {
+                        Ok(Some(false)) => {
+                            return Refresh::Failed {
+                                error: SourceError::HistoryRewritten {
+                                    source_name: self.source.describe(),
+                                    old: old.revision.clone(),
+                                    new: r.revision,
+                                },
+                                in_effect: self.last_good.as_ref(),
+                            };
+                        }
+                        Ok(_) => {}
+                        Err(error) => {
+                            return Refresh::Failed {
+                                error,
+                                in_effect: self.last_good.as_ref(),
+                            };
+                        }
+                    }
+                }
                 let same = self
                     .last_good
                     .as_ref()

@@ -299,3 +299,75 @@ fn unreachable_repository_names_the_problem_and_redacts() {
         }
     }
 }
+
+#[test]
+fn tracked_source_keeps_the_last_good_commit_on_failure_and_force_push() {
+    use daemonsync::source::{Refresh, Tracked};
+    let (work, commits) = history();
+    let bare = tempfile::tempdir().unwrap();
+    let origin = bare.path().join("origin.git");
+    git(
+        bare.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            &work.url(),
+            origin.to_str().unwrap(),
+        ],
+    );
+    let url = format!("file://{}", origin.display());
+    let cache = tempfile::tempdir().unwrap();
+    let opts = LoadOptions::default();
+    let mut t = Tracked::new(source(&url, "main", "deploy", cache.path()));
+    assert!(matches!(t.refresh(&opts), Refresh::Updated(r) if r.revision == commits[1]));
+
+    // A fast-forward is followed.
+    work.write("deploy/agent.yaml", &ds("agent", "agent:1.5"));
+    let c4 = work.commit("four");
+    work.git(&["push", "-q", origin.to_str().unwrap(), "main"]);
+    assert!(matches!(t.refresh(&opts), Refresh::Updated(r) if r.revision == c4));
+
+    // An empty render keeps c4 in effect.
+    work.git(&["rm", "-q", "deploy/agent.yaml"]);
+    work.write(
+        "deploy/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+    );
+    let empty = work.commit("oops");
+    work.git(&["push", "-q", origin.to_str().unwrap(), "main"]);
+    match t.refresh(&opts) {
+        Refresh::Failed { error, in_effect } => {
+            assert!(matches!(error, SourceError::Empty { .. }), "{error:?}");
+            assert_eq!(in_effect.unwrap().revision, c4);
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // A force-push back to c1 + something else is refused until accepted.
+    work.git(&["reset", "-q", "--hard", &commits[0]]);
+    work.write("deploy/agent.yaml", &ds("agent", "agent:0.9"));
+    let rewritten = work.commit("rewritten");
+    work.git(&["push", "-q", "--force", origin.to_str().unwrap(), "main"]);
+    match t.refresh(&opts) {
+        Refresh::Failed { error, in_effect } => {
+            assert!(
+                matches!(error, SourceError::HistoryRewritten { .. }),
+                "{error:?}"
+            );
+            assert!(error.to_string().contains("force-push"), "{error}");
+            assert_eq!(in_effect.unwrap().revision, c4);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_ne!(rewritten, empty);
+    t.allow_history_rewrites = true;
+    assert!(matches!(t.refresh(&opts), Refresh::Updated(r) if r.revision == rewritten));
+
+    // The repository disappears: unreachable, c1' stays in effect.
+    std::fs::remove_dir_all(&origin).unwrap();
+    assert!(matches!(
+        t.refresh(&opts),
+        Refresh::Failed { error: SourceError::Fetch { .. }, in_effect: Some(r) } if r.revision == rewritten
+    ));
+}
