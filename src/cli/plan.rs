@@ -369,8 +369,25 @@ fn run_pull_request(
     if !removed_names.is_empty() {
         before.push('\n');
     }
-    before.push_str("Per-node impact of head against the observed state:\n\n");
     let desired = desired_or_error(head.manifests)?;
+    let base_desired: Vec<Desired> = base
+        .manifests
+        .daemonsets
+        .into_iter()
+        .map(|d| Desired {
+            source: d.source.to_string(),
+            daemonset: d.daemonset,
+        })
+        .collect();
+    let base_plan = plan::plan(&base_desired, &ctx.observed, &ctx.policy, ctx.now);
+    let head_plan = plan::plan(&desired, &ctx.observed, &ctx.policy, ctx.now);
+    let changes = report::diff::node_changes(&base_plan, &head_plan);
+    if !changes.is_empty() {
+        before.push_str("Node changes from base to head:\n");
+        before.push_str(&changes);
+        before.push('\n');
+    }
+    before.push_str("Per-node impact of head against the observed state:\n\n");
     let code = plan_and_print(&desired, ctx, args, Some(&header), &before)?;
     Ok(if added + removed + changed > 0 {
         EXIT_CHANGES

@@ -6,8 +6,10 @@
 //! `managedFields`, `generation`, `selfLink`) are dropped. The data of a Secret is never shown.
 
 use crate::manifest::apply_defaults;
+use crate::plan::{DaemonSetPlan, NodeState, Plan};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Server-side metadata fields that never belong in a diff.
 const SERVER_METADATA: &[&str] = &[
@@ -104,6 +106,87 @@ pub fn manifest_diff(
             .header(&a, &b)
             .to_string(),
     )
+}
+
+/// Nodes that should run a pod of this DaemonSet (selected and tolerated).
+fn wanted_nodes(d: &DaemonSetPlan) -> BTreeSet<&str> {
+    d.nodes
+        .iter()
+        .filter(|n| {
+            !matches!(
+                n.state,
+                NodeState::Blocked | NodeState::Ineligible | NodeState::Misscheduled
+            )
+        })
+        .map(|n| &*n.node)
+        .collect()
+}
+
+/// The per-node consequences of going from `base` to `head` (both planned against the same
+/// observed state), one line per DaemonSet that differs: nodes that gain a pod (`+node`),
+/// lose it (`-node`), and where a changed template replaces the pod. Empty when nothing
+/// differs.
+pub fn node_changes(base: &Plan, head: &Plan) -> String {
+    let key = |d: &DaemonSetPlan| format!("{}/{}", d.namespace, d.name);
+    let mut pairs: BTreeMap<String, (Option<&DaemonSetPlan>, Option<&DaemonSetPlan>)> =
+        BTreeMap::new();
+    for d in &base.daemonsets {
+        pairs.entry(key(d)).or_default().0 = Some(d);
+    }
+    for d in &head.daemonsets {
+        pairs.entry(key(d)).or_default().1 = Some(d);
+    }
+    let list = |nodes: &BTreeSet<&str>, sign: char| {
+        nodes
+            .iter()
+            .map(|n| format!("{sign}{n}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut out = String::new();
+    for (name, pair) in pairs {
+        let line = match pair {
+            (None, Some(h)) => {
+                let w = wanted_nodes(h);
+                format!("new; runs on {} node(s): {}", w.len(), list(&w, '+'))
+            }
+            (Some(b), None) => {
+                let w = wanted_nodes(b);
+                format!(
+                    "removed; its pods on {} node(s) are left running (no pruning): {}",
+                    w.len(),
+                    list(&w, ' ').trim_start()
+                )
+            }
+            (Some(b), Some(h)) => {
+                let (wb, wh) = (wanted_nodes(b), wanted_nodes(h));
+                let gained: BTreeSet<&str> = wh.difference(&wb).copied().collect();
+                let lost: BTreeSet<&str> = wb.difference(&wh).copied().collect();
+                let kept: BTreeSet<&str> = wb.intersection(&wh).copied().collect();
+                let mut parts = Vec::new();
+                if !gained.is_empty() {
+                    parts.push(format!("gains {}", list(&gained, '+')));
+                }
+                if !lost.is_empty() {
+                    parts.push(format!("loses {}", list(&lost, '-')));
+                }
+                if b.revision != h.revision && !kept.is_empty() {
+                    parts.push(format!(
+                        "pod template changed; its pod is replaced on {} node(s): {}",
+                        kept.len(),
+                        list(&kept, '~')
+                    ));
+                }
+                if parts.is_empty() {
+                    continue;
+                }
+                parts.join("; ")
+            }
+            (None, None) => continue,
+        };
+        out.push_str(&format!("  {name}: {line}\n"));
+    }
+    out
 }
 
 #[cfg(test)]

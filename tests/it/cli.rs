@@ -136,6 +136,23 @@ fn pull_request_shows_three_readable_diffs_and_per_node_impact() {
         out.contains("+      - effect: NoSchedule") && out.contains("key: nvidia.com/gpu"),
         "{out}"
     );
+    // The consequences of the change, node by node.
+    assert!(out.contains("Node changes from base to head:"), "{out}");
+    assert!(
+        out.contains("  kube-system/a: pod template changed; its pod is replaced on 4 node(s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "  kube-system/b: gains +worker-arm64-1; loses -fargate-1 -win-1 -worker-amd64-1\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("  kube-system/c: gains +gpu-1; pod template changed"),
+        "{out}"
+    );
+    assert!(!out.contains("  kube-system/d:"), "{out}");
     // The per-node impact of head: b now only on the arm64 worker, c now also on the GPU node.
     assert!(out.contains("Per-node impact of head"), "{out}");
     let plan_part = &out[out.find("Per-node impact").unwrap()..];
@@ -165,6 +182,7 @@ fn reordering_keys_and_explicit_defaults_show_no_change() {
         "{out}\n{err}"
     );
     assert!(!out.contains("--- a/"), "{out}");
+    assert!(!out.contains("Node changes"), "{out}");
     // The DaemonSets are not in the cluster snapshot yet: head's plan still creates pods.
     assert_eq!(code, 2);
 }
