@@ -69,3 +69,39 @@ fn a_directory_without_daemonsets_is_an_error() {
         .unwrap_err();
     assert!(err.to_string().contains("no manifest file"), "{err}");
 }
+
+#[test]
+fn watching_a_directory_replans_after_a_burst_of_writes() {
+    use daemonsync::source::watch::{DEBOUNCE, watch_paths};
+    use std::sync::mpsc::channel;
+    use std::time::Duration;
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().to_path_buf();
+    std::fs::write(root.join("a.yaml"), ds("a", "a:1")).unwrap();
+    let (ready_tx, ready_rx) = channel();
+    let (replan_tx, replan_rx) = channel();
+    let watched = root.clone();
+    let handle = std::thread::spawn(move || {
+        ready_tx.send(()).unwrap();
+        watch_paths(&[watched], DEBOUNCE, || {
+            replan_tx.send(()).unwrap();
+            false // stop after the first re-plan
+        })
+    });
+    ready_rx.recv().unwrap();
+    // Give the watcher a moment to register, then write a burst; retry the burst a few times
+    // in case the watch was not registered yet (bounded).
+    let mut fired = false;
+    for attempt in 0..10 {
+        std::thread::sleep(Duration::from_millis(200));
+        for i in 0..20 {
+            std::fs::write(root.join(format!("f{attempt}-{i}.yaml")), ds("a", "a:1")).unwrap();
+        }
+        if replan_rx.recv_timeout(Duration::from_secs(3)).is_ok() {
+            fired = true;
+            break;
+        }
+    }
+    assert!(fired, "no re-plan after writes");
+    handle.join().unwrap().unwrap();
+}
