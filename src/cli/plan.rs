@@ -83,8 +83,8 @@ pub struct PlanArgs {
     #[arg(long, value_name = "REF", requires_all = ["repo", "base"])]
     pub head: Option<String>,
     /// Directory (or file) inside the repository holding the manifests. Relative; no '..'.
-    #[arg(long, value_name = "SUBDIR", default_value = "", requires = "repo")]
-    pub path: String,
+    #[arg(long, value_name = "SUBDIR", requires = "repo")]
+    pub path: Option<String>,
     /// Where remote repositories are mirrored (bare repositories, fetched, never re-cloned).
     /// Default: the user cache directory, e.g. ~/.cache/daemonsync.
     #[arg(long, value_name = "DIR", env = "DAEMONSYNC_CACHE_DIR")]
@@ -250,7 +250,7 @@ fn git_source(args: &PlanArgs, repo: &str) -> GitSource {
     GitSource {
         url: repo.to_string(),
         reference: args.reference.clone().unwrap_or_else(|| "HEAD".into()),
-        path: args.path.clone(),
+        path: args.path.clone().unwrap_or_default(),
         cache_dir: args.cache_dir.clone().unwrap_or_else(default_cache_dir),
         auth,
         progress: true,

@@ -153,7 +153,7 @@ fn walk(
         }
         if files.len() >= limits.max_files {
             return Err(SourceError::TooManyFiles {
-                path: root.display().to_string(),
+                path: path.display().to_string(),
                 limit: limits.max_files,
             });
         }

@@ -129,11 +129,11 @@ pub enum SourceError {
     },
     /// More manifest files than [`crate::manifest::Limits::max_files`].
     #[error(
-        "more than {limit} manifest files under {path:?}; point --path at a smaller directory \
-         or raise the file limit"
+        "more than {limit} manifest files (the limit was reached at {path:?}); point --path \
+         at a smaller directory or raise the file limit"
     )]
     TooManyFiles {
-        /// The directory read.
+        /// The file at which the limit was reached.
         path: String,
         /// The limit.
         limit: usize,
