@@ -575,6 +575,32 @@ mod tests {
     }
 
     #[test]
+    fn credentials_are_offered_once_each_then_refused() {
+        let mut src = GitSource::new("https://h/x.git", "main", "");
+        src.auth = GitAuth {
+            token: Some("t0ken".into()),
+            ..GitAuth::default()
+        };
+        let mut tried = HashSet::new();
+        let https = CredentialType::USER_PASS_PLAINTEXT;
+        let cred = src.credentials(None, https, &mut tried).unwrap();
+        assert_eq!(cred.credtype(), CredentialType::USER_PASS_PLAINTEXT.bits());
+        // Refused by the server: asked again, nothing more to offer (no endless loop).
+        let err = src.credentials(None, https, &mut tried).err().unwrap();
+        assert!(err.message().contains("DAEMONSYNC_GIT_TOKEN"), "{err}");
+        assert!(!err.message().contains("t0ken"));
+
+        // SSH without a key file: the agent once, then refused.
+        let mut tried = HashSet::new();
+        src.auth = GitAuth::default();
+        let ssh = CredentialType::SSH_KEY;
+        if let Ok(c) = src.credentials(Some("git"), ssh, &mut tried) {
+            assert_eq!(c.credtype(), CredentialType::SSH_KEY.bits());
+        }
+        assert!(src.credentials(Some("git"), ssh, &mut tried).is_err());
+    }
+
+    #[test]
     fn auth_debug_hides_secrets() {
         let a = GitAuth {
             token: Some("s3cret".into()),
