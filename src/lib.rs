@@ -9,6 +9,8 @@
 //! * [`plan`]: the pure planner. Eligibility, pod rendering, pod ownership, the per-node
 //!   decisions, the rolling update (maxUnavailable and maxSurge), status counters, the next
 //!   reconcile step and the projected waves. No I/O, no clock.
+//! * [`source`]: where manifests come from: a local directory or a git repository at a ref
+//!   (mirrored, fetched, read from the commit's tree), with confinement and limits.
 //! * [`cluster`]: where observed state comes from (a snapshot file today).
 //! * [`report`]: renderings of a [`plan::Plan`] (table, JSON).
 //! * [`cli`]: the command line, reachable from tests through the library.
@@ -21,3 +23,4 @@ pub mod manifest;
 pub mod model;
 pub mod plan;
 pub mod report;
+pub mod source;
