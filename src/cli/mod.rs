@@ -36,7 +36,7 @@ pub struct Cli {
 pub enum Command {
     /// Show, node by node, what reconciling the manifests would do.
     #[command(after_help = plan::PLAN_HELP)]
-    Plan(PlanArgs),
+    Plan(Box<PlanArgs>),
     /// Print the DaemonSets as daemonsync reads them (validated, defaulted), or the pod one
     /// would create on a node.
     #[command(after_help = render::RENDER_HELP)]

@@ -143,26 +143,17 @@ fn plan_json_with_changes_exits_2_and_parses() {
 
 #[test]
 fn plan_markdown_with_changes_exits_2() {
-    plan(&[
-        "-o",
-        "markdown",
-        "--repository",
-        "acme/fleet",
-        "--base",
-        "aaaaaaaaaaaaaaaaaaaa",
-        "--head",
-        "bbbbbbbbbbbbbbbbbbbb",
-    ])
-    .assert()
-    .code(2)
-    .stdout(predicate::str::starts_with("<!-- daemonsync-plan -->\n"))
-    .stdout(predicate::str::contains(
-        "`acme/fleet` · `aaaaaaaaaaaa` → `bbbbbbbbbbbb`",
-    ))
-    .stdout(predicate::str::contains("> [!WARNING]"))
-    .stdout(predicate::str::contains(
-        "<details><summary><b>kube-flannel/kube-flannel-ds</b>",
-    ));
+    plan(&["-o", "markdown", "--repository", "acme/fleet"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::starts_with("<!-- daemonsync-plan -->\n"))
+        .stdout(predicate::str::contains(
+            "`acme/fleet` · cluster `snapshot:",
+        ))
+        .stdout(predicate::str::contains("> [!WARNING]"))
+        .stdout(predicate::str::contains(
+            "<details><summary><b>kube-flannel/kube-flannel-ds</b>",
+        ));
 }
 
 #[test]

@@ -165,6 +165,38 @@ fn pull_request_shows_three_readable_diffs_and_per_node_impact() {
 }
 
 #[test]
+fn pull_request_markdown_names_the_commits_and_carries_the_diffs() {
+    let (r, [_, c2, c3]) = pr_repo();
+    let (code, out, err) = plan(&[
+        "--repo",
+        &r.url(),
+        "--base",
+        "main",
+        "--head",
+        "pr",
+        "--path",
+        "deploy",
+        "-o",
+        "markdown",
+        "--repository",
+        "acme/fleet",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.starts_with("<!-- daemonsync-plan -->"), "{out}");
+    let identity = format!("`acme/fleet` · `{}` → `{}`", &c2[..12], &c3[..12]);
+    assert!(out.contains(&identity), "{identity} in {out}");
+    assert!(out.contains("```diff"), "{out}");
+    assert!(
+        out.contains("-      - image: agent:1.0") && out.contains("+      - image: agent:1.1"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("source: "),
+        "the terminal source line stays out of the comment"
+    );
+}
+
+#[test]
 fn reordering_keys_and_explicit_defaults_show_no_change() {
     let (r, [c1, c2, _]) = pr_repo();
     let (code, out, err) = plan(&[
@@ -299,8 +331,9 @@ fn unsafe_paths_and_links_fail_with_exit_code_1() {
 
 #[test]
 fn flags_are_validated() {
+    // Usage errors exit 1, never 2, which would read as "the plan has changes".
     let (code, _, err) = plan(&["--manifests", "x", "--repo", "y"]);
-    assert_eq!(code, 2, "clap usage error: {err}");
+    assert_eq!(code, 1, "clap usage error: {err}");
     let (code, _, err) = plan(&["--repo", "y", "--base", "main"]);
-    assert_eq!(code, 2, "--base needs --head: {err}");
+    assert_eq!(code, 1, "--base needs --head: {err}");
 }
