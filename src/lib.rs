@@ -9,12 +9,15 @@
 //! * [`plan`]: the pure planner. Eligibility, pod rendering, pod ownership, the per-node
 //!   decisions, the rolling update (maxUnavailable and maxSurge), status counters, the next
 //!   reconcile step and the projected waves. No I/O, no clock.
+//! * [`source`]: where manifests come from: a local directory or a git repository at a ref
+//!   (mirrored, fetched, read from the commit's tree), with confinement and limits.
 //! * [`cluster`]: where observed state comes from and writes go: one trait, a read-only
 //!   snapshot file and a simulated cluster with a virtual clock.
 //! * [`report`]: renderings of a [`plan::Plan`] (table, JSON).
 //! * [`apply`]: the executor: applies the planner's steps to a cluster until converged.
 //! * [`cli`]: the command line, reachable from tests through the library.
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod apply;
 pub mod cli;
@@ -23,3 +26,4 @@ pub mod manifest;
 pub mod model;
 pub mod plan;
 pub mod report;
+pub mod source;

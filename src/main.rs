@@ -1,6 +1,4 @@
-use clap::Parser;
-
 fn main() {
-    let cli = daemonsync::cli::Cli::parse();
+    let cli = daemonsync::cli::Cli::parse_or_exit();
     std::process::exit(daemonsync::cli::run(cli));
 }

@@ -1,7 +1,7 @@
 //! `daemonsync apply`: converge once, showing progress, then exit with a summary.
 
 use super::plan::desired_or_error;
-use super::{EXIT_OK, Output, parse_now};
+use super::{EXIT_OK, parse_now};
 use crate::apply::{self, ApplyOptions, ApplyReport, Outcome, Progress, ProgressUpdate};
 use crate::cluster::SnapshotCluster;
 use crate::cluster::sim::{Sim, parse_duration};
@@ -31,6 +31,17 @@ Exit status:
   3  halted: new pods stayed unavailable past --progress-deadline, or the rollout could not
      finish (timeout, nothing left that would change)
   1  error (bad manifests, bad cluster file, refused prune, failed writes)";
+
+/// Output formats of `apply`'s final state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// For people: one line per DaemonSet, then the nodes that need attention.
+    Table,
+    /// The table, then every node of every DaemonSet with its state and reason.
+    Wide,
+    /// The versioned `daemonsync.io/v1alpha1` Plan object of the final state.
+    Json,
+}
 
 /// Flags of `daemonsync apply`.
 #[derive(Debug, clap::Args)]
@@ -295,12 +306,13 @@ pub(crate) fn render_report(
     let mut out = String::new();
     match args.output {
         Output::Json => out.push_str(&report::json::to_json(&r.plan)),
-        Output::Table => {
+        Output::Table | Output::Wide => {
             out.push_str(&report::table::to_table(
                 &r.plan,
                 &report::table::TableOptions {
                     color,
                     max_nodes_per_group: args.max_nodes,
+                    wide: args.output == Output::Wide,
                 },
             ));
         }
@@ -372,7 +384,7 @@ pub(crate) fn render_report(
         }
     }
     let mut err = String::new();
-    if args.output == Output::Table {
+    if args.output != Output::Json {
         out.push_str(&notes);
         out.push_str(&format!("\n{summary}\n"));
     } else {

@@ -3,9 +3,15 @@
 
 mod apply;
 mod plan;
+mod render;
+mod snapshot;
+mod status;
 
 pub use apply::{ApplyArgs, EXIT_HALTED, load_desired};
-pub use plan::{ClusterSource, Output, PlanArgs};
+pub use plan::{ClusterSource, Output, PART_BREAK, PlanArgs};
+pub use render::RenderArgs;
+pub use snapshot::{SnapshotArgs, to_yaml as snapshot_yaml};
+pub use status::{StatusArgs, StatusOutput};
 
 use crate::model::Timestamp;
 use anyhow::{Context as _, Result};
@@ -32,11 +38,36 @@ pub struct Cli {
 pub enum Command {
     /// Show, node by node, what reconciling the manifests would do.
     #[command(after_help = plan::PLAN_HELP)]
-    Plan(PlanArgs),
+    Plan(Box<PlanArgs>),
+    /// Print the DaemonSets as daemonsync reads them (validated, defaulted), or the pod one
+    /// would create on a node.
+    #[command(after_help = render::RENDER_HELP)]
+    Render(RenderArgs),
+    /// Show the observed state of DaemonSets, per node on request.
+    #[command(after_help = status::STATUS_HELP)]
+    Status(StatusArgs),
+    /// Write the observed state of a cluster as a snapshot, pruned to what planning needs.
+    #[command(after_help = snapshot::SNAPSHOT_HELP)]
+    Snapshot(SnapshotArgs),
     /// Roll the manifests out to a cluster, node by node within each DaemonSet's budgets;
     /// converge once, then exit with a summary.
     #[command(after_help = apply::APPLY_HELP)]
     Apply(ApplyArgs),
+}
+
+impl Cli {
+    /// Parses the command line like [`Parser::parse`], except that a usage error exits with
+    /// [`EXIT_ERROR`] (clap's default, 2, would read as "the plan has changes").
+    pub fn parse_or_exit() -> Cli {
+        match Cli::try_parse() {
+            Ok(cli) => cli,
+            Err(e) => {
+                let code = if e.use_stderr() { EXIT_ERROR } else { EXIT_OK };
+                let _ = e.print();
+                std::process::exit(code);
+            }
+        }
+    }
 }
 
 /// Parses an RFC 3339 instant for `--now`.
@@ -50,16 +81,36 @@ pub fn parse_now(s: &str) -> Result<Timestamp> {
 pub fn run(cli: Cli) -> i32 {
     let result = match cli.command {
         Command::Plan(args) => plan::run(&args),
+        Command::Render(args) => render::run(&args),
+        Command::Status(args) => status::run(&args),
+        Command::Snapshot(args) => snapshot::run(&args),
         Command::Apply(args) => apply::run(&args),
     };
     match result {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => EXIT_OK,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", message(&e));
             EXIT_ERROR
         }
     }
+}
+
+/// The error and its causes, skipping a cause whose text the message already contains (many
+/// errors here quote their source in their own text).
+fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -6,8 +6,12 @@ use crate::manifest::{self, LoadOptions, Manifests};
 use crate::model::Timestamp;
 use crate::plan::{self, Desired, Plan, Policy};
 use crate::report;
+use crate::source::git::default_cache_dir;
+use crate::source::{DirSource, GitAuth, GitSource, Rendered};
 use anyhow::{Result, bail};
 use clap::ValueEnum;
+use k8s_openapi::api::apps::v1::DaemonSet;
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -20,26 +24,97 @@ Examples:
   # Machine-readable output, at a fixed instant (for reproducible CI runs)
   daemonsync plan --manifests ds.yaml --cluster snapshot:cluster.yaml -o json --now 2026-01-01T00:00:00Z
 
+  # From git, at a branch, tag or commit (HTTPS token from DAEMONSYNC_GIT_TOKEN)
+  daemonsync plan --repo https://github.com/org/fleet.git --ref main --path daemonsets \\
+    --cluster snapshot:cluster.yaml
+
+  # Pull request: diff base and head, then the per-node impact of head
+  daemonsync plan --repo . --base origin/main --head HEAD --path deploy --cluster snapshot:cluster.yaml
+
+  # The same as a pull-request comment; long plans are split into parts separated by a line
+  # `<!-- daemonsync-plan-part-break -->`, each under GitHub's 65,536-character limit
+  daemonsync plan --repo . --base origin/main --head HEAD --path deploy \
+    --cluster snapshot:cluster.yaml -o markdown
+
+  # Every node with its state and reason
+  daemonsync plan -m ./deploy -c snapshot:cluster.yaml -o wide
+
 Exit status:
   0  nothing would change
   2  the plan has changes
-  1  error (bad manifests, unreadable snapshot, bad flags); nothing was planned";
+  1  error (bad manifests, unreadable snapshot, unreachable repository, bad flags); nothing
+     was planned and nothing would be deleted";
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Output {
     /// For people: one line per DaemonSet, then the nodes that need attention.
     Table,
+    /// The table, then every node of every DaemonSet with its state and reason.
+    Wide,
+    /// A pull-request comment (GitHub-flavoured Markdown).
+    Markdown,
     /// The versioned `daemonsync.io/v1alpha1` Plan object (see docs/plan-json.md).
     Json,
+}
+
+impl Output {
+    /// Formats meant for a terminal, where the source line and diffs precede the plan.
+    fn is_text(self) -> bool {
+        matches!(self, Output::Table | Output::Wide)
+    }
 }
 
 /// Flags of `daemonsync plan`.
 #[derive(Debug, clap::Args)]
 pub struct PlanArgs {
     /// Manifest files or directories (*.yaml, *.yml, *.json, searched recursively).
-    #[arg(long, short = 'm', required = true, num_args = 1.., value_name = "PATH")]
+    #[arg(
+        long,
+        short = 'm',
+        num_args = 1..,
+        value_name = "PATH",
+        required_unless_present = "repo",
+        conflicts_with = "repo"
+    )]
     pub manifests: Vec<PathBuf>,
+    /// Re-plan whenever a file under --manifests changes (a burst of edits gives one re-plan).
+    #[arg(long, requires = "manifests")]
+    pub watch: bool,
+    /// A git repository: a URL (https://, ssh://, git://, file://, user@host:path), mirrored in
+    /// --cache-dir and fetched, or a local path opened directly. Files are read from the
+    /// commit's tree, never from a checkout.
+    #[arg(long, value_name = "URL|PATH")]
+    pub repo: Option<String>,
+    /// The ref to read: a branch, a tag or a commit id (default: the remote's default branch,
+    /// or HEAD for a local repository).
+    #[arg(
+        long = "ref",
+        value_name = "REF",
+        requires = "repo",
+        conflicts_with = "base"
+    )]
+    pub reference: Option<String>,
+    /// Pull-request mode: the base ref (e.g. the target branch). Needs --head.
+    #[arg(long, value_name = "REF", requires_all = ["repo", "head"])]
+    pub base: Option<String>,
+    /// Pull-request mode: the head ref (the proposed change). Needs --base.
+    #[arg(long, value_name = "REF", requires_all = ["repo", "base"])]
+    pub head: Option<String>,
+    /// Directory (or file) inside the repository holding the manifests. Relative; no '..'.
+    #[arg(long, value_name = "SUBDIR", requires = "repo")]
+    pub path: Option<String>,
+    /// Where remote repositories are mirrored (bare repositories, fetched, never re-cloned).
+    /// Default: the user cache directory, e.g. ~/.cache/daemonsync.
+    #[arg(long, value_name = "DIR", env = "DAEMONSYNC_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// SSH private key for ssh:// repositories (default: the SSH agent). HTTPS tokens are read
+    /// from the DAEMONSYNC_GIT_TOKEN environment variable only, never from a flag.
+    #[arg(long, value_name = "FILE", env = "DAEMONSYNC_SSH_KEY")]
+    pub ssh_key: Option<PathBuf>,
+    /// known_hosts file used to verify SSH host keys (default ~/.ssh/known_hosts).
+    #[arg(long, value_name = "FILE")]
+    pub known_hosts: Option<PathBuf>,
     /// Where the observed state comes from: `snapshot:FILE` (output of
     /// `kubectl get nodes,pods,daemonsets -A -o yaml`).
     #[arg(long, short = 'c', value_name = "SOURCE")]
@@ -66,13 +141,28 @@ pub struct PlanArgs {
     /// Nodes listed per state in the table before "... and N more".
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub max_nodes: usize,
+    /// Markdown: the repository (`owner/name`) named in the comment.
+    #[arg(long, value_name = "OWNER/NAME", env = "GITHUB_REPOSITORY")]
+    pub repository: Option<String>,
 }
+
+/// Separates the parts of a Markdown plan too long for one comment.
+pub const PART_BREAK: &str = "<!-- daemonsync-plan-part-break -->";
 
 /// Where observed state comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClusterSource {
     /// A snapshot file.
     Snapshot(PathBuf),
+}
+
+impl ClusterSource {
+    /// Reads the observed state.
+    pub fn observe(&self) -> Result<plan::Observed> {
+        match self {
+            ClusterSource::Snapshot(path) => Ok(load_snapshot(path)?),
+        }
+    }
 }
 
 impl std::str::FromStr for ClusterSource {
@@ -90,10 +180,18 @@ impl std::str::FromStr for ClusterSource {
     }
 }
 
+/// Everything `plan` needs besides the manifests, validated from the flags.
+struct Context {
+    observed: plan::Observed,
+    policy: Policy,
+    now: Timestamp,
+    opts: LoadOptions,
+}
+
 /// Runs `daemonsync plan`; returns the exit code.
 pub fn run(args: &PlanArgs) -> Result<i32> {
     // Validate every flag before reading anything.
-    let source: ClusterSource = args.cluster.parse()?;
+    let cluster: ClusterSource = args.cluster.parse()?;
     let now = match &args.now {
         Some(s) => parse_now(s)?,
         None => Timestamp::now(),
@@ -105,19 +203,271 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
         default_namespace: args.namespace.clone(),
         ..LoadOptions::default()
     };
-
-    let manifests = manifest::load_paths(&args.manifests, &opts)?;
-    let desired = desired_or_error(manifests)?;
-    let observed = match &source {
-        ClusterSource::Snapshot(path) => load_snapshot(path)?,
+    let observed = || cluster.observe();
+    if let Some(repo) = &args.repo {
+        let src = git_source(args, repo);
+        if let (Some(base), Some(head)) = (&args.base, &args.head) {
+            let rendered = src.load_refs(&[base, head], &opts)?;
+            let [base_r, head_r]: [Rendered; 2] = rendered
+                .try_into()
+                .map_err(|_| anyhow::anyhow!("internal error: expected two renders"))?;
+            let ctx = Context {
+                observed: observed()?,
+                policy,
+                now,
+                opts,
+            };
+            return run_pull_request(args, &src, (base, base_r), (head, head_r), &ctx);
+        }
+        let reference = args.reference.as_deref().unwrap_or("HEAD");
+        let repo_handle = src.open()?;
+        let rendered = src.render(&repo_handle, reference, &opts)?;
+        drop(repo_handle);
+        let line = format!(
+            "source: {} @ {reference} ({})",
+            src.display_url(),
+            rendered.short_revision()
+        );
+        let ctx = Context {
+            observed: observed()?,
+            policy,
+            now,
+            opts,
+        };
+        print_notes(&rendered);
+        let extras = Extras {
+            header: Some(line),
+            head: Some(rendered.short_revision().to_string()),
+            ..Extras::default()
+        };
+        let desired = desired_or_error(rendered.manifests)?;
+        return plan_and_print(&desired, &ctx, args, &extras);
+    }
+    let ctx = Context {
+        observed: observed()?,
+        policy,
+        now,
+        opts,
     };
-    let plan = plan::plan(&desired, &observed, &policy, now);
-    print_plan(&plan, args)?;
+    if args.watch {
+        return run_watch(args, &ctx);
+    }
+    let manifests = load_manifests(&args.manifests, &ctx.opts)?;
+    let desired = desired_or_error(manifests)?;
+    plan_and_print(&desired, &ctx, args, &Extras::default())
+}
+
+/// A single directory goes through [`DirSource`] (symlinks confined to it); anything else
+/// through the loader.
+fn load_manifests(paths: &[PathBuf], opts: &LoadOptions) -> Result<Manifests> {
+    if let [dir] = paths
+        && dir.is_dir()
+    {
+        let files = DirSource::new(dir).read_files(&opts.limits)?;
+        let mut out = Manifests::default();
+        for (label, text) in &files {
+            let m = manifest::load_str(label, text, opts)?;
+            out.daemonsets.extend(m.daemonsets);
+            out.invalid.extend(m.invalid);
+            out.others.extend(m.others);
+        }
+        return Ok(out);
+    }
+    Ok(manifest::load_paths(paths, opts)?)
+}
+
+fn git_source(args: &PlanArgs, repo: &str) -> GitSource {
+    let mut auth = GitAuth::from_env();
+    if let Some(key) = &args.ssh_key {
+        auth.ssh_key = Some(key.clone());
+    }
+    auth.known_hosts = args.known_hosts.clone();
+    GitSource {
+        url: repo.to_string(),
+        reference: args.reference.clone().unwrap_or_else(|| "HEAD".into()),
+        path: args.path.clone().unwrap_or_default(),
+        cache_dir: args.cache_dir.clone().unwrap_or_else(default_cache_dir),
+        auth,
+        progress: true,
+    }
+}
+
+fn print_notes(r: &Rendered) {
+    for n in &r.notes {
+        eprintln!("note: {n}");
+    }
+}
+
+/// What a git source adds to the printed plan.
+#[derive(Debug, Default)]
+struct Extras {
+    /// The source line: repository, refs and commits.
+    header: Option<String>,
+    /// Text printed between the source line and a terminal plan (pull-request diffs).
+    before: String,
+    /// Base and head commits for the Markdown identity line.
+    base: Option<String>,
+    head: Option<String>,
+    /// Manifest diffs by (namespace, name), shown in each DaemonSet's Markdown section.
+    diffs: BTreeMap<(String, String), String>,
+}
+
+/// Plans `desired` and prints it with `extras`; returns the exit code.
+fn plan_and_print(
+    desired: &[Desired],
+    ctx: &Context,
+    args: &PlanArgs,
+    extras: &Extras,
+) -> Result<i32> {
+    let plan = plan::plan(desired, &ctx.observed, &ctx.policy, ctx.now);
+    let mut prefix = String::new();
+    if args.output.is_text() {
+        if let Some(h) = &extras.header {
+            prefix.push_str(h);
+            prefix.push_str("\n\n");
+        }
+        prefix.push_str(&extras.before);
+    } else if args.output == Output::Json {
+        // The JSON schema is stable: the source line and diffs go to stderr.
+        if let Some(h) = &extras.header {
+            eprintln!("{h}");
+        }
+        eprint!("{}", extras.before);
+    }
+    print_plan(&plan, args, extras, &prefix)?;
     Ok(if plan.has_changes() {
         EXIT_CHANGES
     } else {
         EXIT_OK
     })
+}
+
+/// The base and head versions of one DaemonSet (either may be absent).
+type BaseHead<'a> = (Option<&'a DaemonSet>, Option<&'a DaemonSet>);
+
+/// `--base` / `--head`: a normalised diff of every DaemonSet added, removed or changed, then
+/// the plan of the head side against the observed state.
+fn run_pull_request(
+    args: &PlanArgs,
+    src: &GitSource,
+    (base_ref, base): (&str, Rendered),
+    (head_ref, head): (&str, Rendered),
+    ctx: &Context,
+) -> Result<i32> {
+    let header = format!(
+        "source: {} base {base_ref} ({}) -> head {head_ref} ({})",
+        src.display_url(),
+        base.short_revision(),
+        head.short_revision()
+    );
+    print_notes(&head);
+    let (base_commit, head_commit) = (
+        base.short_revision().to_string(),
+        head.short_revision().to_string(),
+    );
+    let key = |d: &DaemonSet| {
+        (
+            d.metadata.namespace.clone().unwrap_or_default(),
+            d.metadata.name.clone().unwrap_or_default(),
+        )
+    };
+    let mut pairs: BTreeMap<(String, String), BaseHead<'_>> = BTreeMap::new();
+    for m in &base.manifests.daemonsets {
+        pairs.entry(key(&m.daemonset)).or_default().0 = Some(&m.daemonset);
+    }
+    for m in &head.manifests.daemonsets {
+        pairs.entry(key(&m.daemonset)).or_default().1 = Some(&m.daemonset);
+    }
+    let (mut added, mut removed, mut changed, mut unchanged) = (0, 0, 0, 0);
+    let mut diffs = String::new();
+    let mut by_name = BTreeMap::new();
+    let mut removed_names = Vec::new();
+    for ((ns, name), (b, h)) in &pairs {
+        let full = format!("{ns}/{name}");
+        match report::diff::manifest_diff(&full, *b, *h) {
+            None => unchanged += 1,
+            Some(d) => {
+                by_name.insert((ns.clone(), name.clone()), d.clone());
+                match (b, h) {
+                    (None, _) => added += 1,
+                    (_, None) => {
+                        removed += 1;
+                        removed_names.push(full.clone());
+                    }
+                    _ => changed += 1,
+                }
+                diffs.push_str(&d);
+                if !d.ends_with('\n') {
+                    diffs.push('\n');
+                }
+                diffs.push('\n');
+            }
+        }
+    }
+    let mut before = format!(
+        "DaemonSets between base and head: {added} added, {removed} removed, {changed} \
+         changed, {unchanged} unchanged\n\n{diffs}"
+    );
+    for name in &removed_names {
+        before.push_str(&format!(
+            "note: {name} is removed on head; its pods are NOT deleted (pruning is not \
+             implemented); delete them explicitly if that is intended\n"
+        ));
+    }
+    if !removed_names.is_empty() {
+        before.push('\n');
+    }
+    let desired = desired_or_error(head.manifests)?;
+    let base_desired: Vec<Desired> = base
+        .manifests
+        .daemonsets
+        .into_iter()
+        .map(|d| Desired {
+            source: d.source.to_string(),
+            daemonset: d.daemonset,
+        })
+        .collect();
+    let base_plan = plan::plan(&base_desired, &ctx.observed, &ctx.policy, ctx.now);
+    let head_plan = plan::plan(&desired, &ctx.observed, &ctx.policy, ctx.now);
+    let changes = report::diff::node_changes(&base_plan, &head_plan);
+    if !changes.is_empty() {
+        before.push_str("Node changes from base to head:\n");
+        before.push_str(&changes);
+        before.push('\n');
+    }
+    before.push_str("Per-node impact of head against the observed state:\n\n");
+    let extras = Extras {
+        header: Some(header),
+        before,
+        base: Some(base_commit),
+        head: Some(head_commit),
+        diffs: by_name,
+    };
+    let code = plan_and_print(&desired, ctx, args, &extras)?;
+    Ok(if added + removed + changed > 0 {
+        EXIT_CHANGES
+    } else {
+        code
+    })
+}
+
+/// `--watch`: plan now, then once per burst of changes. Errors are printed and watching goes on.
+fn run_watch(args: &PlanArgs, ctx: &Context) -> Result<i32> {
+    let once = || {
+        let result = load_manifests(&args.manifests, &ctx.opts)
+            .and_then(desired_or_error)
+            .and_then(|d| plan_and_print(&d, ctx, args, &Extras::default()));
+        if let Err(e) = result {
+            eprintln!("error: {e:#}");
+        }
+    };
+    once();
+    crate::source::watch::watch_paths(&args.manifests, crate::source::watch::DEBOUNCE, || {
+        println!("\n--- change detected; re-planning ---\n");
+        once();
+        true
+    })?;
+    Ok(EXIT_OK)
 }
 
 /// The valid DaemonSets, or an error listing every invalid one: nothing is planned from a
@@ -152,22 +502,40 @@ pub fn desired_or_error(m: Manifests) -> Result<Vec<Desired>> {
         .collect())
 }
 
-fn print_plan(plan: &Plan, args: &PlanArgs) -> Result<()> {
+fn print_plan(plan: &Plan, args: &PlanArgs, extras: &Extras, prefix: &str) -> Result<()> {
+    let table = |wide| {
+        report::table::to_table(
+            plan,
+            &report::table::TableOptions {
+                color: color_enabled(),
+                max_nodes_per_group: args.max_nodes,
+                wide,
+            },
+        )
+    };
     let text = match args.output {
         Output::Json => report::json::to_json(plan),
-        Output::Table => {
-            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            report::table::to_table(
-                plan,
-                &report::table::TableOptions {
-                    color,
-                    max_nodes_per_group: args.max_nodes,
-                },
-            )
+        Output::Table => table(false),
+        Output::Wide => table(true),
+        Output::Markdown => {
+            let ctx = report::MarkdownContext {
+                repository: args.repository.clone(),
+                base: extras.base.clone(),
+                head: extras.head.clone(),
+                cluster: args.cluster.clone(),
+            };
+            let parts = report::to_markdown(plan, &ctx, &extras.diffs);
+            parts.join(&format!("\n{PART_BREAK}\n"))
         }
     };
     let mut out = std::io::stdout().lock();
+    out.write_all(prefix.as_bytes())?;
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
+}
+
+/// Colour when stdout is a terminal and `NO_COLOR` is unset or empty.
+pub(crate) fn color_enabled() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }

@@ -21,7 +21,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 pub use defaults::{apply_defaults, apply_pod_defaults};
 pub use error::{FieldError, FieldErrorKind, LoadError};
 pub use load::{load_paths, load_str, read_documents};
-pub use validate::validate;
+pub use validate::{next_generations, validate, validate_update};
 
 /// Where an object came from: file, document number, start line and `List` item index.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

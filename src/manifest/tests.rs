@@ -248,6 +248,37 @@ fn v18_no_strategy_defaults_to_rolling_update_and_is_valid() {
 }
 
 #[test]
+fn v20_update_selector_is_immutable_and_template_changes_bump_generations() {
+    let old = ds(base());
+    let mut v = base();
+    v["spec"]["selector"] = json!({"matchLabels": {"a": "b", "c": "d"}});
+    v["spec"]["template"]["metadata"]["labels"] = json!({"a": "b", "c": "d"});
+    let changed_selector = ds(v);
+    let errs = validate_update(&old, &changed_selector);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].path, "spec.selector");
+    assert_eq!(errs[0].detail, "field is immutable");
+
+    let mut v = base();
+    v["spec"]["template"]["spec"]["containers"][0]["image"] = json!("image:2");
+    let new_template = ds(v);
+    assert!(validate_update(&old, &new_template).is_empty());
+    assert_eq!(next_generations(&old, &new_template, (3, 2)), (4, 3));
+
+    let mut v = base();
+    v["spec"]["minReadySeconds"] = json!(5);
+    v["spec"]["updateStrategy"] =
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}});
+    let other_spec = ds(v);
+    assert!(validate_update(&old, &other_spec).is_empty());
+    assert_eq!(next_generations(&old, &other_spec, (3, 2)), (4, 2));
+
+    let mut v = base();
+    v["metadata"]["labels"] = json!({"team": "net"});
+    assert_eq!(next_generations(&old, &ds(v), (3, 2)), (3, 2));
+}
+
+#[test]
 fn rolling_update_errors_accumulate() {
     let errs = validate(&with_rolling(json!("20Percent"), json!(0)));
     assert_eq!(

@@ -1232,3 +1232,45 @@ fn validate_probe(probe: &Probe, p: &str, errs: &mut Vec<FieldError>) {
         ));
     }
 }
+
+/// Validate an update of `old` to `new` as the API server's `apps/v1` endpoint does (spec
+/// section 2.2): everything [`validate`] checks, plus the immutable selector. The template,
+/// update strategy, minReadySeconds and revisionHistoryLimit may change.
+pub fn validate_update(old: &DaemonSet, new: &DaemonSet) -> Vec<FieldError> {
+    let mut errs = validate(new);
+    let selector = |ds: &DaemonSet| ds.spec.as_ref().map(|s| s.selector.clone());
+    if selector(old) != selector(new) {
+        let shown = selector(new)
+            .map(|s| serde_json::to_string(&s).unwrap_or_default())
+            .unwrap_or_default();
+        errs.push(FieldError::invalid(
+            "spec.selector",
+            shown,
+            "field is immutable",
+        ));
+    }
+    errs
+}
+
+/// The `(generation, templateGeneration)` the API server stores after an update from `old` to
+/// `new` (spec section 1, registry strategy): a template change bumps both, any other spec
+/// change bumps only `generation`, a metadata-only change bumps neither. Absent values count
+/// as 1, as on create.
+pub fn next_generations(
+    old: &DaemonSet,
+    new: &DaemonSet,
+    old_generations: (i64, i64),
+) -> (i64, i64) {
+    let (generation, template_generation) = (old_generations.0.max(1), old_generations.1.max(1));
+    let spec_json = |ds: &DaemonSet| serde_json::to_value(&ds.spec).unwrap_or_default();
+    let template_json = |ds: &DaemonSet| {
+        serde_json::to_value(ds.spec.as_ref().map(|s| &s.template)).unwrap_or_default()
+    };
+    if template_json(old) != template_json(new) {
+        (generation + 1, template_generation + 1)
+    } else if spec_json(old) != spec_json(new) {
+        (generation + 1, template_generation)
+    } else {
+        (generation, template_generation)
+    }
+}

@@ -16,12 +16,14 @@
 mod classify;
 pub mod daemonset;
 pub mod eligibility;
+pub mod events;
 mod manage;
 mod pods;
 #[cfg(test)]
 mod properties;
 pub mod render;
 pub mod revision;
+pub mod risks;
 mod rollout;
 #[cfg(test)]
 mod scenarios;
@@ -33,7 +35,8 @@ mod waves;
 
 pub use classify::{NodeState, Reason};
 pub use daemonset::{DaemonSetSpec, IntOrPercent, UpdateStrategy};
-pub use pods::{RECORD_KIND, is_pod_updated};
+pub use pods::{RECORD_GROUP, RECORD_KIND, is_pod_updated};
+pub use risks::{Risk, RiskKind};
 pub use rollout::{Budgets, allows_surge, budgets};
 pub use status::Status;
 pub use view::DeleteReason;
@@ -135,8 +138,15 @@ pub struct DaemonSetPlan {
     pub waves: Vec<Wave>,
     /// False when the projection cannot complete (see `warnings`).
     pub converges: bool,
-    /// Things a reviewer must know.
+    /// Operational notes a reviewer must know.
     pub warnings: Vec<String>,
+    /// Risky changes (see [`RiskKind`]), in kind order.
+    pub risks: Vec<Risk>,
+    /// The template's `nodeSelector` (empty when none).
+    pub node_selector: std::collections::BTreeMap<String, String>,
+    /// `metadata.creationTimestamp` of the live DaemonSet of the same name, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created: Option<Timestamp>,
 }
 
 /// How git's template compares with a live DaemonSet run by the built-in controller.
@@ -423,12 +433,10 @@ impl<'a> Context<'a> {
                 rolling,
             )
         };
-        if !rolling && status.updated_number_scheduled < status.current_number_scheduled {
-            warnings.push(format!(
-                "OnDelete: {} node(s) keep their old pod until it is deleted",
-                status.current_number_scheduled - status.updated_number_scheduled
-            ));
-        } else if frozen.is_none() && !projection.converges {
+        // OnDelete with old pods is a risk (see `risks`), not also a warning.
+        let on_delete_waits =
+            !rolling && status.updated_number_scheduled < status.current_number_scheduled;
+        if !on_delete_waits && frozen.is_none() && !projection.converges {
             warnings.push("the rollout does not converge under the current budgets".into());
         }
 
@@ -495,7 +503,16 @@ impl<'a> Context<'a> {
                     reason,
                 }
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let risks = risks::risks(&risks::Inputs {
+            desired: ds,
+            live,
+            spec: &spec,
+            budgets,
+            status: &status,
+            nodes: &nodes,
+            step: &step,
+        });
         DaemonSetPlan {
             namespace: spec.namespace.clone(),
             name: spec.name.clone(),
@@ -510,6 +527,9 @@ impl<'a> Context<'a> {
             waves,
             converges: projection.converges,
             warnings,
+            risks,
+            node_selector: spec.node_selector.clone(),
+            created: live.and_then(|l| l.metadata.creation_timestamp.as_ref().map(|t| t.0)),
         }
     }
 

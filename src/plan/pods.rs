@@ -27,7 +27,7 @@ impl<'a> PodIndex<'a> {
         for (i, p) in pods.iter().enumerate() {
             let i = i as u32;
             match &p.controller {
-                Some(c) if c.kind == "DaemonSet" || c.kind == RECORD_KIND => by_owner
+                Some(c) if is_daemonset_controller(c) => by_owner
                     .entry((p.namespace.as_str(), c.name.as_str()))
                     .or_default()
                     .push(i),
@@ -84,6 +84,21 @@ impl<'a> PodIndex<'a> {
             .copied()
             .filter(|&i| selector.matches(&pods[i as usize].labels))
             .collect()
+    }
+}
+
+/// API group of daemonsync's record kind.
+pub const RECORD_GROUP: &str = "daemonsync.io";
+
+/// A controller reference that can name a managed DaemonSet: the built-in `apps` DaemonSet
+/// (or its legacy `extensions` spelling) or daemonsync's record. Kinds of the same name in
+/// other groups (OpenKruise's `apps.kruise.io` DaemonSet, say) belong to other controllers.
+fn is_daemonset_controller(c: &crate::model::OwnerRef) -> bool {
+    let group = c.api_version.split_once('/').map_or("", |(g, _)| g);
+    match c.kind.as_str() {
+        "DaemonSet" => matches!(group, "apps" | "extensions"),
+        RECORD_KIND => group == RECORD_GROUP,
+        _ => false,
     }
 }
 

@@ -794,7 +794,11 @@ fn on_delete_projects_no_waves_and_warns() {
     let plan = c.plan(&v1.image("foo/bar:2").build());
     assert!(plan.step.is_empty());
     assert!(plan.waves.is_empty());
-    assert!(plan.warnings.iter().any(|w| w.contains("OnDelete")));
+    assert!(
+        plan.risks
+            .iter()
+            .any(|r| r.kind == crate::plan::RiskKind::OnDelete)
+    );
     assert!(plan.nodes.iter().all(|n| n.state == NodeState::OutOfDate));
 }
 
@@ -874,8 +878,20 @@ fn pods_of_other_controllers_are_never_touched() {
 fn pods_of_daemonsyncs_record_are_claimed() {
     let d = ds("foo").build();
     let mut c = Cluster::new(nodes(1));
-    c.pod(&d, "node-0").controller.as_mut().unwrap().kind = crate::plan::RECORD_KIND.into();
+    let owner = c.pod(&d, "node-0").controller.as_mut().unwrap();
+    owner.kind = crate::plan::RECORD_KIND.into();
+    owner.api_version = "daemonsync.io/v1alpha1".into();
     assert_eq!(c.sync(&d), (0, 0));
+}
+
+#[test]
+fn a_daemonset_kind_of_another_api_group_is_another_controller() {
+    let d = ds("foo").build();
+    let mut c = Cluster::new(nodes(1));
+    c.pod(&d, "node-0").controller.as_mut().unwrap().api_version = "apps.kruise.io/v1alpha1".into();
+    let plan = c.plan(&d);
+    assert_eq!(plan.step.create.len(), 1, "OpenKruise's pod is not ours");
+    assert!(plan.step.delete.is_empty(), "and is never touched");
 }
 
 #[test]

@@ -17,7 +17,7 @@ pub fn to_json(plan: &Plan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{DeleteReason, LiveComparison, NodeState, StepPhase};
+    use crate::plan::{DeleteReason, LiveComparison, NodeState, RiskKind, StepPhase};
     use crate::report::testing::known_plan;
     use serde_json::Value;
     use std::collections::BTreeSet;
@@ -118,6 +118,35 @@ mod tests {
         crate::plan::plan(&desired, &observed, &Default::default(), fleet_now())
     }
 
+    /// Flannel against the seven-node snapshot, which has a live DaemonSet of that name.
+    fn live_plan() -> Plan {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let observed =
+            crate::cluster::load_snapshot(&root.join("snapshots/seven-nodes.yaml")).unwrap();
+        let text = std::fs::read_to_string(root.join("manifests/kube-flannel.yaml")).unwrap();
+        let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+        let ds = docs.into_iter().find(|d| d["kind"] == "DaemonSet").unwrap();
+        let desired = crate::plan::Desired {
+            source: "kube-flannel.yaml".into(),
+            daemonset: serde_json::from_value(ds).unwrap(),
+        };
+        crate::plan::plan(
+            &[desired],
+            &observed,
+            &Default::default(),
+            "2025-06-01T12:00:00Z".parse().unwrap(),
+        )
+    }
+
+    #[test]
+    fn live_daemonset_gives_created_and_risks() {
+        let v = emitted(&live_plan());
+        let ds = &v["daemonsets"][0];
+        assert!(ds["created"].is_string(), "{ds}");
+        assert_eq!(ds["risks"][0]["kind"], "pods-removed");
+        assert_eq!(ds["nodeSelector"], serde_json::json!({}));
+    }
+
     #[test]
     fn json_has_api_version_kind_and_the_status_field_names() {
         let v = emitted(&known_plan());
@@ -157,7 +186,7 @@ mod tests {
 
     #[test]
     fn emitted_plans_conform_to_the_documented_schema() {
-        for plan in [known_plan(), fleet_plan()] {
+        for plan in [known_plan(), fleet_plan(), live_plan()] {
             let errors = violations(&emitted(&plan));
             assert!(errors.is_empty(), "{}", errors.join("\n"));
         }
@@ -347,5 +376,26 @@ mod tests {
             }
         }
         assert_eq!(spelled(&live), schema_enum("DaemonSetPlan", "live"));
+
+        let kinds = [
+            RiskKind::SelectorChange,
+            RiskKind::HostPortSurge,
+            RiskKind::PodsRemoved,
+            RiskKind::AllAtOnce,
+            RiskKind::OnDelete,
+            RiskKind::NoEligibleNodes,
+        ];
+        for k in kinds {
+            match k {
+                RiskKind::SelectorChange
+                | RiskKind::HostPortSurge
+                | RiskKind::PodsRemoved
+                | RiskKind::AllAtOnce
+                | RiskKind::OnDelete
+                | RiskKind::NoEligibleNodes => {}
+            }
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+        assert_eq!(spelled(&kinds), schema_enum("Risk", "kind"));
     }
 }

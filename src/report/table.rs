@@ -1,8 +1,9 @@
 //! The plan as a terminal table for people, in the style of `kubectl get ds`.
 //!
-//! Layout: one row per DaemonSet with the status counters; then, per DaemonSet, its next
-//! step and the number of projected waves, its warnings, and the nodes that need attention
-//! grouped by state, each with its reason.
+//! Layout: one row per DaemonSet with the status counters, node selector and age; then, per
+//! DaemonSet, its next step and the number of projected waves, its risks and warnings, and the
+//! nodes that need attention grouped by state, each with its reason. Wide mode lists every node
+//! instead.
 
 use crate::plan::{DaemonSetPlan, NodeEntry, NodeState, Plan, StepPhase};
 use anstyle::{AnsiColor, Style};
@@ -18,6 +19,9 @@ pub struct TableOptions {
     pub color: bool,
     /// Nodes listed per state group before "... and N more". `0` lists none, only counts.
     pub max_nodes_per_group: usize,
+    /// `-o wide`: list every node (up-to-date and ineligible ones too) with state and reason,
+    /// without a limit.
+    pub wide: bool,
 }
 
 impl Default for TableOptions {
@@ -26,12 +30,13 @@ impl Default for TableOptions {
         TableOptions {
             color: false,
             max_nodes_per_group: 20,
+            wide: false,
         }
     }
 }
 
-/// Column headers, as `kubectl get ds` prints them, plus MISSCHEDULED and STRATEGY.
-const HEADERS: [&str; 9] = [
+/// Column headers, as `kubectl get ds -A` prints them, plus MISSCHEDULED and STRATEGY.
+const HEADERS: [&str; 11] = [
     "NAMESPACE",
     "NAME",
     "DESIRED",
@@ -40,6 +45,8 @@ const HEADERS: [&str; 9] = [
     "UP-TO-DATE",
     "AVAILABLE",
     "MISSCHEDULED",
+    "NODE SELECTOR",
+    "AGE",
     "STRATEGY",
 ];
 
@@ -66,6 +73,33 @@ pub fn to_table(plan: &Plan, opts: &TableOptions) -> String {
     out
 }
 
+/// The observed status only: the `kubectl get ds`-style rows, then (when `opts.wide`) every
+/// node of every DaemonSet with its state and reason. Ends with a newline.
+pub fn to_status_table(plan: &Plan, opts: &TableOptions) -> String {
+    let paint = Painter(opts.color);
+    if plan.daemonsets.is_empty() {
+        return "No DaemonSets found.\n".into();
+    }
+    let mut out = String::new();
+    for (i, line) in summary_table(plan).lines().enumerate() {
+        let line = line.trim_end();
+        if i == 0 {
+            out.push_str(&paint.style(line, Style::new().bold()));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    if opts.wide {
+        for ds in &plan.daemonsets {
+            let title = format!("{}/{}", ds.namespace, ds.name);
+            let _ = writeln!(out, "\n{}:", paint.style(&title, Style::new().bold()));
+            wide_nodes(&mut out, ds, paint);
+        }
+    }
+    out
+}
+
 fn summary_table(plan: &Plan) -> String {
     let mut table = Table::new();
     table
@@ -83,6 +117,9 @@ fn summary_table(plan: &Plan) -> String {
             s.updated_number_scheduled.to_string(),
             s.number_available.to_string(),
             s.number_misscheduled.to_string(),
+            node_selector(ds),
+            ds.created
+                .map_or_else(|| "<none>".to_string(), |c| age(plan.now, c)),
             strategy(ds),
         ]);
     }
@@ -95,6 +132,31 @@ fn summary_table(plan: &Plan) -> String {
         column.set_constraint(ColumnConstraint::ContentWidth);
     }
     table.to_string()
+}
+
+/// `key=value,...` as kubectl prints a node selector; `<none>` when empty.
+fn node_selector(ds: &DaemonSetPlan) -> String {
+    if ds.node_selector.is_empty() {
+        return "<none>".into();
+    }
+    let pairs: Vec<String> = ds
+        .node_selector
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    pairs.join(",")
+}
+
+/// A duration in kubectl's short style (`45s`, `12m`, `5h`, `3d`, `2y`).
+pub(crate) fn age(now: crate::model::Timestamp, then: crate::model::Timestamp) -> String {
+    let secs = now.as_second().saturating_sub(then.as_second()).max(0);
+    match secs {
+        s if s < 120 => format!("{s}s"),
+        s if s < 3 * 3600 => format!("{}m", s / 60),
+        s if s < 48 * 3600 => format!("{}h", s / 3600),
+        s if s < 2 * 365 * 86400 => format!("{}d", s / 86400),
+        s => format!("{}y", s / (365 * 86400)),
+    }
 }
 
 fn strategy(ds: &DaemonSetPlan) -> String {
@@ -123,12 +185,23 @@ fn details(out: &mut String, ds: &DaemonSetPlan, opts: &TableOptions, paint: Pai
         paint.style(&title, Style::new().bold()),
         next_step(ds)
     );
+    for r in &ds.risks {
+        let label = paint.style(
+            "RISK:",
+            Style::new().bold().fg_color(Some(AnsiColor::Red.into())),
+        );
+        let _ = writeln!(out, "  {label} [{}] {}", r.kind, r.message);
+    }
     for w in &ds.warnings {
         let label = paint.style(
             "WARNING:",
             Style::new().bold().fg_color(Some(AnsiColor::Yellow.into())),
         );
         let _ = writeln!(out, "  {label} {w}");
+    }
+    if opts.wide {
+        wide_nodes(out, ds, paint);
+        return;
     }
     let mut groups: BTreeMap<NodeState, Vec<&NodeEntry>> = BTreeMap::new();
     for n in ds.nodes.iter().filter(|n| n.state.needs_attention()) {
@@ -150,6 +223,38 @@ fn details(out: &mut String, ds: &DaemonSetPlan, opts: &TableOptions, paint: Pai
         if nodes.len() > shown.len() {
             let _ = writeln!(out, "      ... and {} more", nodes.len() - shown.len());
         }
+    }
+}
+
+/// `-o wide`: every node, with its state and reason, in name order.
+fn wide_nodes(out: &mut String, ds: &DaemonSetPlan, paint: Painter) {
+    if ds.nodes.is_empty() {
+        return;
+    }
+    let width = ds
+        .nodes
+        .iter()
+        .map(|n| n.node.len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let state_width = ds
+        .nodes
+        .iter()
+        .map(|n| n.state.as_str().len())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    let heading = format!("{:<width$}   {:<state_width$}   REASON", "NODE", "STATE");
+    let _ = writeln!(out, "  {}", paint.style(&heading, Style::new().bold()));
+    for n in &ds.nodes {
+        let state = format!("{:<state_width$}", n.state.as_str());
+        let state = if n.state.needs_attention() {
+            paint.style(&state, state_style(n.state))
+        } else {
+            state
+        };
+        let _ = writeln!(out, "  {:<width$}   {state}   {}", n.node, n.reason);
     }
 }
 
@@ -233,7 +338,14 @@ mod tests {
     fn header_and_row_carry_the_status_counters() {
         let out = to_table(&known_plan(), &plain());
         let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(columns(lines[0]), HEADERS, "{out}");
+        assert_eq!(
+            columns(lines[0]),
+            HEADERS
+                .iter()
+                .flat_map(|h| h.split(' '))
+                .collect::<Vec<_>>(),
+            "{out}"
+        );
         assert_eq!(
             columns(lines[1]),
             [
@@ -245,6 +357,8 @@ mod tests {
                 "2",
                 "3",
                 "1",
+                "role=worker",
+                "<none>",
                 "RollingUpdate",
                 "maxUnavailable=1"
             ],
@@ -413,6 +527,60 @@ mod tests {
         let out = to_table(&p, &plain());
         assert!(out.contains("\ninfra/agent: no changes\n"), "{out}");
         assert!(!out.contains("need attention"), "{out}");
+    }
+
+    #[test]
+    fn age_reads_like_kubectl() {
+        let now: crate::model::Timestamp = "2025-06-01T12:00:00Z".parse().unwrap();
+        let ago = |secs: i64| age(now, now - jiff::SignedDuration::from_secs(secs));
+        assert_eq!(ago(45), "45s");
+        assert_eq!(ago(600), "10m");
+        assert_eq!(ago(5 * 3600), "5h");
+        assert_eq!(ago(3 * 86400), "3d");
+        assert_eq!(ago(3 * 365 * 86400), "3y");
+        // A creation time in the future (clock skew) is not negative.
+        assert_eq!(ago(-30), "0s");
+    }
+
+    #[test]
+    fn wide_lists_every_node_with_state_and_reason() {
+        let opts = TableOptions {
+            wide: true,
+            ..plain()
+        };
+        let out = to_table(&known_plan(), &opts);
+        assert!(out.contains("\n  NODE   STATE          REASON\n"), "{out}");
+        for line in [
+            "  m1     misscheduled   ",
+            "  w1     up-to-date     running the current revision",
+            "  w4     missing        no pod yet",
+        ] {
+            assert!(out.contains(line), "{line:?} in\n{out}");
+        }
+        assert!(!out.contains("need attention"), "{out}");
+    }
+
+    #[test]
+    fn risks_come_before_warnings() {
+        let out = to_table(&known_plan(), &plain());
+        assert!(
+            out.contains("\n  RISK: [pods-removed] pods will be deleted without replacement on 1 node(s): m1\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn status_table_has_no_plan_details() {
+        let out = to_status_table(&known_plan(), &plain());
+        assert_eq!(out.lines().count(), 2, "{out}");
+        let wide = to_status_table(
+            &known_plan(),
+            &TableOptions {
+                wide: true,
+                ..plain()
+            },
+        );
+        assert!(wide.contains("\ninfra/agent:\n  NODE "), "{wide}");
     }
 
     #[test]

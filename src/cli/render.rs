@@ -1,0 +1,147 @@
+//! `daemonsync render`: the DaemonSets as daemonsync sees them (validated and defaulted), or
+//! the pod one of them would create on a given node.
+
+use super::ClusterSource;
+use super::plan::desired_or_error;
+use crate::manifest::{self, LoadOptions};
+use crate::plan::eligibility;
+use crate::plan::render::{PodOwner, pod_for_node};
+use crate::plan::{DaemonSetSpec, Desired, PLAN_API_VERSION, Policy, RECORD_KIND};
+use anyhow::{Context as _, Result, bail};
+use std::io::Write;
+use std::path::PathBuf;
+
+pub(crate) const RENDER_HELP: &str = "\
+Examples:
+  # The DaemonSets in ./deploy after validation and defaulting, as YAML
+  daemonsync render --manifests ./deploy
+
+  # The pod each DaemonSet would create on node worker-1
+  daemonsync render --manifests ./deploy --node worker-1
+
+  # The same, checked against a cluster snapshot (the node must exist; a note on stderr says
+  # when it does not qualify for a DaemonSet)
+  daemonsync render -m ./deploy --node worker-1 --cluster snapshot:cluster.yaml
+
+Exit status:
+  0  rendered
+  1  error (bad manifests, unknown node or DaemonSet, unreadable snapshot)";
+
+/// Flags of `daemonsync render`.
+#[derive(Debug, clap::Args)]
+pub struct RenderArgs {
+    /// Manifest files or directories (*.yaml, *.yml, *.json, searched recursively).
+    #[arg(long, short = 'm', required = true, num_args = 1.., value_name = "PATH")]
+    pub manifests: Vec<PathBuf>,
+    /// Render the pod that would be created on this node instead of the DaemonSets.
+    #[arg(long, value_name = "NAME")]
+    pub node: Option<String>,
+    /// Check `--node` against the observed state: `snapshot:FILE`.
+    #[arg(long, short = 'c', value_name = "SOURCE", requires = "node")]
+    pub cluster: Option<String>,
+    /// Only this DaemonSet (`NAME` or `NAMESPACE/NAME`).
+    #[arg(long, short = 'd', value_name = "NAME")]
+    pub daemonset: Option<String>,
+    /// Namespace for manifests that name none (as kubectl does).
+    #[arg(
+        long,
+        short = 'n',
+        default_value = "default",
+        env = "DAEMONSYNC_NAMESPACE"
+    )]
+    pub namespace: String,
+}
+
+/// Runs `daemonsync render`; returns the exit code.
+pub fn run(args: &RenderArgs) -> Result<i32> {
+    let source: Option<ClusterSource> = args.cluster.as_deref().map(str::parse).transpose()?;
+    if let Some(node) = &args.node
+        && node.trim().is_empty()
+    {
+        bail!("--node must name a node");
+    }
+    let opts = LoadOptions {
+        default_namespace: args.namespace.clone(),
+        ..LoadOptions::default()
+    };
+    let mut desired = desired_or_error(manifest::load_paths(&args.manifests, &opts)?)?;
+    if let Some(want) = &args.daemonset {
+        desired.retain(|d| matches_name(d, want));
+        if desired.is_empty() {
+            bail!("no DaemonSet named {want:?} in the manifests");
+        }
+    }
+    let docs: Vec<serde_json::Value> = match &args.node {
+        None => desired
+            .iter()
+            .map(|d| serde_json::to_value(&d.daemonset))
+            .collect::<Result<_, _>>()?,
+        Some(node) => pods(&desired, node, source.as_ref())?,
+    };
+    let yaml = serde_saphyr::to_string_multiple(&docs).context("cannot write YAML")?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(yaml.as_bytes())?;
+    out.flush()?;
+    Ok(super::EXIT_OK)
+}
+
+fn matches_name(d: &Desired, want: &str) -> bool {
+    let meta = &d.daemonset.metadata;
+    let name = meta.name.as_deref().unwrap_or_default();
+    match want.split_once('/') {
+        Some((ns, n)) => meta.namespace.as_deref().unwrap_or("default") == ns && name == n,
+        None => name == want,
+    }
+}
+
+/// The pod of every desired DaemonSet for `node`, as daemonsync would create it.
+fn pods(
+    desired: &[Desired],
+    node: &str,
+    source: Option<&ClusterSource>,
+) -> Result<Vec<serde_json::Value>> {
+    let observed = source.map(ClusterSource::observe).transpose()?;
+    let known = match &observed {
+        None => None,
+        Some(o) => match o.nodes.iter().find(|n| n.name == node) {
+            Some(n) => Some(n),
+            None => {
+                let mut names: Vec<&str> = o.nodes.iter().map(|n| n.name.as_str()).collect();
+                names.sort_unstable();
+                let more = names.len().saturating_sub(10);
+                names.truncate(10);
+                bail!(
+                    "node {node:?} is not in the snapshot; its nodes are: {}{}",
+                    names.join(", "),
+                    if more > 0 {
+                        format!(" and {more} more")
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+        },
+    };
+    let mut docs = Vec::new();
+    for d in desired {
+        let spec = DaemonSetSpec::compile(&d.daemonset);
+        if let Some(n) = known {
+            let e = eligibility::evaluate(&spec, n, &Policy::default());
+            if let Some(why) = &e.reason {
+                eprintln!(
+                    "note: {}/{} would not run a pod on {node}: {why}",
+                    spec.namespace, spec.name
+                );
+            }
+        }
+        let owner = PodOwner {
+            api_version: PLAN_API_VERSION.into(),
+            kind: RECORD_KIND.into(),
+            name: spec.name.clone(),
+            uid: String::new(),
+        };
+        let pod = pod_for_node(&d.daemonset, &spec, node, &owner);
+        docs.push(serde_json::to_value(&pod)?);
+    }
+    Ok(docs)
+}

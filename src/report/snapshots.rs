@@ -1,0 +1,139 @@
+//! Snapshot tests: every rendering of a set of representative plans. Review a changed
+//! `.snap` file as you would review the output itself.
+
+use super::markdown::{MarkdownContext, to_markdown};
+use super::table::{TableOptions, to_table};
+use super::testing::{daemonset, now, pod, revision, worker};
+use crate::model::Node;
+use crate::plan::{Desired, Observed, Plan, Policy, plan};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+fn ctx() -> MarkdownContext {
+    MarkdownContext {
+        repository: Some("acme/fleet".into()),
+        base: Some("1111111111111111111111111111111111111111".into()),
+        head: Some("2222222222222222222222222222222222222222".into()),
+        cluster: "snapshot:cluster.yaml".into(),
+    }
+}
+
+fn workers(n: usize) -> Vec<Node> {
+    (1..=n).map(|i| worker(&format!("w{i:03}"))).collect()
+}
+
+/// `n` workers, each running a ready pod of `infra/agent` with revision `hash`.
+fn running(n: usize, hash: &str) -> Observed {
+    let nodes = workers(n);
+    let pods = nodes
+        .iter()
+        .map(|node| pod("infra", "agent", &node.name, hash, true))
+        .collect();
+    Observed {
+        nodes,
+        pods,
+        daemonsets: Vec::new(),
+    }
+}
+
+fn plan_of(d: Desired, observed: &Observed) -> Plan {
+    plan(&[d], observed, &Policy::default(), now())
+}
+
+fn rolling(max_unavailable: serde_json::Value, max_surge: serde_json::Value) -> serde_json::Value {
+    json!({"type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": max_unavailable, "maxSurge": max_surge}})
+}
+
+fn assert_renderings(name: &str, p: &Plan) {
+    let table = to_table(p, &TableOptions::default());
+    insta::assert_snapshot!(format!("{name}.table"), table);
+    let wide = to_table(
+        p,
+        &TableOptions {
+            wide: true,
+            ..TableOptions::default()
+        },
+    );
+    insta::assert_snapshot!(format!("{name}.wide"), wide);
+    let md = to_markdown(p, &ctx(), &BTreeMap::new());
+    assert_eq!(md.len(), 1, "{name}: one comment");
+    insta::assert_snapshot!(format!("{name}.markdown"), md[0]);
+    insta::assert_snapshot!(format!("{name}.json"), super::to_json(p));
+}
+
+#[test]
+fn no_op() {
+    let d = daemonset("infra", "agent", json!({"type": "RollingUpdate"}));
+    let rev = revision(&d);
+    let p = plan_of(d, &running(3, &rev));
+    assert!(!p.has_changes());
+    assert_renderings("no_op", &p);
+}
+
+#[test]
+fn image_change_on_200_nodes_with_max_unavailable_10_percent() {
+    let d = daemonset("infra", "agent", rolling(json!("10%"), json!(0)));
+    let p = plan_of(d, &running(200, "old"));
+    let ds = &p.daemonsets[0];
+    assert_eq!(ds.budgets.max_unavailable, 20);
+    assert_eq!(ds.step.delete.len(), 20);
+    assert_eq!(ds.waves.len(), 10, "20 nodes per wave");
+    assert_renderings("image_change_200", &p);
+}
+
+#[test]
+fn surge_rollout() {
+    let d = daemonset("infra", "agent", rolling(json!(0), json!(2)));
+    let p = plan_of(d, &running(5, "old"));
+    assert_eq!(p.daemonsets[0].step.create.len(), 2);
+    assert!(p.daemonsets[0].risks.is_empty());
+    assert_renderings("surge_rollout", &p);
+}
+
+#[test]
+fn node_selector_change_removes_pods() {
+    // The manifest now selects role=worker; two edge nodes run the current pod today.
+    let d = daemonset("infra", "agent", json!({"type": "RollingUpdate"}));
+    let rev = revision(&d);
+    let mut o = running(3, &rev);
+    for name in ["edge-1", "edge-2"] {
+        let mut n = Node::named(name);
+        n.labels.insert("role".into(), "edge".into());
+        o.nodes.push(n);
+        o.pods.push(pod("infra", "agent", name, &rev, true));
+    }
+    let p = plan_of(d, &o);
+    let risk = &p.daemonsets[0].risks[0];
+    assert_eq!(risk.kind, crate::plan::RiskKind::PodsRemoved);
+    assert_eq!(risk.nodes.len(), 2);
+    assert_renderings("node_selector_removes_pods", &p);
+}
+
+#[test]
+fn on_delete() {
+    let d = daemonset("infra", "agent", json!({"type": "OnDelete"}));
+    let p = plan_of(d, &running(4, "old"));
+    assert!(!p.has_changes());
+    assert_renderings("on_delete", &p);
+}
+
+#[test]
+fn host_port_with_max_surge() {
+    let mut d = daemonset("infra", "agent", rolling(json!(0), json!(1)));
+    let pod_spec = d
+        .daemonset
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+        .unwrap();
+    pod_spec.containers[0].ports = Some(vec![
+        serde_json::from_value(json!({"containerPort": 9100, "hostPort": 9100})).unwrap(),
+    ]);
+    let p = plan_of(d, &running(3, "old"));
+    assert_eq!(
+        p.daemonsets[0].risks[0].kind,
+        crate::plan::RiskKind::HostPortSurge
+    );
+    assert_renderings("host_port_surge", &p);
+}

@@ -1,0 +1,163 @@
+//! A local directory (a plain path, or a repository's work tree).
+
+use super::{Rendered, Source, SourceError, is_manifest_name, load_files};
+use crate::manifest::{Limits, LoadOptions};
+use git2::{ObjectType, Oid};
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Manifest files under a local directory (or one file).
+///
+/// Directories are walked recursively in sorted order, skipping hidden entries, taking
+/// `*.yaml`, `*.yml` and `*.json`. Symlinks to files are followed only when their target stays
+/// inside the directory; symlinks to directories are not followed.
+#[derive(Debug, Clone)]
+pub struct DirSource {
+    /// The directory (or file).
+    pub root: PathBuf,
+}
+
+impl DirSource {
+    /// A source reading `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        DirSource { root: root.into() }
+    }
+
+    /// Lists and reads the manifest files: (label, text), in order.
+    pub fn read_files(&self, limits: &Limits) -> Result<Vec<(String, String)>, SourceError> {
+        let meta = fs::metadata(&self.root).map_err(|e| io_err(&self.root, e))?;
+        let mut paths = Vec::new();
+        if meta.is_dir() {
+            let canon = fs::canonicalize(&self.root).map_err(|e| io_err(&self.root, e))?;
+            walk(&self.root, &canon, &mut paths, limits)?;
+        } else {
+            paths.push(self.root.clone());
+        }
+        let mut total = 0u64;
+        let mut out = Vec::with_capacity(paths.len());
+        for path in paths {
+            let label = path.display().to_string();
+            let mut bytes = Vec::new();
+            fs::File::open(&path)
+                .and_then(|f| f.take(limits.max_file_bytes + 1).read_to_end(&mut bytes))
+                .map_err(|e| io_err(&path, e))?;
+            let size = bytes.len() as u64;
+            if size > limits.max_file_bytes {
+                let size = fs::metadata(&path).map(|m| m.len()).unwrap_or(size);
+                return Err(SourceError::FileTooLarge {
+                    file: label,
+                    size,
+                    limit: limits.max_file_bytes,
+                });
+            }
+            total += size;
+            if total > limits.max_total_bytes {
+                return Err(SourceError::TotalTooLarge {
+                    file: label,
+                    total,
+                    limit: limits.max_total_bytes,
+                });
+            }
+            let text = String::from_utf8(bytes).map_err(|_| SourceError::NotUtf8 {
+                file: label.clone(),
+            })?;
+            out.push((label, text));
+        }
+        Ok(out)
+    }
+}
+
+/// `local:` and a digest of the file names and contents.
+pub fn content_revision(files: &[(String, String)]) -> String {
+    let mut buf = Vec::new();
+    for (label, text) in files {
+        buf.extend_from_slice(label.as_bytes());
+        buf.push(0);
+        buf.extend_from_slice(text.len().to_string().as_bytes());
+        buf.push(0);
+        buf.extend_from_slice(text.as_bytes());
+    }
+    let digest = Oid::hash_object(ObjectType::Blob, &buf)
+        .map(|o| o.to_string())
+        .unwrap_or_default();
+    format!("local:{digest}")
+}
+
+impl Source for DirSource {
+    fn describe(&self) -> String {
+        self.root.display().to_string()
+    }
+
+    fn load(&self, opts: &LoadOptions) -> Result<Rendered, SourceError> {
+        let files = self.read_files(&opts.limits)?;
+        let manifests = load_files(&files, &self.describe(), opts)?;
+        Ok(Rendered {
+            revision: content_revision(&files),
+            manifests,
+            files: files.len(),
+            notes: Vec::new(),
+        })
+    }
+}
+
+fn io_err(path: &Path, source: std::io::Error) -> SourceError {
+    SourceError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+fn walk(
+    dir: &Path,
+    root: &Path,
+    files: &mut Vec<PathBuf>,
+    limits: &Limits,
+) -> Result<(), SourceError> {
+    let mut entries: Vec<PathBuf> = fs::read_dir(dir)
+        .map_err(|e| io_err(dir, e))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| io_err(dir, e))?;
+    entries.sort();
+    for path in entries {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if name.starts_with('.') {
+            continue;
+        }
+        let meta = fs::symlink_metadata(&path).map_err(|e| io_err(&path, e))?;
+        if meta.is_dir() {
+            walk(&path, root, files, limits)?;
+            continue;
+        }
+        if !is_manifest_name(name) {
+            continue;
+        }
+        if meta.file_type().is_symlink() {
+            let target = fs::read_link(&path).map_err(|e| io_err(&path, e))?;
+            let escapes = || SourceError::SymlinkEscapes {
+                link: path.display().to_string(),
+                target: target.display().to_string(),
+            };
+            let resolved = fs::canonicalize(&path).map_err(|_| escapes())?;
+            if !resolved.starts_with(root) {
+                return Err(escapes());
+            }
+            if !resolved.is_file() {
+                continue;
+            }
+        } else if !meta.is_file() {
+            continue;
+        }
+        if files.len() >= limits.max_files {
+            return Err(SourceError::TooManyFiles {
+                path: path.display().to_string(),
+                limit: limits.max_files,
+            });
+        }
+        files.push(path);
+    }
+    Ok(())
+}

@@ -1,0 +1,248 @@
+//! Sources: where manifests come from.
+//!
+//! * [`dir::DirSource`]: a local directory (a plain path, or a repository's work tree).
+//! * [`git::GitSource`]: a git repository at a ref (branch, tag or commit id), read from the
+//!   commit's tree blob by blob, without a work-tree checkout. Remote repositories are mirrored
+//!   as bare repositories in a cache directory and fetched, not re-cloned.
+//! * [`watch`]: re-render a directory source when files change, one re-plan per burst of edits.
+//! * [`tracked::Tracked`]: keeps the last good render in effect when a source fails.
+//!
+//! Safety, the same for every source: paths are confined to the root (no `..`, no absolute
+//! `--path`, symlinks followed only when their target stays inside), limits on file count,
+//! single file size and total bytes ([`crate::manifest::Limits`]), and a render without any
+//! DaemonSet is an error, never "desired state is empty". Credentials never appear in errors or
+//! output: every URL goes through [`redact`] first.
+
+pub mod dir;
+pub mod git;
+mod redact;
+pub mod tracked;
+mod tree;
+pub mod watch;
+
+pub use dir::DirSource;
+pub use git::{GitAuth, GitSource};
+pub use redact::{redact, redact_url};
+pub use tracked::{Refresh, Tracked};
+
+use crate::manifest::{LoadError, LoadOptions, Manifests};
+
+/// The result of reading a source: the manifests and the exact revision they came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    /// The full commit id for git; `local:<digest of paths and contents>` for a directory.
+    pub revision: String,
+    /// The loaded manifests (at least one DaemonSet).
+    pub manifests: Manifests,
+    /// How many manifest files were read.
+    pub files: usize,
+    /// Things worth telling the user that are not errors (e.g. a submodule not followed).
+    pub notes: Vec<String>,
+}
+
+impl Rendered {
+    /// The first 12 characters of the revision (a short commit id).
+    pub fn short_revision(&self) -> &str {
+        let r = self.revision.as_str();
+        match r.strip_prefix("local:") {
+            Some(d) => &d[..d.len().min(12)],
+            None => &r[..r.len().min(12)],
+        }
+    }
+}
+
+/// Something manifests can be read from.
+pub trait Source {
+    /// A human-readable, credential-free description (`<url> @ <ref>` or a path).
+    fn describe(&self) -> String;
+    /// Read and load the manifests.
+    fn load(&self, opts: &LoadOptions) -> Result<Rendered, SourceError>;
+    /// Whether revision `new` descends from (or equals) `old`; `None` when the source has no
+    /// history (a directory). Used to notice force-pushed history.
+    fn descends_from(&self, new: &str, old: &str) -> Result<Option<bool>, SourceError> {
+        let _ = (new, old);
+        Ok(None)
+    }
+}
+
+/// Why a source could not be read. Messages never contain credentials and say what to do next.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// Talking to the repository failed (unreachable, authentication refused, TLS, host key).
+    #[error(
+        "cannot fetch {url}: {message}; nothing was planned and the last good commit stays in \
+         effect; check the URL, the network and the credentials (DAEMONSYNC_GIT_TOKEN, \
+         --ssh-key, --known-hosts)"
+    )]
+    Fetch {
+        /// The redacted URL.
+        url: String,
+        /// The redacted cause.
+        message: String,
+    },
+    /// A repository could not be opened or read.
+    #[error("repository {url}: {message}")]
+    Repository {
+        /// The redacted URL or path.
+        url: String,
+        /// The redacted cause.
+        message: String,
+    },
+    /// The ref does not exist (deleted branch, mistyped tag, unknown commit).
+    #[error(
+        "ref {reference:?} not found in {url}: it is neither a commit id, a branch nor a tag \
+         (it may have been deleted); check --ref / --base / --head"
+    )]
+    RefNotFound {
+        /// The redacted URL.
+        url: String,
+        /// The ref asked for.
+        reference: String,
+    },
+    /// `--path` is absolute or contains `..`.
+    #[error(
+        "path {path:?} is not allowed: paths must be relative to the repository root and must \
+         not contain '..'"
+    )]
+    PathNotAllowed {
+        /// The path given.
+        path: String,
+    },
+    /// `--path` does not exist at this revision.
+    #[error("path {path:?} does not exist at {revision}; check --path")]
+    PathNotFound {
+        /// The path given.
+        path: String,
+        /// Where it was looked up.
+        revision: String,
+    },
+    /// A symlink points outside the repository (or is absolute, or loops).
+    #[error(
+        "symlink {link:?} points to {target:?}, outside the repository; symlinks are followed \
+         only when their target stays inside; replace the link with the file itself"
+    )]
+    SymlinkEscapes {
+        /// The link's path inside the repository.
+        link: String,
+        /// Its target as written.
+        target: String,
+    },
+    /// More manifest files than [`crate::manifest::Limits::max_files`].
+    #[error(
+        "more than {limit} manifest files (the limit was reached at {path:?}); point --path \
+         at a smaller directory or raise the file limit"
+    )]
+    TooManyFiles {
+        /// The file at which the limit was reached.
+        path: String,
+        /// The limit.
+        limit: usize,
+    },
+    /// A file is bigger than [`crate::manifest::Limits::max_file_bytes`].
+    #[error(
+        "{file}: file is {size} bytes, more than the limit of {limit} bytes; split it into \
+         smaller files or raise the file size limit"
+    )]
+    FileTooLarge {
+        /// The file.
+        file: String,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// All files together exceed [`crate::manifest::Limits::max_total_bytes`].
+    #[error(
+        "reading {file} brings the total to {total} bytes, more than the limit of {limit} \
+         bytes; point --path at a smaller directory or raise the total size limit"
+    )]
+    TotalTooLarge {
+        /// The file that crossed the limit.
+        file: String,
+        /// Bytes read so far including it.
+        total: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// No manifest file, or no DaemonSet at all: never treated as "desired state is empty".
+    #[error(
+        "{what} in {source_name}; refusing to treat this as an empty desired state (nothing \
+         was planned and nothing will be deleted); check --path and the ref"
+    )]
+    Empty {
+        /// What was missing.
+        what: String,
+        /// The source description.
+        source_name: String,
+    },
+    /// A file is not valid UTF-8.
+    #[error("{file}: not UTF-8 text; save the manifest as UTF-8")]
+    NotUtf8 {
+        /// The file.
+        file: String,
+    },
+    /// The new commit does not descend from the last good one: history was rewritten.
+    #[error(
+        "history of {source_name} was rewritten (force-push): {new} does not descend from the \
+         last good commit {old}, which stays in effect; check the push, then accept the new \
+         history explicitly"
+    )]
+    HistoryRewritten {
+        /// The source description.
+        source_name: String,
+        /// The last good revision.
+        old: String,
+        /// The new revision.
+        new: String,
+    },
+    /// A local file or directory could not be read.
+    #[error("{path}: cannot read: {source}; check that the path exists and is readable")]
+    Io {
+        /// The path.
+        path: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The manifests themselves are broken.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+}
+
+/// Loads manifest files (label, text) in order and checks the result is not empty.
+pub(crate) fn load_files(
+    files: &[(String, String)],
+    source_name: &str,
+    opts: &LoadOptions,
+) -> Result<Manifests, SourceError> {
+    if files.is_empty() {
+        return Err(SourceError::Empty {
+            what: "no manifest file (*.yaml, *.yml, *.json)".into(),
+            source_name: source_name.to_string(),
+        });
+    }
+    let mut out = Manifests::default();
+    for (label, text) in files {
+        let m = crate::manifest::load_str(label, text, opts)?;
+        out.daemonsets.extend(m.daemonsets);
+        out.invalid.extend(m.invalid);
+        out.others.extend(m.others);
+    }
+    if out.daemonsets.is_empty() && out.invalid.is_empty() {
+        return Err(SourceError::Empty {
+            what: format!(
+                "no apps/v1 DaemonSet in {} manifest file(s) ({} other object(s))",
+                files.len(),
+                out.others.len()
+            ),
+            source_name: source_name.to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// True for `*.yaml`, `*.yml` and `*.json` (any case).
+pub(crate) fn is_manifest_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.ends_with(".yaml") || lower.ends_with(".yml") || lower.ends_with(".json")
+}

@@ -1,0 +1,233 @@
+//! Reading manifest files from a commit's tree, blob by blob, confined to the repository.
+
+use super::{SourceError, is_manifest_name};
+use crate::manifest::Limits;
+use git2::{ObjectType, Oid, Repository, Tree};
+
+const SYMLINK_MODE: i32 = 0o120000;
+const SUBMODULE_MODE: i32 = 0o160000;
+const MAX_SYMLINK_HOPS: usize = 40;
+
+/// Splits a repository subpath into components, refusing absolute paths and `..`.
+pub(crate) fn subpath_components(path: &str) -> Result<Vec<String>, SourceError> {
+    let refused = || SourceError::PathNotAllowed {
+        path: path.to_string(),
+    };
+    if path.starts_with('/') || path.starts_with('\\') || std::path::Path::new(path).is_absolute() {
+        return Err(refused());
+    }
+    let mut out = Vec::new();
+    for c in path.split(['/', '\\']) {
+        match c {
+            "" | "." => {}
+            ".." => return Err(refused()),
+            c => out.push(c.to_string()),
+        }
+    }
+    Ok(out)
+}
+
+/// What a path in the tree resolved to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Found {
+    Tree(Oid),
+    Blob(Oid),
+    Submodule,
+    Missing,
+}
+
+/// Files read from a tree: (label, text) in sorted path order, plus notes.
+#[derive(Debug, Default)]
+pub(crate) struct TreeFiles {
+    pub files: Vec<(String, String)>,
+    pub notes: Vec<String>,
+    pub total: u64,
+}
+
+pub(crate) struct TreeReader<'r> {
+    repo: &'r Repository,
+    root: Tree<'r>,
+    limits: &'r Limits,
+}
+
+impl<'r> TreeReader<'r> {
+    pub(crate) fn new(repo: &'r Repository, root: Tree<'r>, limits: &'r Limits) -> Self {
+        TreeReader { repo, root, limits }
+    }
+
+    fn git_err(&self, e: git2::Error) -> SourceError {
+        SourceError::Repository {
+            url: super::redact(&self.repo.path().display().to_string()),
+            message: super::redact(e.message()),
+        }
+    }
+
+    /// Resolves `components` from the root, following symlinks that stay inside the repository.
+    /// `link` names the symlink being followed, for errors.
+    pub(crate) fn lookup(&self, components: &[String]) -> Result<Found, SourceError> {
+        self.lookup_hops(components, 0, None)
+    }
+
+    fn lookup_hops(
+        &self,
+        components: &[String],
+        hops: usize,
+        via: Option<(&str, &str)>,
+    ) -> Result<Found, SourceError> {
+        let mut tree_id = self.root.id();
+        for (i, name) in components.iter().enumerate() {
+            let tree = self.repo.find_tree(tree_id).map_err(|e| self.git_err(e))?;
+            let Some(entry) = tree.get_name(name) else {
+                return Ok(Found::Missing);
+            };
+            let last = i + 1 == components.len();
+            let mode = entry.filemode();
+            if mode == SYMLINK_MODE {
+                let link = components[..=i].join("/");
+                let blob = self
+                    .repo
+                    .find_blob(entry.id())
+                    .map_err(|e| self.git_err(e))?;
+                let target = String::from_utf8_lossy(blob.content()).into_owned();
+                let escapes = || SourceError::SymlinkEscapes {
+                    link: via.map_or(link.clone(), |(l, _)| l.to_string()),
+                    target: via.map_or(target.clone(), |(_, t)| t.to_string()),
+                };
+                if hops >= MAX_SYMLINK_HOPS
+                    || target.starts_with('/')
+                    || std::path::Path::new(&target).is_absolute()
+                {
+                    return Err(escapes());
+                }
+                let mut resolved: Vec<String> = components[..i].to_vec();
+                for c in target.split('/') {
+                    match c {
+                        "" | "." => {}
+                        ".." => {
+                            if resolved.pop().is_none() {
+                                return Err(escapes());
+                            }
+                        }
+                        c => resolved.push(c.to_string()),
+                    }
+                }
+                resolved.extend_from_slice(&components[i + 1..]);
+                let via = via.unwrap_or((&link, &target));
+                return self.lookup_hops(&resolved, hops + 1, Some(via));
+            }
+            if mode == SUBMODULE_MODE || entry.kind() == Some(ObjectType::Commit) {
+                return Ok(Found::Submodule);
+            }
+            match entry.kind() {
+                Some(ObjectType::Tree) => tree_id = entry.id(),
+                Some(ObjectType::Blob) if last => return Ok(Found::Blob(entry.id())),
+                _ => return Ok(Found::Missing),
+            }
+        }
+        Ok(Found::Tree(tree_id))
+    }
+
+    /// Reads every manifest file under the tree `id` (labelled from `dir`), in sorted order.
+    pub(crate) fn read_dir(
+        &self,
+        id: Oid,
+        dir: &[String],
+        out: &mut TreeFiles,
+    ) -> Result<(), SourceError> {
+        let tree = self.repo.find_tree(id).map_err(|e| self.git_err(e))?;
+        let mut entries: Vec<_> = tree.iter().collect();
+        entries.sort_by(|a, b| a.name_bytes().cmp(b.name_bytes()));
+        for entry in entries {
+            let Ok(name) = entry.name() else { continue };
+            if name.starts_with('.') {
+                continue;
+            }
+            let mut path = dir.to_vec();
+            path.push(name.to_string());
+            let label = path.join("/");
+            let mode = entry.filemode();
+            if mode == SUBMODULE_MODE || entry.kind() == Some(ObjectType::Commit) {
+                out.notes.push(format!(
+                    "{label}: submodule not followed (daemonsync reads only this repository)"
+                ));
+            } else if mode == SYMLINK_MODE {
+                if !is_manifest_name(name) {
+                    continue; // links to directories (or other files) are not followed
+                }
+                match self.lookup(&path)? {
+                    Found::Blob(oid) => self.read_blob(oid, label, out)?,
+                    Found::Missing => {
+                        return Err(SourceError::PathNotFound {
+                            path: label,
+                            revision: "this commit (dangling symlink)".into(),
+                        });
+                    }
+                    Found::Tree(_) | Found::Submodule => {}
+                }
+            } else {
+                match entry.kind() {
+                    Some(ObjectType::Tree) => self.read_dir(entry.id(), &path, out)?,
+                    Some(ObjectType::Blob) if is_manifest_name(name) => {
+                        self.read_blob(entry.id(), label, out)?
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads one blob, enforcing the limits before its content is loaded.
+    pub(crate) fn read_blob(
+        &self,
+        oid: Oid,
+        label: String,
+        out: &mut TreeFiles,
+    ) -> Result<(), SourceError> {
+        if out.files.len() >= self.limits.max_files {
+            return Err(SourceError::TooManyFiles {
+                path: label,
+                limit: self.limits.max_files,
+            });
+        }
+        let odb = self.repo.odb().map_err(|e| self.git_err(e))?;
+        let (size, _) = odb.read_header(oid).map_err(|e| self.git_err(e))?;
+        let size = size as u64;
+        if size > self.limits.max_file_bytes {
+            return Err(SourceError::FileTooLarge {
+                file: label,
+                size,
+                limit: self.limits.max_file_bytes,
+            });
+        }
+        out.total += size;
+        if out.total > self.limits.max_total_bytes {
+            return Err(SourceError::TotalTooLarge {
+                file: label,
+                total: out.total,
+                limit: self.limits.max_total_bytes,
+            });
+        }
+        let blob = self.repo.find_blob(oid).map_err(|e| self.git_err(e))?;
+        let text =
+            String::from_utf8(blob.content().to_vec()).map_err(|_| SourceError::NotUtf8 {
+                file: label.clone(),
+            })?;
+        out.files.push((label, text));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::subpath_components;
+
+    #[test]
+    fn subpaths() {
+        assert_eq!(subpath_components("").unwrap(), Vec::<String>::new());
+        assert_eq!(subpath_components("./a//b/").unwrap(), vec!["a", "b"]);
+        assert!(subpath_components("/etc").is_err());
+        assert!(subpath_components("a/../../b").is_err());
+        assert!(subpath_components("..").is_err());
+    }
+}

@@ -1,0 +1,11 @@
+//! Integration tests, one binary with modules by theme: the command line, git sources against
+//! real repositories built in temporary directories (a local path, a `file://` URL and
+//! `git daemon` on 127.0.0.1), directory sources, and the planner end to end.
+
+mod cli;
+mod dir;
+mod git;
+mod plan;
+mod revision;
+mod source_cli;
+mod support;
