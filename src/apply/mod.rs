@@ -470,7 +470,8 @@ async fn write_statuses<C: Cluster>(
 }
 
 /// Managed DaemonSets whose pods exist in the cluster but which the source no longer has:
-/// pods labelled managed-by daemonsync whose controller is a record not in `specs`.
+/// pods labelled managed-by daemonsync whose controller is a record (kind and API group) not
+/// in `specs`.
 pub fn orphans(
     state: &ClusterState,
     specs: &BTreeMap<(String, String), (&Desired, DaemonSetSpec)>,
@@ -480,7 +481,9 @@ pub fn orphans(
         let Some(owner) = &pod.controller else {
             continue;
         };
+        let group = owner.api_version.split_once('/').map_or("", |(g, _)| g);
         if owner.kind != plan::RECORD_KIND
+            || group != plan::RECORD_GROUP
             || pod.labels.get(MANAGED_BY_LABEL).map(String::as_str) != Some(MANAGED_BY_VALUE)
         {
             continue;

@@ -10,6 +10,8 @@ use crate::manifest::{self, LoadOptions};
 use crate::model::Timestamp;
 use crate::plan::{Desired, Policy};
 use crate::report;
+use crate::source::git::default_cache_dir;
+use crate::source::{GitAuth, GitSource};
 use anyhow::{Result, anyhow, bail};
 use jiff::SignedDuration;
 use std::io::{IsTerminal, Write};
@@ -20,7 +22,10 @@ pub const EXIT_HALTED: i32 = 3;
 
 pub(crate) const APPLY_HELP: &str = "\
 Examples:
-  # Roll the example DaemonSets out to the simulated demo fleet
+  # Roll the example DaemonSets, as committed at HEAD, out to the simulated demo fleet
+  daemonsync apply --repo . --path examples/manifests --cluster sim:examples/sim/demo.yaml
+
+  # The same from the working tree
   daemonsync apply --manifests examples/manifests --cluster sim:examples/sim/demo.yaml
 
   # Only show what the first step would do
@@ -47,8 +52,28 @@ pub enum Output {
 #[derive(Debug, clap::Args)]
 pub struct ApplyArgs {
     /// Manifest files or directories (*.yaml, *.yml, *.json, searched recursively).
-    #[arg(long, short = 'm', required = true, num_args = 1.., value_name = "PATH")]
+    #[arg(
+        long,
+        short = 'm',
+        num_args = 1..,
+        value_name = "PATH",
+        required_unless_present = "repo",
+        conflicts_with = "repo"
+    )]
     pub manifests: Vec<PathBuf>,
+    /// A git repository (URL, or a local path opened directly) to read the manifests from, at
+    /// --ref, from the commit's tree (never a checkout).
+    #[arg(long, value_name = "URL|PATH")]
+    pub repo: Option<String>,
+    /// The ref to read: a branch, a tag or a commit id (default HEAD).
+    #[arg(long = "ref", value_name = "REF", requires = "repo")]
+    pub reference: Option<String>,
+    /// Directory (or file) inside the repository holding the manifests. Relative; no '..'.
+    #[arg(long, value_name = "SUBDIR", requires = "repo")]
+    pub path: Option<String>,
+    /// Where remote repositories are mirrored. Default: the user cache directory.
+    #[arg(long, value_name = "DIR", env = "DAEMONSYNC_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
     /// The cluster: `sim:FILE` (a simulated cluster, see docs/sim.md) or `snapshot:FILE`
     /// (read-only: only --dry-run works).
     #[arg(long, short = 'c', value_name = "CLUSTER")]
@@ -115,12 +140,36 @@ fn target(spec: &str, now: Option<&str>) -> Result<Target> {
     }
 }
 
-/// The desired DaemonSets of `apply`: the manifests on disk. (The git source plugs in here.)
+/// The desired DaemonSets of `apply`: from a git repository at a ref (`--repo`), or the
+/// manifests on disk. Any error (unreadable source, an invalid DaemonSet, none at all) stops
+/// `apply` before it observes or writes anything, so nothing is ever pruned on a bad source.
 pub fn load_desired(args: &ApplyArgs) -> Result<Vec<Desired>> {
     let opts = LoadOptions {
         default_namespace: args.namespace.clone(),
         ..LoadOptions::default()
     };
+    if let Some(repo) = &args.repo {
+        let reference = args.reference.clone().unwrap_or_else(|| "HEAD".into());
+        let src = GitSource {
+            url: repo.clone(),
+            reference: reference.clone(),
+            path: args.path.clone().unwrap_or_default(),
+            cache_dir: args.cache_dir.clone().unwrap_or_else(default_cache_dir),
+            auth: GitAuth::from_env(),
+            progress: true,
+        };
+        let handle = src.open()?;
+        let rendered = src.render(&handle, &reference, &opts)?;
+        for n in &rendered.notes {
+            eprintln!("note: {n}");
+        }
+        eprintln!(
+            "source: {} @ {reference} ({})",
+            src.display_url(),
+            rendered.short_revision()
+        );
+        return desired_or_error(rendered.manifests);
+    }
     desired_or_error(manifest::load_paths(&args.manifests, &opts)?)
 }
 
@@ -466,6 +515,40 @@ mod tests {
         );
         assert!(out.contains("node flaky-1 is NotReady"), "{out}");
         assert!(out.contains("Halted after 2:0"), "{out}");
+    }
+
+    #[test]
+    fn manifests_can_come_from_git_at_head() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        if !std::path::Path::new(root).join(".git").exists() {
+            return; // an exported tree without history
+        }
+        let from_git = crate::cli::Cli::try_parse_from([
+            "daemonsync",
+            "apply",
+            "--repo",
+            root,
+            "--path",
+            "examples/manifests",
+            "-c",
+            "sim:x",
+        ])
+        .expect("flags");
+        let crate::cli::Command::Apply(a) = from_git.command else {
+            unreachable!()
+        };
+        let names = |d: Vec<Desired>| -> Vec<String> {
+            d.into_iter()
+                .filter_map(|d| d.daemonset.metadata.name)
+                .collect()
+        };
+        let git = names(load_desired(&a).expect("git source"));
+        let dir = names(load_desired(&args(&["-c", "sim:x"])).expect("directory"));
+        assert_eq!(git.len(), 3);
+        let (mut git, mut dir) = (git, dir);
+        git.sort();
+        dir.sort();
+        assert_eq!(git, dir);
     }
 
     #[test]
