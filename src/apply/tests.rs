@@ -355,6 +355,10 @@ nodes:
                 other => panic!("seed {seed}: {other:?}"),
             }
         }
+        assert!(
+            runs > 3,
+            "seed {seed}: the executor was really stopped ({runs} runs)"
+        );
         let w = *worst.lock().unwrap();
         if surge_mode {
             assert_eq!(w.unavailable, 0, "seed {seed}: {w:?}");
