@@ -98,7 +98,7 @@ pub struct ApplyReport {
     pub started: Timestamp,
     /// Cluster time at the end.
     pub finished: Timestamp,
-    /// Steps executed (waves).
+    /// Steps executed.
     pub steps: usize,
     /// Pods created.
     pub creates: usize,
@@ -165,7 +165,7 @@ pub struct DaemonSetProgress {
 #[derive(Debug, Clone)]
 pub struct ProgressUpdate<'a> {
     /// Steps executed so far.
-    pub wave: usize,
+    pub step: usize,
     /// Cluster time since the start.
     pub elapsed: SignedDuration,
     /// Per DaemonSet.
@@ -243,7 +243,7 @@ pub async fn apply<C: Cluster>(
         let health = Health::assess(&plan, &specs, &state.observed, now, opts.progress_deadline);
         let orphans = orphans(&state, &specs);
         progress.update(&ProgressUpdate {
-            wave: counts.steps,
+            step: counts.steps,
             elapsed: now.duration_since(started),
             daemonsets: health.progress(&plan),
             plan: &plan,

@@ -275,9 +275,9 @@ impl Progress for LineProgress {
         if self.quiet {
             return;
         }
-        // One line per wave (and one when the rollout ends): a line per pod event would
+        // At most one line per interval (and one when the rollout ends): a line per pod event would
         // drown the reader on a large fleet.
-        let wave = format!("wave {}", u.wave);
+        let step = format!("step {}", u.step);
         let parts: Vec<String> = u
             .daemonsets
             .iter()
@@ -295,7 +295,7 @@ impl Progress for LineProgress {
                 s
             })
             .collect();
-        let line = format!("{wave}: {}", parts.join(" · "));
+        let line = format!("{step}: {}", parts.join(" · "));
         if self.last == line {
             return;
         }
@@ -307,7 +307,7 @@ impl Progress for LineProgress {
         if let Some(bar) = &self.bar {
             bar.set_length(total as u64);
             bar.set_position(done as u64);
-            bar.set_message(format!("wave {} at {}", u.wave, clock(u.elapsed)));
+            bar.set_message(format!("step {} at {}", u.step, clock(u.elapsed)));
         }
         // At most one line per PRINT_EVERY of cluster time; the last one is printed at the end.
         if self.printed_at.is_none_or(|t| u.elapsed - t >= PRINT_EVERY) {

@@ -91,13 +91,19 @@ pub(crate) fn risks(i: &Inputs<'_>) -> Vec<Risk> {
         }
     }
 
-    if (!i.spec.host_ports.is_empty() || i.spec.host_network) && allows_surge(i.spec) {
-        let what = if i.spec.host_ports.is_empty() {
-            "hostNetwork".to_string()
-        } else {
-            let ports: Vec<String> = i.spec.host_ports.iter().map(|p| p.to_string()).collect();
-            format!("host port(s) {}", ports.join(", "))
-        };
+    // With hostNetwork every container port is a host port (the spec already counts them);
+    // hostNetwork without declared ports is not flagged: nothing says what the daemon binds.
+    if !i.spec.host_ports.is_empty() && allows_surge(i.spec) {
+        let ports: Vec<String> = i.spec.host_ports.iter().map(|p| p.to_string()).collect();
+        let what = format!(
+            "host port(s) {}{}",
+            ports.join(", "),
+            if i.spec.host_network {
+                " (hostNetwork)"
+            } else {
+                ""
+            }
+        );
         out.push(Risk {
             kind: RiskKind::HostPortSurge,
             message: format!(
@@ -212,16 +218,17 @@ mod tests {
         }
     }
 
+    /// Port 9100 bound on the host: through hostPort, or as a containerPort under hostNetwork.
     fn with_host_port(mut d: Desired, host_network: bool) -> Desired {
         let spec = d.daemonset.spec.as_mut().unwrap();
         let pod = spec.template.spec.as_mut().unwrap();
-        if host_network {
+        let port = if host_network {
             pod.host_network = Some(true);
+            json!({"containerPort": 9100})
         } else {
-            pod.containers[0].ports = Some(vec![
-                serde_json::from_value(json!({"containerPort": 9100, "hostPort": 9100})).unwrap(),
-            ]);
-        }
+            json!({"containerPort": 9100, "hostPort": 9100})
+        };
+        pod.containers[0].ports = Some(vec![serde_json::from_value(port).unwrap()]);
         d
     }
 
@@ -246,6 +253,20 @@ mod tests {
             daemonset("infra", "agent", json!({"type": "RollingUpdate"})),
             false,
         );
+        let p = plan(&[d], &observed(3, "old"), &Policy::default(), now());
+        assert!(kinds(&p).is_empty());
+        // hostNetwork alone says nothing about which ports the daemon binds.
+        let mut d = daemonset("infra", "agent", surge);
+        let pod = d
+            .daemonset
+            .spec
+            .as_mut()
+            .unwrap()
+            .template
+            .spec
+            .as_mut()
+            .unwrap();
+        pod.host_network = Some(true);
         let p = plan(&[d], &observed(3, "old"), &Policy::default(), now());
         assert!(kinds(&p).is_empty());
     }

@@ -211,7 +211,8 @@ fn details(out: &mut String, ds: &DaemonSetPlan, opts: &TableOptions, paint: Pai
         return;
     }
     let total: usize = groups.values().map(Vec::len).sum();
-    let _ = writeln!(out, "  {} need attention:", count(total, "node"));
+    let verb = if total == 1 { "needs" } else { "need" };
+    let _ = writeln!(out, "  {} {verb} attention:", count(total, "node"));
     for (state, nodes) in &groups {
         let heading = format!("{state} ({})", nodes.len());
         let _ = writeln!(out, "    {}", paint.style(&heading, state_style(*state)));
