@@ -1,21 +1,17 @@
 //! `daemonsync apply`: converge once, showing progress, then exit with a summary.
 
-use super::plan::desired_or_error;
+use super::source::SourceArgs;
 use super::{EXIT_OK, parse_now};
 use crate::apply::{self, ApplyOptions, ApplyReport, Outcome, Progress, ProgressUpdate};
 use crate::cluster::SnapshotCluster;
 use crate::cluster::sim::{Sim, parse_duration};
 use crate::cluster::snapshot::load_snapshot;
-use crate::manifest::{self, LoadOptions};
 use crate::model::Timestamp;
 use crate::plan::{Desired, Policy};
 use crate::report;
-use crate::source::git::default_cache_dir;
-use crate::source::{GitAuth, GitSource};
 use anyhow::{Result, anyhow, bail};
 use jiff::SignedDuration;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 
 /// Exit code of `apply`: the rollout halted or did not converge.
 pub const EXIT_HALTED: i32 = 3;
@@ -51,29 +47,9 @@ pub enum Output {
 /// Flags of `daemonsync apply`.
 #[derive(Debug, clap::Args)]
 pub struct ApplyArgs {
-    /// Manifest files or directories (*.yaml, *.yml, *.json, searched recursively).
-    #[arg(
-        long,
-        short = 'm',
-        num_args = 1..,
-        value_name = "PATH",
-        required_unless_present = "repo",
-        conflicts_with = "repo"
-    )]
-    pub manifests: Vec<PathBuf>,
-    /// A git repository (URL, or a local path opened directly) to read the manifests from, at
-    /// --ref, from the commit's tree (never a checkout).
-    #[arg(long, value_name = "URL|PATH")]
-    pub repo: Option<String>,
-    /// The ref to read: a branch, a tag or a commit id (default HEAD).
-    #[arg(long = "ref", value_name = "REF", requires = "repo")]
-    pub reference: Option<String>,
-    /// Directory (or file) inside the repository holding the manifests. Relative; no '..'.
-    #[arg(long, value_name = "SUBDIR", requires = "repo")]
-    pub path: Option<String>,
-    /// Where remote repositories are mirrored. Default: the user cache directory.
-    #[arg(long, value_name = "DIR", env = "DAEMONSYNC_CACHE_DIR")]
-    pub cache_dir: Option<PathBuf>,
+    /// Where the manifests come from.
+    #[command(flatten)]
+    pub source: SourceArgs,
     /// The cluster: `sim:FILE` (a simulated cluster, see docs/sim.md) or `snapshot:FILE`
     /// (read-only: only --dry-run works).
     #[arg(long, short = 'c', value_name = "CLUSTER")]
@@ -96,14 +72,6 @@ pub struct ApplyArgs {
     /// Output format of the final state.
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
     pub output: Output,
-    /// Namespace for manifests that name none (as kubectl does).
-    #[arg(
-        long,
-        short = 'n',
-        default_value = "default",
-        env = "DAEMONSYNC_NAMESPACE"
-    )]
-    pub namespace: String,
     /// The instant a snapshot is judged at (RFC 3339); defaults to now. A sim has its own clock.
     #[arg(long, value_name = "RFC3339")]
     pub now: Option<String>,
@@ -144,33 +112,11 @@ fn target(spec: &str, now: Option<&str>) -> Result<Target> {
 /// manifests on disk. Any error (unreadable source, an invalid DaemonSet, none at all) stops
 /// `apply` before it observes or writes anything, so nothing is ever pruned on a bad source.
 pub fn load_desired(args: &ApplyArgs) -> Result<Vec<Desired>> {
-    let opts = LoadOptions {
-        default_namespace: args.namespace.clone(),
-        ..LoadOptions::default()
-    };
-    if let Some(repo) = &args.repo {
-        let reference = args.reference.clone().unwrap_or_else(|| "HEAD".into());
-        let src = GitSource {
-            url: repo.clone(),
-            reference: reference.clone(),
-            path: args.path.clone().unwrap_or_default(),
-            cache_dir: args.cache_dir.clone().unwrap_or_else(default_cache_dir),
-            auth: GitAuth::from_env(),
-            progress: true,
-        };
-        let handle = src.open()?;
-        let rendered = src.render(&handle, &reference, &opts)?;
-        for n in &rendered.notes {
-            eprintln!("note: {n}");
-        }
-        eprintln!(
-            "source: {} @ {reference} ({})",
-            src.display_url(),
-            rendered.short_revision()
-        );
-        return desired_or_error(rendered.manifests);
+    let loaded = args.source.load(&args.source.load_options())?;
+    if let Some(line) = &loaded.line {
+        eprintln!("{line}");
     }
-    desired_or_error(manifest::load_paths(&args.manifests, &opts)?)
+    Ok(loaded.desired)
 }
 
 /// Runs `daemonsync apply`; returns the exit code.

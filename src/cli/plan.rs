@@ -1,13 +1,13 @@
 //! `daemonsync plan`: what reconciling the manifests would do, node by node.
 
+use super::source::{SourceArgs, load_local, print_notes};
 use super::{EXIT_CHANGES, EXIT_OK, parse_now};
 use crate::cluster::snapshot::load_snapshot;
-use crate::manifest::{self, LoadOptions, Manifests};
+use crate::manifest::{LoadOptions, Manifests};
 use crate::model::Timestamp;
 use crate::plan::{self, Desired, Plan, Policy};
 use crate::report;
-use crate::source::git::default_cache_dir;
-use crate::source::{DirSource, GitAuth, GitSource, Rendered};
+use crate::source::{GitSource, Rendered};
 use anyhow::{Result, bail};
 use clap::ValueEnum;
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -68,53 +68,18 @@ impl Output {
 /// Flags of `daemonsync plan`.
 #[derive(Debug, clap::Args)]
 pub struct PlanArgs {
-    /// Manifest files or directories (*.yaml, *.yml, *.json, searched recursively).
-    #[arg(
-        long,
-        short = 'm',
-        num_args = 1..,
-        value_name = "PATH",
-        required_unless_present = "repo",
-        conflicts_with = "repo"
-    )]
-    pub manifests: Vec<PathBuf>,
+    /// Where the manifests come from.
+    #[command(flatten)]
+    pub source: SourceArgs,
     /// Re-plan whenever a file under --manifests changes (a burst of edits gives one re-plan).
     #[arg(long, requires = "manifests")]
     pub watch: bool,
-    /// A git repository: a URL (https://, ssh://, git://, file://, user@host:path), mirrored in
-    /// --cache-dir and fetched, or a local path opened directly. Files are read from the
-    /// commit's tree, never from a checkout.
-    #[arg(long, value_name = "URL|PATH")]
-    pub repo: Option<String>,
-    /// The ref to read: a branch, a tag or a commit id (default: the remote's default branch,
-    /// or HEAD for a local repository).
-    #[arg(
-        long = "ref",
-        value_name = "REF",
-        requires = "repo",
-        conflicts_with = "base"
-    )]
-    pub reference: Option<String>,
     /// Pull-request mode: the base ref (e.g. the target branch). Needs --head.
-    #[arg(long, value_name = "REF", requires_all = ["repo", "head"])]
+    #[arg(long, value_name = "REF", requires_all = ["repo", "head"], conflicts_with = "reference")]
     pub base: Option<String>,
     /// Pull-request mode: the head ref (the proposed change). Needs --base.
     #[arg(long, value_name = "REF", requires_all = ["repo", "base"])]
     pub head: Option<String>,
-    /// Directory (or file) inside the repository holding the manifests. Relative; no '..'.
-    #[arg(long, value_name = "SUBDIR", requires = "repo")]
-    pub path: Option<String>,
-    /// Where remote repositories are mirrored (bare repositories, fetched, never re-cloned).
-    /// Default: the user cache directory, e.g. ~/.cache/daemonsync.
-    #[arg(long, value_name = "DIR", env = "DAEMONSYNC_CACHE_DIR")]
-    pub cache_dir: Option<PathBuf>,
-    /// SSH private key for ssh:// repositories (default: the SSH agent). HTTPS tokens are read
-    /// from the DAEMONSYNC_GIT_TOKEN environment variable only, never from a flag.
-    #[arg(long, value_name = "FILE", env = "DAEMONSYNC_SSH_KEY")]
-    pub ssh_key: Option<PathBuf>,
-    /// known_hosts file used to verify SSH host keys (default ~/.ssh/known_hosts).
-    #[arg(long, value_name = "FILE")]
-    pub known_hosts: Option<PathBuf>,
     /// Where the observed state comes from: `snapshot:FILE` (output of
     /// `kubectl get nodes,pods,daemonsets -A -o yaml`).
     #[arg(long, short = 'c', value_name = "SOURCE")]
@@ -126,14 +91,6 @@ pub struct PlanArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
     pub output: Output,
-    /// Namespace for manifests that name none (as kubectl does).
-    #[arg(
-        long,
-        short = 'n',
-        default_value = "default",
-        env = "DAEMONSYNC_NAMESPACE"
-    )]
-    pub namespace: String,
     /// Honour Lt/Gt toleration operators (the cluster has the TaintTolerationComparisonOperators
     /// feature gate on).
     #[arg(long)]
@@ -199,13 +156,9 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
     let policy = Policy {
         taint_comparison_operators: args.taint_comparison_operators,
     };
-    let opts = LoadOptions {
-        default_namespace: args.namespace.clone(),
-        ..LoadOptions::default()
-    };
+    let opts = args.source.load_options();
     let observed = || cluster.observe();
-    if let Some(repo) = &args.repo {
-        let src = git_source(args, repo);
+    if let Some(src) = args.source.git() {
         if let (Some(base), Some(head)) = (&args.base, &args.head) {
             let rendered = src.load_refs(&[base, head], &opts)?;
             let [base_r, head_r]: [Rendered; 2] = rendered
@@ -219,29 +172,19 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
             };
             return run_pull_request(args, &src, (base, base_r), (head, head_r), &ctx);
         }
-        let reference = args.reference.as_deref().unwrap_or("HEAD");
-        let repo_handle = src.open()?;
-        let rendered = src.render(&repo_handle, reference, &opts)?;
-        drop(repo_handle);
-        let line = format!(
-            "source: {} @ {reference} ({})",
-            src.display_url(),
-            rendered.short_revision()
-        );
+        let loaded = args.source.load(&opts)?;
         let ctx = Context {
             observed: observed()?,
             policy,
             now,
             opts,
         };
-        print_notes(&rendered);
         let extras = Extras {
-            header: Some(line),
-            head: Some(rendered.short_revision().to_string()),
+            header: loaded.line,
+            head: loaded.commit,
             ..Extras::default()
         };
-        let desired = desired_or_error(rendered.manifests)?;
-        return plan_and_print(&desired, &ctx, args, &extras);
+        return plan_and_print(&loaded.desired, &ctx, args, &extras);
     }
     let ctx = Context {
         observed: observed()?,
@@ -252,50 +195,8 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
     if args.watch {
         return run_watch(args, &ctx);
     }
-    let manifests = load_manifests(&args.manifests, &ctx.opts)?;
-    let desired = desired_or_error(manifests)?;
+    let desired = desired_or_error(load_local(&args.source.manifests, &ctx.opts)?)?;
     plan_and_print(&desired, &ctx, args, &Extras::default())
-}
-
-/// A single directory goes through [`DirSource`] (symlinks confined to it); anything else
-/// through the loader.
-fn load_manifests(paths: &[PathBuf], opts: &LoadOptions) -> Result<Manifests> {
-    if let [dir] = paths
-        && dir.is_dir()
-    {
-        let files = DirSource::new(dir).read_files(&opts.limits)?;
-        let mut out = Manifests::default();
-        for (label, text) in &files {
-            let m = manifest::load_str(label, text, opts)?;
-            out.daemonsets.extend(m.daemonsets);
-            out.invalid.extend(m.invalid);
-            out.others.extend(m.others);
-        }
-        return Ok(out);
-    }
-    Ok(manifest::load_paths(paths, opts)?)
-}
-
-fn git_source(args: &PlanArgs, repo: &str) -> GitSource {
-    let mut auth = GitAuth::from_env();
-    if let Some(key) = &args.ssh_key {
-        auth.ssh_key = Some(key.clone());
-    }
-    auth.known_hosts = args.known_hosts.clone();
-    GitSource {
-        url: repo.to_string(),
-        reference: args.reference.clone().unwrap_or_else(|| "HEAD".into()),
-        path: args.path.clone().unwrap_or_default(),
-        cache_dir: args.cache_dir.clone().unwrap_or_else(default_cache_dir),
-        auth,
-        progress: true,
-    }
-}
-
-fn print_notes(r: &Rendered) {
-    for n in &r.notes {
-        eprintln!("note: {n}");
-    }
 }
 
 /// What a git source adds to the printed plan.
@@ -454,7 +355,7 @@ fn run_pull_request(
 /// `--watch`: plan now, then once per burst of changes. Errors are printed and watching goes on.
 fn run_watch(args: &PlanArgs, ctx: &Context) -> Result<i32> {
     let once = || {
-        let result = load_manifests(&args.manifests, &ctx.opts)
+        let result = load_local(&args.source.manifests, &ctx.opts)
             .and_then(desired_or_error)
             .and_then(|d| plan_and_print(&d, ctx, args, &Extras::default()));
         if let Err(e) = result {
@@ -462,11 +363,15 @@ fn run_watch(args: &PlanArgs, ctx: &Context) -> Result<i32> {
         }
     };
     once();
-    crate::source::watch::watch_paths(&args.manifests, crate::source::watch::DEBOUNCE, || {
-        println!("\n--- change detected; re-planning ---\n");
-        once();
-        true
-    })?;
+    crate::source::watch::watch_paths(
+        &args.source.manifests,
+        crate::source::watch::DEBOUNCE,
+        || {
+            println!("\n--- change detected; re-planning ---\n");
+            once();
+            true
+        },
+    )?;
     Ok(EXIT_OK)
 }
 

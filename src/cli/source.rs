@@ -1,0 +1,144 @@
+//! Where the manifests come from, shared by `plan` and `apply`: files and directories, or a
+//! git repository at a ref.
+
+use super::plan::desired_or_error;
+use crate::manifest::{self, LoadOptions, Manifests};
+use crate::plan::Desired;
+use crate::source::git::default_cache_dir;
+use crate::source::{DirSource, GitAuth, GitSource, Rendered};
+use anyhow::Result;
+use std::path::PathBuf;
+
+/// Flags that say where the manifests come from.
+#[derive(Debug, clap::Args)]
+pub struct SourceArgs {
+    /// Manifest files or directories (*.yaml, *.yml, *.json, searched recursively).
+    #[arg(
+        long,
+        short = 'm',
+        num_args = 1..,
+        value_name = "PATH",
+        required_unless_present = "repo",
+        conflicts_with = "repo"
+    )]
+    pub manifests: Vec<PathBuf>,
+    /// A git repository: a URL (https://, ssh://, git://, file://, user@host:path), mirrored in
+    /// --cache-dir and fetched, or a local path opened directly. Files are read from the
+    /// commit's tree, never from a checkout.
+    #[arg(long, value_name = "URL|PATH")]
+    pub repo: Option<String>,
+    /// The ref to read: a branch, a tag or a commit id (default HEAD).
+    #[arg(long = "ref", value_name = "REF", requires = "repo")]
+    pub reference: Option<String>,
+    /// Directory (or file) inside the repository holding the manifests. Relative; no '..'.
+    #[arg(long, value_name = "SUBDIR", requires = "repo")]
+    pub path: Option<String>,
+    /// Where remote repositories are mirrored (bare repositories, fetched, never re-cloned).
+    /// Default: the user cache directory, e.g. ~/.cache/daemonsync.
+    #[arg(long, value_name = "DIR", env = "DAEMONSYNC_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// SSH private key for ssh:// repositories (default: the SSH agent). HTTPS tokens are read
+    /// from the DAEMONSYNC_GIT_TOKEN environment variable only, never from a flag.
+    #[arg(long, value_name = "FILE", env = "DAEMONSYNC_SSH_KEY")]
+    pub ssh_key: Option<PathBuf>,
+    /// known_hosts file used to verify SSH host keys (default ~/.ssh/known_hosts).
+    #[arg(long, value_name = "FILE")]
+    pub known_hosts: Option<PathBuf>,
+    /// Namespace for manifests that name none (as kubectl does).
+    #[arg(
+        long,
+        short = 'n',
+        default_value = "default",
+        env = "DAEMONSYNC_NAMESPACE"
+    )]
+    pub namespace: String,
+}
+
+/// Desired DaemonSets read from a source, with what identifies it.
+pub struct Loaded {
+    /// The valid DaemonSets.
+    pub desired: Vec<Desired>,
+    /// `source: <url> @ <ref> (<commit>)` for a git source.
+    pub line: Option<String>,
+    /// The short commit id, for a git source.
+    pub commit: Option<String>,
+}
+
+impl SourceArgs {
+    /// Loader options from the flags.
+    pub fn load_options(&self) -> LoadOptions {
+        LoadOptions {
+            default_namespace: self.namespace.clone(),
+            ..LoadOptions::default()
+        }
+    }
+
+    /// The git source named by `--repo`, if any.
+    pub fn git(&self) -> Option<GitSource> {
+        let repo = self.repo.as_ref()?;
+        let mut auth = GitAuth::from_env();
+        if let Some(key) = &self.ssh_key {
+            auth.ssh_key = Some(key.clone());
+        }
+        auth.known_hosts = self.known_hosts.clone();
+        Some(GitSource {
+            url: repo.clone(),
+            reference: self.reference.clone().unwrap_or_else(|| "HEAD".into()),
+            path: self.path.clone().unwrap_or_default(),
+            cache_dir: self.cache_dir.clone().unwrap_or_else(default_cache_dir),
+            auth,
+            progress: true,
+        })
+    }
+
+    /// Reads the desired DaemonSets: from git at `--ref`, or from `--manifests`. Fails, and
+    /// so plans nothing, on any invalid DaemonSet or an empty render.
+    pub fn load(&self, opts: &LoadOptions) -> Result<Loaded> {
+        let Some(src) = self.git() else {
+            return Ok(Loaded {
+                desired: desired_or_error(load_local(&self.manifests, opts)?)?,
+                line: None,
+                commit: None,
+            });
+        };
+        let handle = src.open()?;
+        let rendered = src.render(&handle, &src.reference, opts)?;
+        print_notes(&rendered);
+        Ok(Loaded {
+            line: Some(format!(
+                "source: {} @ {} ({})",
+                src.display_url(),
+                src.reference,
+                rendered.short_revision()
+            )),
+            commit: Some(rendered.short_revision().to_string()),
+            desired: desired_or_error(rendered.manifests)?,
+        })
+    }
+}
+
+/// Reads `--manifests`: a single directory goes through [`DirSource`] (symlinks confined to
+/// it); files and several paths through the loader.
+pub fn load_local(paths: &[PathBuf], opts: &LoadOptions) -> Result<Manifests> {
+    if let [dir] = paths
+        && dir.is_dir()
+    {
+        let files = DirSource::new(dir).read_files(&opts.limits)?;
+        let mut out = Manifests::default();
+        for (label, text) in &files {
+            let m = manifest::load_str(label, text, opts)?;
+            out.daemonsets.extend(m.daemonsets);
+            out.invalid.extend(m.invalid);
+            out.others.extend(m.others);
+        }
+        return Ok(out);
+    }
+    Ok(manifest::load_paths(paths, opts)?)
+}
+
+/// Prints what the source noticed (submodules skipped, …) to stderr.
+pub fn print_notes(r: &Rendered) {
+    for n in &r.notes {
+        eprintln!("note: {n}");
+    }
+}
