@@ -140,6 +140,9 @@ pub enum ApplyError {
     /// Writes kept failing.
     #[error("writes keep failing; last error: {0}")]
     WritesFailing(ClusterError),
+    /// Pod writes went through but status writes kept failing.
+    #[error("the rollout went on, but writing DaemonSet status keeps failing; last error: {0}")]
+    StatusFailing(ClusterError),
 }
 
 /// Progress of one DaemonSet, as shown while applying.
@@ -237,6 +240,10 @@ pub async fn apply<C: Cluster>(
     let mut last_instant = started;
     let mut steps_at_instant = 0;
     let mut failing_steps = 0;
+    // A failed status write does not stop the rollout (upstream writes status after its sync
+    // whatever happened); a failing step's error takes precedence over a status error.
+    let mut status_error: Option<ClusterError>;
+    let mut failing_status = 0;
     loop {
         let now = state.now;
         let plan = plan::plan(desired, &state.observed, &opts.policy, now);
@@ -271,7 +278,16 @@ pub async fn apply<C: Cluster>(
         if opts.dry_run {
             return Ok(report(Outcome::DryRun, plan, &counts, &health, orphans));
         }
-        write_statuses(cluster, &plan, &state).await?;
+        match write_statuses(cluster, &plan, &state).await {
+            Ok(()) => {
+                failing_status = 0;
+                status_error = None;
+            }
+            Err(e) => {
+                failing_status += 1;
+                status_error = Some(e);
+            }
+        }
         if !health.failed.is_empty() {
             for f in &health.failed {
                 cluster
@@ -321,8 +337,16 @@ pub async fn apply<C: Cluster>(
                     }
                 }
             }
+            if failing_status >= MAX_FAILING_STEPS
+                && let Some(e) = status_error.take()
+            {
+                return Err(ApplyError::StatusFailing(e));
+            }
             state = cluster.observe().await?;
             continue;
+        }
+        if let Some(e) = status_error.take() {
+            return Err(ApplyError::StatusFailing(e));
         }
         if health.converged(&plan) && (!opts.prune || orphans.is_empty()) {
             return Ok(report(Outcome::Converged, plan, &counts, &health, orphans));

@@ -594,3 +594,76 @@ fn a_not_ready_node_that_uses_the_whole_budget_stops_the_rollout_with_a_node_pro
     assert_eq!(r.node_problems.len(), 1);
     assert_eq!(r.node_problems[0].node, "sick");
 }
+
+/// A simulated cluster whose pod creations and/or status writes fail (upstream's fake pod
+/// control and status client with injected errors).
+struct Faulty {
+    sim: Sim,
+    fail_creates: bool,
+    fail_status: bool,
+}
+
+impl Cluster for Faulty {
+    async fn observe(&mut self) -> Result<crate::cluster::ClusterState, ClusterError> {
+        self.sim.observe().await
+    }
+    async fn create_pod(
+        &mut self,
+        pod: k8s_openapi::api::core::v1::Pod,
+    ) -> Result<String, ClusterError> {
+        if self.fail_creates {
+            return Err(ClusterError::Rejected("create refused".into()));
+        }
+        self.sim.create_pod(pod).await
+    }
+    async fn delete_pod(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
+        self.sim.delete_pod(namespace, name).await
+    }
+    async fn write_status(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        status: &crate::plan::Status,
+    ) -> Result<(), ClusterError> {
+        if self.fail_status {
+            return Err(ClusterError::Backend("status refused".into()));
+        }
+        self.sim.write_status(namespace, name, status).await
+    }
+    async fn emit_event(&mut self, event: crate::cluster::Event) -> Result<(), ClusterError> {
+        self.sim.emit_event(event).await
+    }
+    async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {
+        self.sim.wait_for_change(deadline).await
+    }
+}
+
+#[test]
+fn m30_sync_errors_take_precedence_over_status_errors() {
+    let new = desired(&ds_yaml("agent", "agent:1", UNAVAILABLE_1, ""));
+    let run = |fail_creates, fail_status| {
+        let mut c = Faulty {
+            sim: sim(&fleet(1, "")),
+            fail_creates,
+            fail_status,
+        };
+        let r = block_on(apply(
+            &mut c,
+            &new,
+            &ApplyOptions::default(),
+            &mut NoProgress,
+        ));
+        (r, c.sim.observed().pods.len())
+    };
+    // Create errors only: the sync error is returned.
+    let (r, pods) = run(true, false);
+    assert!(matches!(r, Err(ApplyError::WritesFailing(_))), "{r:?}");
+    assert_eq!(pods, 0);
+    // Status errors only: the rollout still happens, then the status error is returned.
+    let (r, pods) = run(false, true);
+    assert!(matches!(r, Err(ApplyError::StatusFailing(_))), "{r:?}");
+    assert_eq!(pods, 1, "the pod was created although status writes failed");
+    // Both: the sync error wins.
+    let (r, _) = run(true, true);
+    assert!(matches!(r, Err(ApplyError::WritesFailing(_))), "{r:?}");
+}
