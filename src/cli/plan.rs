@@ -81,7 +81,8 @@ pub struct PlanArgs {
     #[arg(long, value_name = "REF", requires_all = ["repo", "base"])]
     pub head: Option<String>,
     /// Where the observed state comes from: `snapshot:FILE` (output of
-    /// `kubectl get nodes,pods,daemonsets -A -o yaml`).
+    /// `kubectl get nodes,pods,daemonsets -A -o yaml`) or `sim:FILE` (a simulated cluster at
+    /// its start, see docs/sim.md).
     #[arg(long, short = 'c', value_name = "SOURCE")]
     pub cluster: String,
     /// The instant to plan for (RFC 3339); minReadySeconds is measured against it.
@@ -111,6 +112,8 @@ pub const PART_BREAK: &str = "<!-- daemonsync-plan-part-break -->";
 pub enum ClusterSource {
     /// A snapshot file.
     Snapshot(PathBuf),
+    /// A simulated cluster at its start (see docs/sim.md).
+    Sim(PathBuf),
 }
 
 impl ClusterSource {
@@ -118,6 +121,7 @@ impl ClusterSource {
     pub fn observe(&self) -> Result<plan::Observed> {
         match self {
             ClusterSource::Snapshot(path) => Ok(load_snapshot(path)?),
+            ClusterSource::Sim(path) => Ok(crate::cluster::sim::Sim::load(path)?.observed()),
         }
     }
 }
@@ -129,9 +133,11 @@ impl std::str::FromStr for ClusterSource {
             Some(("snapshot", path)) if !path.is_empty() => {
                 Ok(ClusterSource::Snapshot(path.into()))
             }
+            Some(("sim", path)) if !path.is_empty() => Ok(ClusterSource::Sim(path.into())),
             _ => bail!(
                 "unsupported --cluster {s:?}: use snapshot:FILE, where FILE is the output of \
-                 `kubectl get nodes,pods,daemonsets -A -o yaml`"
+                 `kubectl get nodes,pods,daemonsets -A -o yaml`, or sim:FILE for a simulated \
+                 cluster (docs/sim.md)"
             ),
         }
     }

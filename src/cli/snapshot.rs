@@ -2,8 +2,8 @@
 //! what the planner reads, so CI can plan without cluster credentials.
 //!
 //! The snapshot is built from the planner's [`Observed`] state, not copied from the source, so
-//! any [`ClusterSource`] (a snapshot today; the simulator and a live cluster once those backends
-//! exist) writes the same format, and nothing the planner does not read (Secret data, env
+//! any [`ClusterSource`] (a snapshot, the simulator; a live cluster once that backend
+//! exists) writes the same format, and nothing the planner does not read (Secret data, env
 //! values, managed fields, annotations) ever leaves the cluster.
 
 use super::ClusterSource;
@@ -23,6 +23,9 @@ Examples:
 
   # Write to stdout
   daemonsync snapshot --cluster snapshot:full.yaml -o -
+
+  # The simulated demo fleet as a snapshot, to plan against without the simulator
+  daemonsync snapshot --cluster sim:examples/sim/demo.yaml -o demo-snapshot.yaml
 
   # Then plan without credentials
   daemonsync plan --manifests ./deploy --cluster snapshot:fixtures/cluster.yaml

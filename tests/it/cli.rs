@@ -451,6 +451,31 @@ fn snapshot_writes_a_pruned_snapshot_that_plans_the_same() {
 }
 
 #[test]
+fn snapshot_of_the_simulated_fleet_plans_like_the_simulator() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo.yaml");
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let sim = format!("sim:{}", examples.join("sim/demo.yaml").display());
+    let mut c = bin();
+    c.arg("snapshot").args(["-c", &sim]).arg("-o").arg(&out);
+    c.assert()
+        .success()
+        .stderr(predicate::str::contains("31 nodes"));
+    let manifests = examples.join("manifests");
+    let json = |cluster: &str| {
+        let mut c = bin();
+        c.arg("plan")
+            .arg("-m")
+            .arg(&manifests)
+            .args(["-c", cluster, "--now", NOW, "-o", "json"]);
+        stdout(&mut c)
+    };
+    let from_file = json(&format!("snapshot:{}", out.display()));
+    assert_eq!(from_file, json(&sim));
+    assert!(from_file.contains("\"node-agent\""), "{from_file}");
+}
+
+#[test]
 fn snapshot_errors() {
     bin()
         .args(["snapshot", "-c", "snapshot:/no/such.yaml", "-o", "-"])
