@@ -5,7 +5,7 @@ mod apply;
 mod plan;
 mod render;
 mod snapshot;
-mod source;
+pub(crate) mod source;
 mod status;
 
 pub use apply::{ApplyArgs, EXIT_HALTED, load_desired};

@@ -2,8 +2,7 @@
 //! the pod one of them would create on a given node.
 
 use super::ClusterSource;
-use super::plan::desired_or_error;
-use crate::manifest::{self, LoadOptions};
+use super::source::load_desired_paths;
 use crate::plan::eligibility;
 use crate::plan::render::{PodOwner, pod_for_node};
 use crate::plan::{DaemonSetSpec, Desired, PLAN_API_VERSION, Policy, RECORD_KIND};
@@ -60,11 +59,7 @@ pub fn run(args: &RenderArgs) -> Result<i32> {
     {
         bail!("--node must name a node");
     }
-    let opts = LoadOptions {
-        default_namespace: args.namespace.clone(),
-        ..LoadOptions::default()
-    };
-    let mut desired = desired_or_error(manifest::load_paths(&args.manifests, &opts)?)?;
+    let mut desired = load_desired_paths(&args.manifests, &args.namespace)?;
     if let Some(want) = &args.daemonset {
         desired.retain(|d| matches_name(d, want));
         if desired.is_empty() {

@@ -136,6 +136,16 @@ pub fn load_local(paths: &[PathBuf], opts: &LoadOptions) -> Result<Manifests> {
     Ok(manifest::load_paths(paths, opts)?)
 }
 
+/// The desired DaemonSets in `paths` (files or directories), manifests without a namespace
+/// getting `namespace`; an error, planning nothing, if any is invalid or there is none.
+pub fn load_desired_paths(paths: &[PathBuf], namespace: &str) -> Result<Vec<Desired>> {
+    let opts = LoadOptions {
+        default_namespace: namespace.to_string(),
+        ..LoadOptions::default()
+    };
+    desired_or_error(load_local(paths, &opts)?)
+}
+
 /// Prints what the source noticed (submodules skipped, …) to stderr.
 pub fn print_notes(r: &Rendered) {
     for n in &r.notes {

@@ -5,8 +5,9 @@
 //! by the planner from the observed nodes and pods, so they read the same for both.
 
 use super::ClusterSource;
-use super::plan::{color_enabled, desired_or_error};
-use crate::manifest::{self, LoadOptions};
+use super::plan::color_enabled;
+use super::source::load_desired_paths;
+use crate::manifest;
 use crate::model::Timestamp;
 use crate::plan::{self, Desired, Policy};
 use crate::report;
@@ -77,11 +78,7 @@ pub fn run(args: &StatusArgs) -> Result<i32> {
     let mut desired = if args.manifests.is_empty() {
         Vec::new()
     } else {
-        let opts = LoadOptions {
-            default_namespace: args.namespace.clone(),
-            ..LoadOptions::default()
-        };
-        desired_or_error(manifest::load_paths(&args.manifests, &opts)?)?
+        load_desired_paths(&args.manifests, &args.namespace)?
     };
     let observed = source.observe()?;
     desired.extend(live_only(&desired, &observed));
