@@ -45,8 +45,9 @@ fn on_node(i: u32, slot: &Slot, allows_surge: bool, actions: &mut Actions) {
     }
     for p in slot.pods.iter().filter(|p| !p.terminating) {
         match p.phase {
-            // Failed pods are always deleted; the executor spaces out repeated failures on one
-            // node (upstream's per-node backoff) since the planner keeps no memory.
+            // Failed pods are always deleted: the planner keeps no memory, so upstream's
+            // per-node backoff is not modelled (apply's progress deadline halts a rollout
+            // whose new pods keep failing).
             PodPhase::Failed => actions.delete.push(del(i, p, DeleteReason::Failed)),
             PodPhase::Succeeded => actions.delete.push(del(i, p, DeleteReason::Succeeded)),
             _ => {}
