@@ -417,7 +417,7 @@ async fn execute<C: Cluster>(
                 return Ok(Executed::Interrupted);
             }
         }
-        let owner = crate::cluster::sim::record_owner(&spec.name);
+        let owner = plan::render::PodOwner::record(&spec.name);
         let mut batch = 1;
         let mut next = 0;
         'batches: while next < ds.step.create.len() {

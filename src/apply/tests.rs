@@ -553,7 +553,7 @@ fn created_pods_carry_the_ownership_labels() {
         let c = p.controller.as_ref().unwrap();
         assert_eq!(
             (c.kind.as_str(), c.name.as_str(), c.api_version.as_str()),
-            (plan::RECORD_KIND, "agent", plan::PLAN_API_VERSION)
+            (plan::RECORD_KIND, "agent", plan::RECORD_API_VERSION)
         );
         assert_eq!(p.labels.get(MANAGED_BY_LABEL).unwrap(), MANAGED_BY_VALUE);
         assert_eq!(p.revision_hash(), Some(rev.as_str()));

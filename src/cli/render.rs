@@ -5,7 +5,7 @@ use super::ClusterSource;
 use super::source::load_desired_paths;
 use crate::plan::eligibility;
 use crate::plan::render::{PodOwner, pod_for_node};
-use crate::plan::{DaemonSetSpec, Desired, PLAN_API_VERSION, Policy, RECORD_KIND};
+use crate::plan::{DaemonSetSpec, Desired, Policy};
 use anyhow::{Context as _, Result, bail};
 use std::io::Write;
 use std::path::PathBuf;
@@ -129,12 +129,7 @@ fn pods(
                 );
             }
         }
-        let owner = PodOwner {
-            api_version: PLAN_API_VERSION.into(),
-            kind: RECORD_KIND.into(),
-            name: spec.name.clone(),
-            uid: String::new(),
-        };
+        let owner = PodOwner::record(&spec.name);
         let pod = pod_for_node(&d.daemonset, &spec, node, &owner);
         docs.push(serde_json::to_value(&pod)?);
     }

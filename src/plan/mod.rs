@@ -35,7 +35,7 @@ mod waves;
 
 pub use classify::{NodeState, Reason};
 pub use daemonset::{DaemonSetSpec, IntOrPercent, UpdateStrategy};
-pub use pods::{RECORD_GROUP, RECORD_KIND, is_pod_updated};
+pub use pods::{RECORD_API_VERSION, RECORD_GROUP, RECORD_KIND, is_pod_updated};
 pub use risks::{Risk, RiskKind};
 pub use rollout::{Budgets, allows_surge, budgets};
 pub use status::Status;

@@ -90,6 +90,9 @@ impl<'a> PodIndex<'a> {
 /// API group of daemonsync's record kind.
 pub const RECORD_GROUP: &str = "daemonsync.io";
 
+/// `apiVersion` of daemonsync's record kind.
+pub const RECORD_API_VERSION: &str = "daemonsync.io/v1alpha1";
+
 /// A controller reference that can name a managed DaemonSet: the built-in `apps` DaemonSet
 /// (or its legacy `extensions` spelling) or daemonsync's record. Kinds of the same name in
 /// other groups (OpenKruise's `apps.kruise.io` DaemonSet, say) belong to other controllers.

@@ -111,6 +111,19 @@ pub struct PodOwner {
     pub uid: String,
 }
 
+impl PodOwner {
+    /// daemonsync's record of the managed DaemonSet `name`: the controller of every pod
+    /// daemonsync creates (the uid is filled in by a live backend, which knows it).
+    pub fn record(name: &str) -> Self {
+        PodOwner {
+            api_version: crate::plan::RECORD_API_VERSION.into(),
+            kind: crate::plan::RECORD_KIND.into(),
+            name: name.into(),
+            uid: String::new(),
+        }
+    }
+}
+
 /// The pod the DaemonSet creates for `node` (upstream `CreatePodTemplate` plus
 /// `GetPodFromTemplate`): the template with the automatic tolerations, the revision, template
 /// generation and managed-by labels, node affinity pinned to `node`, `generateName

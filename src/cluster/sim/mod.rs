@@ -326,22 +326,12 @@ impl Sim {
                     &d.daemonset,
                     &spec,
                     &entry.node,
-                    &record_owner(&spec.name),
+                    &crate::plan::render::PodOwner::record(&spec.name),
                 );
                 self.insert_running(pod, since)?;
             }
         }
         Ok(())
-    }
-}
-
-/// The controller ownerReference daemonsync writes into the pods it creates: its record.
-pub fn record_owner(name: &str) -> crate::plan::render::PodOwner {
-    crate::plan::render::PodOwner {
-        api_version: crate::plan::PLAN_API_VERSION.into(),
-        kind: crate::plan::RECORD_KIND.into(),
-        name: name.into(),
-        uid: String::new(),
     }
 }
 
