@@ -50,12 +50,8 @@ const HEADERS: [&str; 11] = [
     "STRATEGY",
 ];
 
-/// Renders the plan for a terminal. Ends with a newline.
-pub fn to_table(plan: &Plan, opts: &TableOptions) -> String {
-    let paint = Painter(opts.color);
-    if plan.daemonsets.is_empty() {
-        return "No DaemonSets to plan.\n".into();
-    }
+/// The `kubectl get ds`-style rows, header in bold, trailing spaces trimmed.
+fn summary_rows(plan: &Plan, paint: Painter) -> String {
     let mut out = String::new();
     for (i, line) in summary_table(plan).lines().enumerate() {
         let line = line.trim_end();
@@ -66,6 +62,16 @@ pub fn to_table(plan: &Plan, opts: &TableOptions) -> String {
         }
         out.push('\n');
     }
+    out
+}
+
+/// Renders the plan for a terminal. Ends with a newline.
+pub fn to_table(plan: &Plan, opts: &TableOptions) -> String {
+    let paint = Painter(opts.color);
+    if plan.daemonsets.is_empty() {
+        return "No DaemonSets to plan.\n".into();
+    }
+    let mut out = summary_rows(plan, paint);
     for ds in &plan.daemonsets {
         out.push('\n');
         details(&mut out, ds, opts, paint);
@@ -80,16 +86,7 @@ pub fn to_status_table(plan: &Plan, opts: &TableOptions) -> String {
     if plan.daemonsets.is_empty() {
         return "No DaemonSets found.\n".into();
     }
-    let mut out = String::new();
-    for (i, line) in summary_table(plan).lines().enumerate() {
-        let line = line.trim_end();
-        if i == 0 {
-            out.push_str(&paint.style(line, Style::new().bold()));
-        } else {
-            out.push_str(line);
-        }
-        out.push('\n');
-    }
+    let mut out = summary_rows(plan, paint);
     if opts.wide {
         for ds in &plan.daemonsets {
             let title = format!("{}/{}", ds.namespace, ds.name);
