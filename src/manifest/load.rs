@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -11,7 +10,7 @@ use serde_json::Value;
 use super::error::quote;
 use super::{
     DocRef, FieldError, InvalidDaemonSet, Limits, LoadError, LoadOptions, Manifest, Manifests,
-    OtherObject, RawDocument, apply_defaults, validate,
+    OtherObject, Overrun, RawDocument, ReadBudget, apply_defaults, validate,
 };
 
 /// Split one file's text into objects.
@@ -542,6 +541,22 @@ fn io_err(path: &Path, source: std::io::Error) -> LoadError {
     }
 }
 
+/// The loader's wording of a file that does not fit the budget.
+fn overrun_error(file: &str, o: Overrun) -> LoadError {
+    match o {
+        Overrun::File { size, limit } => LoadError::TooLarge {
+            file: file.to_string(),
+            size,
+            limit,
+        },
+        Overrun::Total { total, limit } => LoadError::TotalTooLarge {
+            file: file.to_string(),
+            total,
+            limit,
+        },
+    }
+}
+
 fn push_file(files: &mut Vec<PathBuf>, path: PathBuf, limits: &Limits) -> Result<(), LoadError> {
     if files.len() >= limits.max_files {
         return Err(LoadError::TooManyFiles {
@@ -594,38 +609,12 @@ pub fn load_paths(paths: &[PathBuf], opts: &LoadOptions) -> Result<Manifests, Lo
             push_file(&mut files, path.clone(), limits)?;
         }
     }
-    let mut total: u64 = 0;
+    let mut budget = ReadBudget::new(limits);
     let mut out = Manifests::default();
     for path in &files {
         let label = path.display().to_string();
-        let size = fs::metadata(path).map_err(|e| io_err(path, e))?.len();
-        if size > limits.max_file_bytes {
-            return Err(LoadError::TooLarge {
-                file: label,
-                size,
-                limit: limits.max_file_bytes,
-            });
-        }
-        let mut bytes = Vec::new();
-        fs::File::open(path)
-            .and_then(|f| f.take(limits.max_file_bytes + 1).read_to_end(&mut bytes))
-            .map_err(|e| io_err(path, e))?;
-        let read = bytes.len() as u64;
-        if read > limits.max_file_bytes {
-            return Err(LoadError::TooLarge {
-                file: label,
-                size: read,
-                limit: limits.max_file_bytes,
-            });
-        }
-        total += read;
-        if total > limits.max_total_bytes {
-            return Err(LoadError::TotalTooLarge {
-                file: label,
-                total,
-                limit: limits.max_total_bytes,
-            });
-        }
+        let (bytes, size) = budget.read_capped(path).map_err(|e| io_err(path, e))?;
+        budget.admit(size).map_err(|o| overrun_error(&label, o))?;
         let text = String::from_utf8(bytes).map_err(|e| LoadError::NotUtf8 {
             file: label.clone(),
             offset: e.utf8_error().valid_up_to(),

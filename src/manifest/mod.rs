@@ -134,6 +134,88 @@ pub struct Limits {
     pub max_documents: usize,
 }
 
+/// The size limits of one load, applied file by file as files are read: the single-file
+/// limit and the running total. Every reader (files, directories, git trees) admits its files
+/// through one budget, so the limits mean the same everywhere.
+#[derive(Debug, Clone)]
+pub struct ReadBudget {
+    max_file_bytes: u64,
+    max_total_bytes: u64,
+    total: u64,
+}
+
+/// Why a file does not fit a [`ReadBudget`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overrun {
+    /// The file alone is larger than `limit`.
+    File {
+        /// The file's size.
+        size: u64,
+        /// The single-file limit.
+        limit: u64,
+    },
+    /// With this file, the load reads more than `limit`.
+    Total {
+        /// Bytes read including this file.
+        total: u64,
+        /// The total limit.
+        limit: u64,
+    },
+}
+
+impl ReadBudget {
+    /// A fresh budget for one load.
+    pub fn new(limits: &Limits) -> Self {
+        ReadBudget {
+            max_file_bytes: limits.max_file_bytes,
+            max_total_bytes: limits.max_total_bytes,
+            total: 0,
+        }
+    }
+
+    /// The most bytes worth reading from one file: one past the limit, so an oversized file is
+    /// recognised without reading it whole.
+    pub fn read_cap(&self) -> u64 {
+        self.max_file_bytes.saturating_add(1)
+    }
+
+    /// Reads at most [`ReadBudget::read_cap`] bytes of the file at `path`, and returns them
+    /// with the file's size (its full size when it is larger than what was read), ready for
+    /// [`ReadBudget::admit`].
+    pub fn read_capped(&self, path: &std::path::Path) -> std::io::Result<(Vec<u8>, u64)> {
+        use std::io::Read;
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)?
+            .take(self.read_cap())
+            .read_to_end(&mut bytes)?;
+        let read = bytes.len() as u64;
+        let size = if read < self.read_cap() {
+            read
+        } else {
+            std::fs::metadata(path).map_or(read, |m| m.len().max(read))
+        };
+        Ok((bytes, size))
+    }
+
+    /// Admits a file of `size` bytes, counting it towards the total.
+    pub fn admit(&mut self, size: u64) -> Result<(), Overrun> {
+        if size > self.max_file_bytes {
+            return Err(Overrun::File {
+                size,
+                limit: self.max_file_bytes,
+            });
+        }
+        self.total += size;
+        if self.total > self.max_total_bytes {
+            return Err(Overrun::Total {
+                total: self.total,
+                limit: self.max_total_bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {

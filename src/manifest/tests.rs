@@ -1154,3 +1154,30 @@ fn corpus_details_users_see() {
     let again = load_paths(&[dir], &opts).unwrap();
     assert_eq!(all, again);
 }
+
+#[test]
+fn read_budget_refuses_a_large_file_and_a_large_total() {
+    let limits = Limits {
+        max_file_bytes: 10,
+        max_total_bytes: 25,
+        ..Limits::default()
+    };
+    let mut budget = ReadBudget::new(&limits);
+    assert_eq!(budget.read_cap(), 11);
+    assert_eq!(
+        budget.admit(11),
+        Err(Overrun::File {
+            size: 11,
+            limit: 10
+        })
+    );
+    assert_eq!(budget.admit(10), Ok(()));
+    assert_eq!(budget.admit(10), Ok(()));
+    assert_eq!(
+        budget.admit(6),
+        Err(Overrun::Total {
+            total: 26,
+            limit: 25
+        })
+    );
+}

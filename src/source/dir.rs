@@ -1,10 +1,9 @@
 //! A local directory (a plain path, or a repository's work tree).
 
 use super::{Rendered, Source, SourceError, is_manifest_name, load_files};
-use crate::manifest::{Limits, LoadOptions};
+use crate::manifest::{Limits, LoadOptions, ReadBudget};
 use git2::{ObjectType, Oid};
 use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Manifest files under a local directory (or one file).
@@ -34,31 +33,14 @@ impl DirSource {
         } else {
             paths.push(self.root.clone());
         }
-        let mut total = 0u64;
+        let mut budget = ReadBudget::new(limits);
         let mut out = Vec::with_capacity(paths.len());
         for path in paths {
             let label = path.display().to_string();
-            let mut bytes = Vec::new();
-            fs::File::open(&path)
-                .and_then(|f| f.take(limits.max_file_bytes + 1).read_to_end(&mut bytes))
-                .map_err(|e| io_err(&path, e))?;
-            let size = bytes.len() as u64;
-            if size > limits.max_file_bytes {
-                let size = fs::metadata(&path).map(|m| m.len()).unwrap_or(size);
-                return Err(SourceError::FileTooLarge {
-                    file: label,
-                    size,
-                    limit: limits.max_file_bytes,
-                });
-            }
-            total += size;
-            if total > limits.max_total_bytes {
-                return Err(SourceError::TotalTooLarge {
-                    file: label,
-                    total,
-                    limit: limits.max_total_bytes,
-                });
-            }
+            let (bytes, size) = budget.read_capped(&path).map_err(|e| io_err(&path, e))?;
+            budget
+                .admit(size)
+                .map_err(|o| SourceError::overrun(&label, o))?;
             let text = String::from_utf8(bytes).map_err(|_| SourceError::NotUtf8 {
                 file: label.clone(),
             })?;

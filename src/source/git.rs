@@ -398,7 +398,7 @@ impl GitSource {
             .map_err(|e| self.repo_err(e.message()))?;
         let tree = commit.tree().map_err(|e| self.repo_err(e.message()))?;
         let reader = TreeReader::new(repo, tree, &opts.limits);
-        let mut files = TreeFiles::default();
+        let mut files = TreeFiles::new(&opts.limits);
         let name = format!(
             "{} @ {reference} ({})",
             self.display_url(),

@@ -25,7 +25,7 @@ pub use git::{GitAuth, GitSource};
 pub use redact::{redact, redact_url};
 pub use tracked::{Refresh, Tracked};
 
-use crate::manifest::{LoadError, LoadOptions, Manifests};
+use crate::manifest::{LoadError, LoadOptions, Manifests, Overrun};
 
 /// The result of reading a source: the manifests and the exact revision they came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -245,4 +245,22 @@ pub(crate) fn load_files(
 pub(crate) fn is_manifest_name(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     lower.ends_with(".yaml") || lower.ends_with(".yml") || lower.ends_with(".json")
+}
+
+impl SourceError {
+    /// A source's wording of a file that does not fit the load's [`crate::manifest::ReadBudget`].
+    pub fn overrun(file: &str, o: Overrun) -> Self {
+        match o {
+            Overrun::File { size, limit } => SourceError::FileTooLarge {
+                file: file.to_string(),
+                size,
+                limit,
+            },
+            Overrun::Total { total, limit } => SourceError::TotalTooLarge {
+                file: file.to_string(),
+                total,
+                limit,
+            },
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! Reading manifest files from a commit's tree, blob by blob, confined to the repository.
 
 use super::{SourceError, is_manifest_name};
-use crate::manifest::Limits;
+use crate::manifest::{Limits, ReadBudget};
 use git2::{ObjectType, Oid, Repository, Tree};
 
 const SYMLINK_MODE: i32 = 0o120000;
@@ -37,11 +37,21 @@ pub(crate) enum Found {
 }
 
 /// Files read from a tree: (label, text) in sorted path order, plus notes.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct TreeFiles {
     pub files: Vec<(String, String)>,
     pub notes: Vec<String>,
-    pub total: u64,
+    pub budget: ReadBudget,
+}
+
+impl TreeFiles {
+    pub(crate) fn new(limits: &Limits) -> Self {
+        TreeFiles {
+            files: Vec::new(),
+            notes: Vec::new(),
+            budget: ReadBudget::new(limits),
+        }
+    }
 }
 
 pub(crate) struct TreeReader<'r> {
@@ -192,22 +202,9 @@ impl<'r> TreeReader<'r> {
         }
         let odb = self.repo.odb().map_err(|e| self.git_err(e))?;
         let (size, _) = odb.read_header(oid).map_err(|e| self.git_err(e))?;
-        let size = size as u64;
-        if size > self.limits.max_file_bytes {
-            return Err(SourceError::FileTooLarge {
-                file: label,
-                size,
-                limit: self.limits.max_file_bytes,
-            });
-        }
-        out.total += size;
-        if out.total > self.limits.max_total_bytes {
-            return Err(SourceError::TotalTooLarge {
-                file: label,
-                total: out.total,
-                limit: self.limits.max_total_bytes,
-            });
-        }
+        out.budget
+            .admit(size as u64)
+            .map_err(|o| SourceError::overrun(&label, o))?;
         let blob = self.repo.find_blob(oid).map_err(|e| self.git_err(e))?;
         let text =
             String::from_utf8(blob.content().to_vec()).map_err(|_| SourceError::NotUtf8 {
