@@ -364,39 +364,23 @@ fn g1_surge_deals_with_existing_pods() {
 fn g2_surge_preserves_ready_old_pods() {
     let ds = ds("foo").surge(json!(1)).build();
     let mut c = Cluster::new(nodes(5));
-    let t = |s| {
-        c0().checked_add(jiff::SignedDuration::from_secs(s))
-            .unwrap()
-    };
-    let mut cl = c;
-    {
-        let p = cl.pod(&ds, "node-1");
-        p.creation_timestamp = Some(t(100));
-    }
-    ready_at(&mut cl, &ds, "node-1", 50);
-    cl.pods
-        .last_mut()
-        .unwrap()
-        .labels
-        .remove(crate::model::REVISION_HASH_LABEL);
-    ready_at(&mut cl, &ds, "node-1", 60);
-    cl.pods
-        .last_mut()
-        .unwrap()
+    // node-1: a new pod (t=100, not ready), an old pod without hash label (t=50, ready) and
+    // an old pod (t=60, ready); node-2: one new pod.
+    c.pod(&ds, "node-1").creation_timestamp = Some(t0() + jiff::SignedDuration::from_secs(100));
+    ready_at(&mut c, &ds, "node-1", 50);
+    let unlabelled = c.pods.last_mut().unwrap();
+    unlabelled.labels.remove(crate::model::REVISION_HASH_LABEL);
+    ready_at(&mut c, &ds, "node-1", 60);
+    let old60 = c.pods.last_mut().unwrap();
+    old60
         .labels
         .insert(crate::model::REVISION_HASH_LABEL.into(), "old".into());
-    let old60 = cl.pods.last().unwrap().name.clone();
-    cl.pod(&ds, "node-2");
-    let plan = cl.plan(&ds);
+    let old60 = old60.name.clone();
+    c.pod(&ds, "node-2");
+    let plan = c.plan(&ds);
     let deleted: Vec<_> = plan.step.delete.iter().map(|d| d.name.clone()).collect();
     assert_eq!(deleted, [old60]);
-    assert_eq!(cl.sync(&ds), (3, 1));
-    c = cl;
-    let _ = c;
-}
-
-fn c0() -> jiff::Timestamp {
-    t0()
+    assert_eq!(c.sync(&ds), (3, 1));
 }
 
 #[test]
