@@ -1,11 +1,10 @@
 //! `daemonsync apply`: converge once, showing progress, then exit with a summary.
 
-use super::source::SourceArgs;
+use super::source::{SourceArgs, load};
 use super::{EXIT_OK, parse_now};
 use crate::apply::{self, ApplyOptions, ApplyReport, Outcome, Progress, ProgressUpdate};
-use crate::cluster::SnapshotCluster;
-use crate::cluster::sim::{Sim, parse_duration};
-use crate::cluster::snapshot::load_snapshot;
+use crate::cluster::ClusterSpec;
+use crate::cluster::sim::parse_duration;
 use crate::model::Timestamp;
 use crate::plan::{Desired, Policy};
 use crate::report;
@@ -53,7 +52,7 @@ pub struct ApplyArgs {
     /// The cluster: `sim:FILE` (a simulated cluster, see docs/sim.md) or `snapshot:FILE`
     /// (read-only: only --dry-run works).
     #[arg(long, short = 'c', value_name = "CLUSTER")]
-    pub cluster: String,
+    pub cluster: ClusterSpec,
     /// Plan the first step and write nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -80,39 +79,11 @@ pub struct ApplyArgs {
     pub max_nodes: usize,
 }
 
-/// The cluster to apply to.
-enum Target {
-    Sim(Box<Sim>),
-    Snapshot(SnapshotCluster),
-}
-
-fn target(spec: &str, now: Option<&str>) -> Result<Target> {
-    match spec.split_once(':') {
-        Some(("sim", path)) if !path.is_empty() => {
-            Ok(Target::Sim(Box::new(Sim::load(path.as_ref())?)))
-        }
-        Some(("snapshot", path)) if !path.is_empty() => {
-            let now = match now {
-                Some(s) => parse_now(s)?,
-                None => Timestamp::now(),
-            };
-            Ok(Target::Snapshot(SnapshotCluster::new(
-                load_snapshot(path.as_ref())?,
-                now,
-            )))
-        }
-        _ => bail!(
-            "unsupported --cluster {spec:?}: use sim:FILE (a simulated cluster, see docs/sim.md) \
-             or snapshot:FILE (read-only, with --dry-run)"
-        ),
-    }
-}
-
 /// The desired DaemonSets of `apply`: from a git repository at a ref (`--repo`), or the
 /// manifests on disk. Any error (unreadable source, an invalid DaemonSet, none at all) stops
 /// `apply` before it observes or writes anything, so nothing is ever pruned on a bad source.
 pub fn load_desired(args: &ApplyArgs) -> Result<Vec<Desired>> {
-    let loaded = args.source.load(&args.source.load_options())?;
+    let loaded = load(&args.source.source(), &args.source.load_options())?;
     if let Some(line) = &loaded.line {
         eprintln!("{line}");
     }
@@ -121,8 +92,12 @@ pub fn load_desired(args: &ApplyArgs) -> Result<Vec<Desired>> {
 
 /// Runs `daemonsync apply`; returns the exit code.
 pub fn run(args: &ApplyArgs) -> Result<i32> {
-    let target = target(&args.cluster, args.now.as_deref())?;
-    if matches!(target, Target::Snapshot(_)) && !args.dry_run {
+    let now = match &args.now {
+        Some(s) => parse_now(s)?,
+        None => Timestamp::now(),
+    };
+    let mut cluster = apply::block_on(args.cluster.connect(now))?;
+    if cluster.is_read_only() && !args.dry_run {
         bail!("a snapshot cluster is read-only: add --dry-run, or use --cluster sim:FILE");
     }
     let desired = load_desired(args)?;
@@ -148,16 +123,8 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
         );
     }
     let mut progress = LineProgress::new(args.dry_run);
-    let (report, simulated) = match target {
-        Target::Sim(mut sim) => (
-            apply::block_on(apply::apply(&mut *sim, &desired, &opts, &mut progress)),
-            true,
-        ),
-        Target::Snapshot(mut snap) => (
-            apply::block_on(apply::apply(&mut snap, &desired, &opts, &mut progress)),
-            false,
-        ),
-    };
+    let simulated = cluster.is_simulated();
+    let report = apply::block_on(apply::apply(&mut cluster, &desired, &opts, &mut progress));
     progress.finish();
     let report = report.map_err(|e| anyhow!(e))?;
     print_report(&report, args, simulated)?;
@@ -413,9 +380,7 @@ mod tests {
         let mut all = vec!["--cluster", &cluster];
         all.extend(extra);
         let a = args(&all);
-        let Target::Sim(mut sim) = target(&a.cluster, None).expect("sim") else {
-            unreachable!()
-        };
+        let mut sim = apply::block_on(a.cluster.connect(Timestamp::now())).expect("sim");
         let desired = load_desired(&a).expect("manifests");
         let opts = ApplyOptions {
             dry_run: a.dry_run,
@@ -423,7 +388,7 @@ mod tests {
             ..ApplyOptions::default()
         };
         let r = apply::block_on(apply::apply(
-            &mut *sim,
+            &mut sim,
             &desired,
             &opts,
             &mut apply::NoProgress,
@@ -538,7 +503,7 @@ mod tests {
             "--allow-mass-prune",
         ]);
         assert!(bad.is_err(), "--allow-mass-prune requires --prune");
-        assert!(target("kube:foo", None).is_err());
+        assert!("kube:foo".parse::<ClusterSpec>().is_err());
     }
 
     #[test]

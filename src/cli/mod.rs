@@ -9,7 +9,7 @@ pub(crate) mod source;
 mod status;
 
 pub use apply::{ApplyArgs, EXIT_HALTED, load_desired};
-pub use plan::{ClusterSource, Output, PART_BREAK, PlanArgs};
+pub use plan::{Output, PART_BREAK, PlanArgs, PlanOptions, ReportOptions};
 pub use render::RenderArgs;
 pub use snapshot::{SnapshotArgs, to_yaml as snapshot_yaml};
 pub use status::{StatusArgs, StatusOutput};

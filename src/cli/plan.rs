@@ -1,14 +1,14 @@
 //! `daemonsync plan`: what reconciling the manifests would do, node by node.
 
-use super::source::{SourceArgs, load_local, print_notes};
+use super::source::{SourceArgs, load, print_notes};
 use super::{EXIT_CHANGES, EXIT_OK, parse_now};
-use crate::cluster::snapshot::load_snapshot;
-use crate::manifest::{LoadOptions, Manifests};
+use crate::cluster::ClusterSpec;
+use crate::manifest::LoadOptions;
 use crate::model::Timestamp;
 use crate::plan::{self, Desired, Plan, Policy};
 use crate::report;
-use crate::source::{GitSource, Rendered};
-use anyhow::{Result, bail};
+use crate::source::{GitSource, ManifestSource, Rendered};
+use anyhow::Result;
 use clap::ValueEnum;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use std::collections::BTreeMap;
@@ -84,7 +84,7 @@ pub struct PlanArgs {
     /// `kubectl get nodes,pods,daemonsets -A -o yaml`) or `sim:FILE` (a simulated cluster at
     /// its start, see docs/sim.md).
     #[arg(long, short = 'c', value_name = "SOURCE")]
-    pub cluster: String,
+    pub cluster: ClusterSpec,
     /// The instant to plan for (RFC 3339); minReadySeconds is measured against it.
     /// Defaults to the current time.
     #[arg(long, value_name = "RFC3339")]
@@ -107,102 +107,115 @@ pub struct PlanArgs {
 /// Separates the parts of a Markdown plan too long for one comment.
 pub const PART_BREAK: &str = "<!-- daemonsync-plan-part-break -->";
 
-/// Where observed state comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ClusterSource {
-    /// A snapshot file.
-    Snapshot(PathBuf),
-    /// A simulated cluster at its start (see docs/sim.md).
-    Sim(PathBuf),
+/// `plan`'s flags, validated once: what the planning code needs, and nothing of clap.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    /// Where the manifests come from.
+    pub source: ManifestSource,
+    /// How manifests are loaded.
+    pub load: LoadOptions,
+    /// Where the observed state comes from.
+    pub cluster: ClusterSpec,
+    /// The instant to plan for.
+    pub now: Timestamp,
+    /// Planner switches.
+    pub policy: Policy,
+    /// Pull-request mode: the base and head refs of a git source.
+    pub pull_request: Option<(String, String)>,
+    /// Re-plan whenever a local manifest changes.
+    pub watch: bool,
+    /// How the plan is printed.
+    pub report: ReportOptions,
 }
 
-impl ClusterSource {
-    /// Reads the observed state.
-    pub fn observe(&self) -> Result<plan::Observed> {
-        match self {
-            ClusterSource::Snapshot(path) => Ok(load_snapshot(path)?),
-            ClusterSource::Sim(path) => Ok(crate::cluster::sim::Sim::load(path)?.observed()),
-        }
+/// How a plan is printed.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    /// The format.
+    pub format: Output,
+    /// ANSI colours.
+    pub color: bool,
+    /// Nodes listed per state in the table before "... and N more".
+    pub max_nodes: usize,
+    /// Markdown: the repository (`owner/name`) named in the comment.
+    pub repository: Option<String>,
+    /// Markdown: the cluster named in the comment.
+    pub cluster: String,
+}
+
+impl PlanArgs {
+    /// Validates the flags into [`PlanOptions`], before anything is read.
+    pub fn options(&self) -> Result<PlanOptions> {
+        let now = match &self.now {
+            Some(s) => parse_now(s)?,
+            None => Timestamp::now(),
+        };
+        Ok(PlanOptions {
+            source: self.source.source(),
+            load: self.source.load_options(),
+            cluster: self.cluster.clone(),
+            now,
+            policy: Policy {
+                taint_comparison_operators: self.taint_comparison_operators,
+            },
+            pull_request: self.base.clone().zip(self.head.clone()),
+            watch: self.watch,
+            report: ReportOptions {
+                format: self.output,
+                color: color_enabled(),
+                max_nodes: self.max_nodes,
+                repository: self.repository.clone(),
+                cluster: self.cluster.to_string(),
+            },
+        })
     }
 }
 
-impl std::str::FromStr for ClusterSource {
-    type Err = anyhow::Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.split_once(':') {
-            Some(("snapshot", path)) if !path.is_empty() => {
-                Ok(ClusterSource::Snapshot(path.into()))
-            }
-            Some(("sim", path)) if !path.is_empty() => Ok(ClusterSource::Sim(path.into())),
-            _ => bail!(
-                "unsupported --cluster {s:?}: use snapshot:FILE, where FILE is the output of \
-                 `kubectl get nodes,pods,daemonsets -A -o yaml`, or sim:FILE for a simulated \
-                 cluster (docs/sim.md)"
-            ),
-        }
-    }
-}
-
-/// Everything `plan` needs besides the manifests, validated from the flags.
-struct Context {
+/// Everything `plan` needs besides the manifests, read once.
+struct Context<'a> {
     observed: plan::Observed,
-    policy: Policy,
-    now: Timestamp,
-    opts: LoadOptions,
+    opts: &'a PlanOptions,
 }
 
 /// Runs `daemonsync plan`; returns the exit code.
 pub fn run(args: &PlanArgs) -> Result<i32> {
-    // Validate every flag before reading anything.
-    let cluster: ClusterSource = args.cluster.parse()?;
-    let now = match &args.now {
-        Some(s) => parse_now(s)?,
-        None => Timestamp::now(),
-    };
-    let policy = Policy {
-        taint_comparison_operators: args.taint_comparison_operators,
-    };
-    let opts = args.source.load_options();
-    let observed = || cluster.observe();
-    if let Some(src) = args.source.git() {
-        if let (Some(base), Some(head)) = (&args.base, &args.head) {
-            let rendered = src.load_refs(&[base, head], &opts)?;
-            let [base_r, head_r]: [Rendered; 2] = rendered
-                .try_into()
-                .map_err(|_| anyhow::anyhow!("internal error: expected two renders"))?;
-            let ctx = Context {
-                observed: observed()?,
-                policy,
-                now,
-                opts,
-            };
-            return run_pull_request(args, &src, (base, base_r), (head, head_r), &ctx);
-        }
-        let loaded = args.source.load(&opts)?;
+    execute(&args.options()?)
+}
+
+/// Plans as `opts` say and prints the result; returns the exit code.
+pub fn execute(opts: &PlanOptions) -> Result<i32> {
+    if opts.watch {
+        let ManifestSource::Local(local) = &opts.source else {
+            anyhow::bail!("--watch needs --manifests: a git source is not watched");
+        };
         let ctx = Context {
-            observed: observed()?,
-            policy,
-            now,
+            observed: opts.cluster.observe()?,
             opts,
         };
-        let extras = Extras {
-            header: loaded.line,
-            head: loaded.commit,
-            ..Extras::default()
-        };
-        return plan_and_print(&loaded.desired, &ctx, args, &extras);
+        return run_watch(&local.paths, &ctx);
     }
+    if let (ManifestSource::Git(src), Some((base, head))) = (&opts.source, &opts.pull_request) {
+        let rendered = src.load_refs(&[base, head], &opts.load)?;
+        let [base_r, head_r]: [Rendered; 2] = rendered
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("internal error: expected two renders"))?;
+        let ctx = Context {
+            observed: opts.cluster.observe()?,
+            opts,
+        };
+        return run_pull_request(src, (base, base_r), (head, head_r), &ctx);
+    }
+    let loaded = load(&opts.source, &opts.load)?;
     let ctx = Context {
-        observed: observed()?,
-        policy,
-        now,
+        observed: opts.cluster.observe()?,
         opts,
     };
-    if args.watch {
-        return run_watch(args, &ctx);
-    }
-    let desired = desired_or_error(load_local(&args.source.manifests, &ctx.opts)?)?;
-    plan_and_print(&desired, &ctx, args, &Extras::default())
+    let extras = Extras {
+        header: loaded.line,
+        head: loaded.commit,
+        ..Extras::default()
+    };
+    plan_and_print(&loaded.desired, &ctx, &extras)
 }
 
 /// What a git source adds to the printed plan.
@@ -220,28 +233,25 @@ struct Extras {
 }
 
 /// Plans `desired` and prints it with `extras`; returns the exit code.
-fn plan_and_print(
-    desired: &[Desired],
-    ctx: &Context,
-    args: &PlanArgs,
-    extras: &Extras,
-) -> Result<i32> {
-    let plan = plan::plan(desired, &ctx.observed, &ctx.policy, ctx.now);
+fn plan_and_print(desired: &[Desired], ctx: &Context, extras: &Extras) -> Result<i32> {
+    let opts = ctx.opts;
+    let plan = plan::plan(desired, &ctx.observed, &opts.policy, opts.now);
     let mut prefix = String::new();
-    if args.output.is_text() {
+    let format = opts.report.format;
+    if format.is_text() {
         if let Some(h) = &extras.header {
             prefix.push_str(h);
             prefix.push_str("\n\n");
         }
         prefix.push_str(&extras.before);
-    } else if args.output == Output::Json {
+    } else if format == Output::Json {
         // The JSON schema is stable: the source line and diffs go to stderr.
         if let Some(h) = &extras.header {
             eprintln!("{h}");
         }
         eprint!("{}", extras.before);
     }
-    print_plan(&plan, args, extras, &prefix)?;
+    print_plan(&plan, &opts.report, extras, &prefix)?;
     Ok(if plan.has_changes() {
         EXIT_CHANGES
     } else {
@@ -255,7 +265,6 @@ type BaseHead<'a> = (Option<&'a DaemonSet>, Option<&'a DaemonSet>);
 /// `--base` / `--head`: a normalised diff of every DaemonSet added, removed or changed, then
 /// the plan of the head side against the observed state.
 fn run_pull_request(
-    args: &PlanArgs,
     src: &GitSource,
     (base_ref, base): (&str, Rendered),
     (head_ref, head): (&str, Rendered),
@@ -324,18 +333,19 @@ fn run_pull_request(
     if !removed_names.is_empty() {
         before.push('\n');
     }
-    let desired = desired_or_error(head.manifests)?;
+    let desired = head.desired()?;
     let base_desired: Vec<Desired> = base
         .manifests
         .daemonsets
-        .into_iter()
+        .iter()
         .map(|d| Desired {
             source: d.source.to_string(),
-            daemonset: d.daemonset,
+            daemonset: d.daemonset.clone(),
         })
         .collect();
-    let base_plan = plan::plan(&base_desired, &ctx.observed, &ctx.policy, ctx.now);
-    let head_plan = plan::plan(&desired, &ctx.observed, &ctx.policy, ctx.now);
+    let (policy, now) = (&ctx.opts.policy, ctx.opts.now);
+    let base_plan = plan::plan(&base_desired, &ctx.observed, policy, now);
+    let head_plan = plan::plan(&desired, &ctx.observed, policy, now);
     let changes = report::diff::node_changes(&base_plan, &head_plan);
     if !changes.is_empty() {
         before.push_str("Node changes from base to head:\n");
@@ -350,7 +360,7 @@ fn run_pull_request(
         head: Some(head_commit),
         diffs: by_name,
     };
-    let code = plan_and_print(&desired, ctx, args, &extras)?;
+    let code = plan_and_print(&desired, ctx, &extras)?;
     Ok(if added + removed + changed > 0 {
         EXIT_CHANGES
     } else {
@@ -359,81 +369,44 @@ fn run_pull_request(
 }
 
 /// `--watch`: plan now, then once per burst of changes. Errors are printed and watching goes on.
-fn run_watch(args: &PlanArgs, ctx: &Context) -> Result<i32> {
+fn run_watch(paths: &[PathBuf], ctx: &Context) -> Result<i32> {
     let once = || {
-        let result = load_local(&args.source.manifests, &ctx.opts)
-            .and_then(desired_or_error)
-            .and_then(|d| plan_and_print(&d, ctx, args, &Extras::default()));
+        let result = load(&ctx.opts.source, &ctx.opts.load)
+            .and_then(|l| plan_and_print(&l.desired, ctx, &Extras::default()));
         if let Err(e) = result {
             eprintln!("error: {e:#}");
         }
     };
     once();
-    crate::source::watch::watch_paths(
-        &args.source.manifests,
-        crate::source::watch::DEBOUNCE,
-        || {
-            println!("\n--- change detected; re-planning ---\n");
-            once();
-            true
-        },
-    )?;
+    crate::source::watch::watch_paths(paths, crate::source::watch::DEBOUNCE, || {
+        println!("\n--- change detected; re-planning ---\n");
+        once();
+        true
+    })?;
     Ok(EXIT_OK)
 }
 
-/// The valid DaemonSets, or an error listing every invalid one: nothing is planned from a
-/// partly broken source.
-pub fn desired_or_error(m: Manifests) -> Result<Vec<Desired>> {
-    if !m.invalid.is_empty() {
-        let mut msg = format!(
-            "{} invalid DaemonSet(s); nothing was planned:",
-            m.invalid.len()
-        );
-        for bad in &m.invalid {
-            msg.push_str(&format!("\n  {} ({}):", bad.name, bad.source));
-            for e in &bad.errors {
-                msg.push_str(&format!("\n    - {e}"));
-            }
-        }
-        bail!(msg);
-    }
-    if m.daemonsets.is_empty() {
-        bail!(
-            "no apps/v1 DaemonSet found in the manifests ({} other object(s) are not managed \
-             here); check --manifests",
-            m.others.len()
-        );
-    }
-    Ok(m.daemonsets
-        .into_iter()
-        .map(|d| Desired {
-            source: d.source.to_string(),
-            daemonset: d.daemonset,
-        })
-        .collect())
-}
-
-fn print_plan(plan: &Plan, args: &PlanArgs, extras: &Extras, prefix: &str) -> Result<()> {
+fn print_plan(plan: &Plan, opts: &ReportOptions, extras: &Extras, prefix: &str) -> Result<()> {
     let table = |wide| {
         report::table::to_table(
             plan,
             &report::table::TableOptions {
-                color: color_enabled(),
-                max_nodes_per_group: args.max_nodes,
+                color: opts.color,
+                max_nodes_per_group: opts.max_nodes,
                 wide,
             },
         )
     };
-    let text = match args.output {
+    let text = match opts.format {
         Output::Json => report::json::to_json(plan),
         Output::Table => table(false),
         Output::Wide => table(true),
         Output::Markdown => {
             let ctx = report::MarkdownContext {
-                repository: args.repository.clone(),
+                repository: opts.repository.clone(),
                 base: extras.base.clone(),
                 head: extras.head.clone(),
-                cluster: args.cluster.clone(),
+                cluster: opts.cluster.clone(),
             };
             let parts = report::to_markdown(plan, &ctx, &extras.diffs);
             parts.join(&format!("\n{PART_BREAK}\n"))

@@ -1,8 +1,8 @@
 //! `daemonsync render`: the DaemonSets as daemonsync sees them (validated and defaulted), or
 //! the pod one of them would create on a given node.
 
-use super::ClusterSource;
 use super::source::load_desired_paths;
+use crate::cluster::ClusterSpec;
 use crate::plan::eligibility;
 use crate::plan::render::{PodOwner, pod_for_node};
 use crate::plan::{DaemonSetSpec, Desired, Policy};
@@ -37,7 +37,7 @@ pub struct RenderArgs {
     pub node: Option<String>,
     /// Check `--node` against the observed state: `snapshot:FILE`.
     #[arg(long, short = 'c', value_name = "SOURCE", requires = "node")]
-    pub cluster: Option<String>,
+    pub cluster: Option<ClusterSpec>,
     /// Only this DaemonSet (`NAME` or `NAMESPACE/NAME`).
     #[arg(long, short = 'd', value_name = "NAME")]
     pub daemonset: Option<String>,
@@ -53,7 +53,6 @@ pub struct RenderArgs {
 
 /// Runs `daemonsync render`; returns the exit code.
 pub fn run(args: &RenderArgs) -> Result<i32> {
-    let source: Option<ClusterSource> = args.cluster.as_deref().map(str::parse).transpose()?;
     if let Some(node) = &args.node
         && node.trim().is_empty()
     {
@@ -71,7 +70,7 @@ pub fn run(args: &RenderArgs) -> Result<i32> {
             .iter()
             .map(|d| serde_json::to_value(&d.daemonset))
             .collect::<Result<_, _>>()?,
-        Some(node) => pods(&desired, node, source.as_ref())?,
+        Some(node) => pods(&desired, node, args.cluster.as_ref())?,
     };
     let yaml = serde_saphyr::to_string_multiple(&docs).context("cannot write YAML")?;
     let mut out = std::io::stdout().lock();
@@ -93,9 +92,9 @@ fn matches_name(d: &Desired, want: &str) -> bool {
 fn pods(
     desired: &[Desired],
     node: &str,
-    source: Option<&ClusterSource>,
+    source: Option<&ClusterSpec>,
 ) -> Result<Vec<serde_json::Value>> {
-    let observed = source.map(ClusterSource::observe).transpose()?;
+    let observed = source.map(ClusterSpec::observe).transpose()?;
     let known = match &observed {
         None => None,
         Some(o) => match o.nodes.iter().find(|n| n.name == node) {

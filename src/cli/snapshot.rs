@@ -2,11 +2,11 @@
 //! what the planner reads, so CI can plan without cluster credentials.
 //!
 //! The snapshot is built from the planner's [`Observed`] state, not copied from the source, so
-//! any [`ClusterSource`] (a snapshot, the simulator; a live cluster once that backend
+//! any [`ClusterSpec`] (a snapshot, the simulator; a live cluster once that backend
 //! exists) writes the same format, and nothing the planner does not read (Secret data, env
 //! values, managed fields, annotations) ever leaves the cluster.
 
-use super::ClusterSource;
+use crate::cluster::ClusterSpec;
 use crate::model::{NODE_NAME_FIELD, Node, Pod};
 use crate::plan::Observed;
 use anyhow::{Context as _, Result};
@@ -43,7 +43,7 @@ Exit status:
 pub struct SnapshotArgs {
     /// Where the observed state comes from: `snapshot:FILE`.
     #[arg(long, short = 'c', value_name = "SOURCE")]
-    pub cluster: String,
+    pub cluster: ClusterSpec,
     /// Output file (`-` for stdout).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: PathBuf,
@@ -51,8 +51,7 @@ pub struct SnapshotArgs {
 
 /// Runs `daemonsync snapshot`; returns the exit code.
 pub fn run(args: &SnapshotArgs) -> Result<i32> {
-    let source: ClusterSource = args.cluster.parse()?;
-    let observed = source.observe()?;
+    let observed = args.cluster.observe()?;
     let yaml = to_yaml(&observed)?;
     if args.output.as_os_str() == "-" {
         let mut out = std::io::stdout().lock();

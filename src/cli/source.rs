@@ -1,11 +1,11 @@
-//! Where the manifests come from, shared by `plan` and `apply`: files and directories, or a
-//! git repository at a ref.
+//! The flags that say where manifests come from, shared by `plan` and `apply`: files and
+//! directories, or a git repository at a ref. They become a [`ManifestSource`] and
+//! [`LoadOptions`] once, here.
 
-use super::plan::desired_or_error;
-use crate::manifest::{self, LoadOptions, Manifests};
+use crate::manifest::LoadOptions;
 use crate::plan::Desired;
 use crate::source::git::default_cache_dir;
-use crate::source::{DirSource, GitAuth, GitSource, Rendered};
+use crate::source::{GitAuth, GitSource, LocalSource, ManifestSource, Rendered, Source};
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -54,23 +54,10 @@ pub struct SourceArgs {
     pub namespace: String,
 }
 
-/// Desired DaemonSets read from a source, with what identifies it.
-pub struct Loaded {
-    /// The valid DaemonSets.
-    pub desired: Vec<Desired>,
-    /// `source: <url> @ <ref> (<commit>)` for a git source.
-    pub line: Option<String>,
-    /// The short commit id, for a git source.
-    pub commit: Option<String>,
-}
-
 impl SourceArgs {
     /// Loader options from the flags.
     pub fn load_options(&self) -> LoadOptions {
-        LoadOptions {
-            default_namespace: self.namespace.clone(),
-            ..LoadOptions::default()
-        }
+        load_options(&self.namespace)
     }
 
     /// The git source named by `--repo`, if any.
@@ -91,59 +78,51 @@ impl SourceArgs {
         })
     }
 
-    /// Reads the desired DaemonSets: from git at `--ref`, or from `--manifests`. Fails, and
-    /// so plans nothing, on any invalid DaemonSet or an empty render.
-    pub fn load(&self, opts: &LoadOptions) -> Result<Loaded> {
-        let Some(src) = self.git() else {
-            return Ok(Loaded {
-                desired: desired_or_error(load_local(&self.manifests, opts)?)?,
-                line: None,
-                commit: None,
-            });
-        };
-        let handle = src.open()?;
-        let rendered = src.render(&handle, &src.reference, opts)?;
-        print_notes(&rendered);
-        Ok(Loaded {
-            line: Some(format!(
-                "source: {} @ {} ({})",
-                src.display_url(),
-                src.reference,
-                rendered.short_revision()
-            )),
-            commit: Some(rendered.short_revision().to_string()),
-            desired: desired_or_error(rendered.manifests)?,
-        })
+    /// The source the flags name.
+    pub fn source(&self) -> ManifestSource {
+        match self.git() {
+            Some(g) => ManifestSource::Git(g),
+            None => ManifestSource::Local(LocalSource::new(self.manifests.clone())),
+        }
     }
 }
 
-/// Reads `--manifests`: a single directory goes through [`DirSource`] (symlinks confined to
-/// it); files and several paths through the loader.
-pub fn load_local(paths: &[PathBuf], opts: &LoadOptions) -> Result<Manifests> {
-    if let [dir] = paths
-        && dir.is_dir()
-    {
-        let files = DirSource::new(dir).read_files(&opts.limits)?;
-        let mut out = Manifests::default();
-        for (label, text) in &files {
-            let m = manifest::load_str(label, text, opts)?;
-            out.daemonsets.extend(m.daemonsets);
-            out.invalid.extend(m.invalid);
-            out.others.extend(m.others);
-        }
-        return Ok(out);
+/// Loader options for manifests without a namespace getting `namespace`.
+pub(crate) fn load_options(namespace: &str) -> LoadOptions {
+    LoadOptions {
+        default_namespace: namespace.to_string(),
+        ..LoadOptions::default()
     }
-    Ok(manifest::load_paths(paths, opts)?)
+}
+
+/// Desired DaemonSets read from a source, with what identifies it.
+pub struct Loaded {
+    /// The valid DaemonSets.
+    pub desired: Vec<Desired>,
+    /// `source: <url> @ <ref> (<commit>)` for a git source.
+    pub line: Option<String>,
+    /// The short commit id, for a git source.
+    pub commit: Option<String>,
+}
+
+/// Reads the desired DaemonSets from `source`; what the source noticed goes to stderr. Fails,
+/// and so plans nothing, on any invalid DaemonSet or an empty render.
+pub fn load(source: &ManifestSource, opts: &LoadOptions) -> Result<Loaded> {
+    let rendered = source.load(opts)?;
+    print_notes(&rendered);
+    Ok(Loaded {
+        desired: rendered.desired()?,
+        line: source.origin_line(&rendered),
+        commit: matches!(source, ManifestSource::Git(_))
+            .then(|| rendered.short_revision().to_string()),
+    })
 }
 
 /// The desired DaemonSets in `paths` (files or directories), manifests without a namespace
 /// getting `namespace`; an error, planning nothing, if any is invalid or there is none.
 pub fn load_desired_paths(paths: &[PathBuf], namespace: &str) -> Result<Vec<Desired>> {
-    let opts = LoadOptions {
-        default_namespace: namespace.to_string(),
-        ..LoadOptions::default()
-    };
-    desired_or_error(load_local(paths, &opts)?)
+    let source = ManifestSource::Local(LocalSource::new(paths.to_vec()));
+    Ok(load(&source, &load_options(namespace))?.desired)
 }
 
 /// Prints what the source noticed (submodules skipped, …) to stderr.

@@ -4,9 +4,9 @@
 //! `apps/v1` DaemonSet in the observed state. Their status counters and node states are computed
 //! by the planner from the observed nodes and pods, so they read the same for both.
 
-use super::ClusterSource;
 use super::plan::color_enabled;
 use super::source::load_desired_paths;
+use crate::cluster::ClusterSpec;
 use crate::manifest;
 use crate::model::Timestamp;
 use crate::plan::{self, Desired, Policy};
@@ -44,7 +44,7 @@ pub enum StatusOutput {
 pub struct StatusArgs {
     /// Where the observed state comes from: `snapshot:FILE`.
     #[arg(long, short = 'c', value_name = "SOURCE")]
-    pub cluster: String,
+    pub cluster: ClusterSpec,
     /// Manifest files or directories of managed DaemonSets (optional; the live DaemonSets of
     /// the cluster are always shown).
     #[arg(long, short = 'm', num_args = 1.., value_name = "PATH")]
@@ -70,7 +70,6 @@ pub struct StatusArgs {
 
 /// Runs `daemonsync status`; returns the exit code.
 pub fn run(args: &StatusArgs) -> Result<i32> {
-    let source: ClusterSource = args.cluster.parse()?;
     let now = match &args.now {
         Some(s) => super::parse_now(s)?,
         None => Timestamp::now(),
@@ -80,7 +79,7 @@ pub fn run(args: &StatusArgs) -> Result<i32> {
     } else {
         load_desired_paths(&args.manifests, &args.namespace)?
     };
-    let observed = source.observe()?;
+    let observed = args.cluster.observe()?;
     desired.extend(live_only(&desired, &observed));
     let plan = plan::plan(&desired, &observed, &Policy::default(), now);
     let text = match args.output {

@@ -3,7 +3,8 @@
 //! [`Cluster`] is the one interface the executor talks to. It is async and fallible because
 //! the live backend (kube-rs, later) is: reads come from watch-driven caches, writes are API
 //! calls that can fail, and [`Cluster::wait_for_change`] is where a watch event wakes the
-//! executor. Implementations:
+//! executor. [`ClusterSpec`] is a cluster as `--cluster` names it; [`AnyCluster`] the connected
+//! backend. Implementations:
 //!
 //! * [`snapshot`]: a file in the shape `kubectl get nodes,pods,daemonsets -A -o yaml` prints,
 //!   read-only, so `plan` can run in CI without cluster credentials ([`SnapshotCluster`]
@@ -13,11 +14,13 @@
 
 pub mod sim;
 pub mod snapshot;
+pub mod spec;
 pub mod synthetic;
 
 pub use snapshot::{
     ItemId, MAX_SNAPSHOT_BYTES, Snapshot, SnapshotError, load_snapshot, observed_from_documents,
 };
+pub use spec::{AnyCluster, ClusterSpec};
 
 use crate::model::Timestamp;
 use crate::plan::{Observed, Status};

@@ -1,6 +1,6 @@
 //! Sources: where manifests come from.
 //!
-//! * [`dir::DirSource`]: a local directory (a plain path, or a repository's work tree).
+//! * [`local::LocalSource`]: local files and directories (a plain path, or a work tree).
 //! * [`git::GitSource`]: a git repository at a ref (branch, tag or commit id), read from the
 //!   commit's tree blob by blob, without a work-tree checkout. Remote repositories are mirrored
 //!   as bare repositories in a cache directory and fetched, not re-cloned.
@@ -13,19 +13,20 @@
 //! DaemonSet is an error, never "desired state is empty". Credentials never appear in errors or
 //! output: every URL goes through [`redact`] first.
 
-pub mod dir;
 pub mod git;
+pub mod local;
 mod redact;
 pub mod tracked;
 mod tree;
 pub mod watch;
 
-pub use dir::DirSource;
 pub use git::{GitAuth, GitSource};
+pub use local::LocalSource;
 pub use redact::{redact, redact_url};
 pub use tracked::{Refresh, Tracked};
 
-use crate::manifest::{LoadError, LoadOptions, Manifests, Overrun};
+use crate::manifest::{InvalidDaemonSet, LoadError, LoadOptions, Manifests, Overrun};
+use crate::plan::Desired;
 
 /// The result of reading a source: the manifests and the exact revision they came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +48,72 @@ impl Rendered {
         match r.strip_prefix("local:") {
             Some(d) => &d[..d.len().min(12)],
             None => &r[..r.len().min(12)],
+        }
+    }
+}
+
+impl Rendered {
+    /// The valid DaemonSets as the planner's input, or an error listing every invalid one:
+    /// nothing is planned from a partly broken source.
+    pub fn desired(&self) -> Result<Vec<Desired>, SourceError> {
+        if !self.manifests.invalid.is_empty() {
+            return Err(SourceError::Invalid(self.manifests.invalid.clone()));
+        }
+        Ok(self
+            .manifests
+            .daemonsets
+            .iter()
+            .map(|d| Desired {
+                source: d.source.to_string(),
+                daemonset: d.daemonset.clone(),
+            })
+            .collect())
+    }
+}
+
+impl ManifestSource {
+    /// `source: <url> @ <ref> (<commit>)` for a git source: the exact revision a plan used.
+    pub fn origin_line(&self, rendered: &Rendered) -> Option<String> {
+        match self {
+            ManifestSource::Local(_) => None,
+            ManifestSource::Git(g) => Some(format!(
+                "source: {} @ {} ({})",
+                g.display_url(),
+                g.reference,
+                rendered.short_revision()
+            )),
+        }
+    }
+}
+
+/// Where manifests come from, as a command names them: local paths or a git repository.
+#[derive(Debug, Clone)]
+pub enum ManifestSource {
+    /// `--manifests PATH...`.
+    Local(LocalSource),
+    /// `--repo URL --ref REF --path DIR`.
+    Git(GitSource),
+}
+
+impl Source for ManifestSource {
+    fn describe(&self) -> String {
+        match self {
+            ManifestSource::Local(s) => s.describe(),
+            ManifestSource::Git(s) => s.describe(),
+        }
+    }
+
+    fn load(&self, opts: &LoadOptions) -> Result<Rendered, SourceError> {
+        match self {
+            ManifestSource::Local(s) => s.load(opts),
+            ManifestSource::Git(s) => s.load(opts),
+        }
+    }
+
+    fn descends_from(&self, new: &str, old: &str) -> Result<Option<bool>, SourceError> {
+        match self {
+            ManifestSource::Local(s) => s.descends_from(new, old),
+            ManifestSource::Git(s) => s.descends_from(new, old),
         }
     }
 }
@@ -167,7 +234,7 @@ pub enum SourceError {
     /// No manifest file, or no DaemonSet at all: never treated as "desired state is empty".
     #[error(
         "{what} in {source_name}; refusing to treat this as an empty desired state (nothing \
-         was planned and nothing will be deleted); check --path and the ref"
+         was planned and nothing will be deleted); check --manifests, or --repo, --ref and --path"
     )]
     Empty {
         /// What was missing.
@@ -207,6 +274,23 @@ pub enum SourceError {
     /// The manifests themselves are broken.
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// Some DaemonSets are invalid: nothing is planned from a partly broken source.
+    #[error("{}", invalid_message(.0))]
+    Invalid(Vec<InvalidDaemonSet>),
+}
+
+fn invalid_message(invalid: &[InvalidDaemonSet]) -> String {
+    let mut msg = format!(
+        "{} invalid DaemonSet(s); nothing was planned:",
+        invalid.len()
+    );
+    for bad in invalid {
+        msg.push_str(&format!("\n  {} ({}):", bad.name, bad.source));
+        for e in &bad.errors {
+            msg.push_str(&format!("\n    - {e}"));
+        }
+    }
+    msg
 }
 
 /// Loads manifest files (label, text) in order and checks the result is not empty.

@@ -193,7 +193,7 @@ fn bad_cluster_source_exits_1_with_a_hint() {
         .code(1)
         .stdout("")
         .stderr(predicate::str::contains(
-            "unsupported --cluster \"live:prod\"",
+            "unsupported cluster \"live:prod\"",
         ))
         .stderr(predicate::str::contains("use snapshot:FILE"));
 }

@@ -1,8 +1,8 @@
-//! DirSource: a local directory, confined to itself.
+//! LocalSource: a local directory, confined to itself.
 
 use crate::support::ds;
 use daemonsync::manifest::LoadOptions;
-use daemonsync::source::{DirSource, Source, SourceError};
+use daemonsync::source::{LocalSource, Source, SourceError};
 
 #[test]
 fn reads_sorted_manifests_and_digests_the_content() {
@@ -14,7 +14,7 @@ fn reads_sorted_manifests_and_digests_the_content() {
     std::fs::write(root.join(".hidden.yaml"), ds("h", "h:1")).unwrap();
     std::fs::write(root.join("notes.txt"), "x").unwrap();
     std::os::unix::fs::symlink("a.yml", root.join("link.yaml")).unwrap();
-    let src = DirSource::new(&root);
+    let src = LocalSource::new([&root]);
     let r1 = src.load(&LoadOptions::default()).unwrap();
     assert_eq!(r1.files, 3);
     assert!(r1.revision.starts_with("local:"));
@@ -44,7 +44,7 @@ fn symlink_leaving_the_directory_is_refused_by_name() {
     std::fs::write(root.join("a.yaml"), ds("a", "a:1")).unwrap();
     std::fs::write(t.path().join("outside.yaml"), ds("o", "o:1")).unwrap();
     std::os::unix::fs::symlink("../outside.yaml", root.join("leak.yaml")).unwrap();
-    let err = DirSource::new(&root)
+    let err = LocalSource::new([&root])
         .load(&LoadOptions::default())
         .unwrap_err();
     assert!(matches!(err, SourceError::SymlinkEscapes { .. }), "{err:?}");
@@ -59,12 +59,12 @@ fn a_directory_without_daemonsets_is_an_error() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
     )
     .unwrap();
-    let err = DirSource::new(t.path())
+    let err = LocalSource::new([t.path()])
         .load(&LoadOptions::default())
         .unwrap_err();
     assert!(matches!(err, SourceError::Empty { .. }), "{err:?}");
     let empty = tempfile::tempdir().unwrap();
-    let err = DirSource::new(empty.path())
+    let err = LocalSource::new([empty.path()])
         .load(&LoadOptions::default())
         .unwrap_err();
     assert!(err.to_string().contains("no manifest file"), "{err}");

@@ -23,7 +23,7 @@ fn plan_table_shows_counters_and_the_nodes_that_need_attention() {
             &snapshot_arg(),
             "--manifests",
         ])
-        .arg(corpus("flannel__kube-flannel.yaml"))
+        .arg(repo_path("fixtures/manifests/kube-flannel.yaml"))
         .assert()
         .code(2);
     let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
@@ -78,7 +78,7 @@ fn plan_json_is_the_versioned_plan_object() {
             &snapshot_arg(),
             "--manifests",
         ])
-        .arg(corpus("flannel__kube-flannel.yaml"))
+        .arg(repo_path("fixtures/manifests/kube-flannel.yaml"))
         .assert()
         .code(2);
     let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
@@ -127,7 +127,7 @@ fn plan_is_byte_identical_across_runs() {
                 &snapshot_arg(),
                 "--manifests",
             ])
-            .arg(corpus("flannel__kube-flannel.yaml"))
+            .arg(repo_path("fixtures/manifests/kube-flannel.yaml"))
             .output()
             .unwrap()
             .stdout
@@ -137,11 +137,12 @@ fn plan_is_byte_identical_across_runs() {
 
 #[test]
 fn invalid_manifest_is_an_error_naming_file_and_field_path() {
+    let Some(manifest) = corpus("nvidia-gpu-operator__state-driver-0500_daemonset.yaml") else {
+        return;
+    };
     let out = daemonsync()
         .args(["plan", "--cluster", &snapshot_arg(), "--manifests"])
-        .arg(corpus(
-            "nvidia-gpu-operator__state-driver-0500_daemonset.yaml",
-        ))
+        .arg(manifest)
         .assert()
         .code(1);
     let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
@@ -155,9 +156,12 @@ fn invalid_manifest_is_an_error_naming_file_and_field_path() {
 
 #[test]
 fn legacy_api_version_is_rejected_with_the_fix() {
+    let Some(manifest) = corpus("kured__kured-ds-1.0.0-legacy.yaml") else {
+        return;
+    };
     let out = daemonsync()
         .args(["plan", "--cluster", &snapshot_arg(), "--manifests"])
-        .arg(corpus("kured__kured-ds-1.0.0-legacy.yaml"))
+        .arg(manifest)
         .assert()
         .code(1);
     let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
@@ -203,7 +207,7 @@ fn missing_snapshot_is_an_error_naming_it() {
             "snapshot:/nonexistent/cluster.yaml",
             "--manifests",
         ])
-        .arg(corpus("flannel__kube-flannel.yaml"))
+        .arg(repo_path("fixtures/manifests/kube-flannel.yaml"))
         .assert()
         .code(1);
     let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();

@@ -210,15 +210,18 @@ pub fn repo_path(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
-/// A file of the shared DaemonSet corpus, which CI checks out beside the repository.
-pub fn corpus(file: &str) -> PathBuf {
+/// A file of the shared DaemonSet corpus, which CI checks out beside the repository; `None`
+/// (with the reason printed) in a clone without it, so the test calling this skips.
+pub fn corpus(file: &str) -> Option<PathBuf> {
     let p = repo_path("../shared/corpus").join(file);
-    assert!(
-        p.exists(),
-        "corpus file {} is missing: check out shared/ beside the repository",
+    if p.exists() {
+        return Some(p);
+    }
+    eprintln!(
+        "skipped: corpus file {} is absent (CI checks out shared/ beside the repository)",
         p.display()
     );
-    p
+    None
 }
 
 /// The `daemonsync` binary under test.

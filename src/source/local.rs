@@ -1,4 +1,4 @@
-//! A local directory (a plain path, or a repository's work tree).
+//! Local files and directories (`--manifests PATH...`).
 
 use super::{Rendered, Source, SourceError, is_manifest_name, load_files};
 use crate::manifest::{Limits, LoadOptions, ReadBudget};
@@ -6,48 +6,72 @@ use git2::{ObjectType, Oid};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Manifest files under a local directory (or one file).
+/// Manifests named on the command line: one or more local files or directories, read in the
+/// order given (a plain path, or a repository's work tree).
 ///
 /// Directories are walked recursively in sorted order, skipping hidden entries, taking
 /// `*.yaml`, `*.yml` and `*.json`. Symlinks to files are followed only when their target stays
-/// inside the directory; symlinks to directories are not followed.
-#[derive(Debug, Clone)]
-pub struct DirSource {
-    /// The directory (or file).
-    pub root: PathBuf,
+/// inside that directory; symlinks to directories are not followed. Files named explicitly are
+/// read whatever their extension.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalSource {
+    /// The paths, as given.
+    pub paths: Vec<PathBuf>,
 }
 
-impl DirSource {
-    /// A source reading `root`.
-    pub fn new(root: impl Into<PathBuf>) -> Self {
-        DirSource { root: root.into() }
+impl LocalSource {
+    /// A source reading `paths`.
+    pub fn new<P: Into<PathBuf>>(paths: impl IntoIterator<Item = P>) -> Self {
+        LocalSource {
+            paths: paths.into_iter().map(Into::into).collect(),
+        }
     }
 
     /// Lists and reads the manifest files: (label, text), in order.
     pub fn read_files(&self, limits: &Limits) -> Result<Vec<(String, String)>, SourceError> {
-        let meta = fs::metadata(&self.root).map_err(|e| io_err(&self.root, e))?;
-        let mut paths = Vec::new();
-        if meta.is_dir() {
-            let canon = fs::canonicalize(&self.root).map_err(|e| io_err(&self.root, e))?;
-            walk(&self.root, &canon, &mut paths, limits)?;
-        } else {
-            paths.push(self.root.clone());
-        }
-        let mut budget = ReadBudget::new(limits);
-        let mut out = Vec::with_capacity(paths.len());
-        for path in paths {
-            let label = path.display().to_string();
-            let (bytes, size) = budget.read_capped(&path).map_err(|e| io_err(&path, e))?;
-            budget
-                .admit(size)
-                .map_err(|o| SourceError::overrun(&label, o))?;
-            let text = String::from_utf8(bytes).map_err(|_| SourceError::NotUtf8 {
-                file: label.clone(),
-            })?;
-            out.push((label, text));
-        }
-        Ok(out)
+        read_paths(&self.paths, limits)
     }
+}
+
+/// Reads the manifest files of `paths`, in order: each directory walked (symlinks confined to
+/// it), each file named explicitly read whatever its extension; one file count and one byte
+/// budget for them all.
+fn read_paths(paths: &[PathBuf], limits: &Limits) -> Result<Vec<(String, String)>, SourceError> {
+    let mut files = Vec::new();
+    for root in paths {
+        let meta = fs::metadata(root).map_err(|e| io_err(root, e))?;
+        if meta.is_dir() {
+            let canon = fs::canonicalize(root).map_err(|e| io_err(root, e))?;
+            walk(root, &canon, &mut files, limits)?;
+        } else {
+            push_file(&mut files, root.clone(), limits)?;
+        }
+    }
+    let mut budget = ReadBudget::new(limits);
+    let mut out = Vec::with_capacity(files.len());
+    for path in files {
+        let label = path.display().to_string();
+        let (bytes, size) = budget.read_capped(&path).map_err(|e| io_err(&path, e))?;
+        budget
+            .admit(size)
+            .map_err(|o| SourceError::overrun(&label, o))?;
+        let text = String::from_utf8(bytes).map_err(|_| SourceError::NotUtf8 {
+            file: label.clone(),
+        })?;
+        out.push((label, text));
+    }
+    Ok(out)
+}
+
+fn push_file(files: &mut Vec<PathBuf>, path: PathBuf, limits: &Limits) -> Result<(), SourceError> {
+    if files.len() >= limits.max_files {
+        return Err(SourceError::TooManyFiles {
+            path: path.display().to_string(),
+            limit: limits.max_files,
+        });
+    }
+    files.push(path);
+    Ok(())
 }
 
 /// `local:` and a digest of the file names and contents.
@@ -66,9 +90,13 @@ pub fn content_revision(files: &[(String, String)]) -> String {
     format!("local:{digest}")
 }
 
-impl Source for DirSource {
+impl Source for LocalSource {
     fn describe(&self) -> String {
-        self.root.display().to_string()
+        self.paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     fn load(&self, opts: &LoadOptions) -> Result<Rendered, SourceError> {
@@ -133,13 +161,7 @@ fn walk(
         } else if !meta.is_file() {
             continue;
         }
-        if files.len() >= limits.max_files {
-            return Err(SourceError::TooManyFiles {
-                path: path.display().to_string(),
-                limit: limits.max_files,
-            });
-        }
-        files.push(path);
+        push_file(files, path, limits)?;
     }
     Ok(())
 }
