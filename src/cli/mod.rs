@@ -4,6 +4,7 @@
 mod apply;
 mod plan;
 mod render;
+mod sim;
 mod snapshot;
 pub(crate) mod source;
 mod status;
@@ -11,6 +12,7 @@ mod status;
 pub use apply::{ApplyArgs, EXIT_HALTED, load_desired};
 pub use plan::{Output, PART_BREAK, PlanArgs, PlanOptions, ReportOptions};
 pub use render::RenderArgs;
+pub use sim::{ServeArgs, SimArgs, SimCommand};
 pub use snapshot::{SnapshotArgs, to_yaml as snapshot_yaml};
 pub use status::{StatusArgs, StatusOutput};
 
@@ -54,6 +56,8 @@ pub enum Command {
     /// converge once, then exit with a summary.
     #[command(after_help = apply::APPLY_HELP)]
     Apply(ApplyArgs),
+    /// Work with the simulated cluster: `sim serve` serves it as a Kubernetes API server.
+    Sim(SimArgs),
 }
 
 impl Cli {
@@ -86,6 +90,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Status(args) => status::run(&args),
         Command::Snapshot(args) => snapshot::run(&args),
         Command::Apply(args) => apply::run(&args),
+        Command::Sim(args) => sim::run(&args),
     };
     match result {
         Ok(code) => code,

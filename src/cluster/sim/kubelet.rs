@@ -21,7 +21,8 @@ impl Sim {
         }
     }
 
-    fn unique_name(&mut self, namespace: &str, prefix: &str) -> String {
+    /// `prefix` plus five random characters, unused in `namespace` (generateName).
+    pub(crate) fn unique_name(&mut self, namespace: &str, prefix: &str) -> String {
         loop {
             let mut r = self.next_random();
             let mut name = prefix.to_string();
@@ -239,21 +240,16 @@ impl Sim {
         }
     }
 
-    /// Inserts a pod that has been running and ready since `since` (initial state).
+    /// Inserts a pod that has been running and ready since `since` (initial state); returns
+    /// its name.
     pub(crate) fn insert_running(
         &mut self,
         pod: k8s_openapi::api::core::v1::Pod,
         since: Timestamp,
-    ) -> Result<()> {
+    ) -> Result<String> {
+        let pod_namespace = pod.metadata.namespace.clone();
         let name = self.create(pod).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let key = (
-            self.pods
-                .keys()
-                .find(|(_, n)| *n == name)
-                .map(|(ns, _)| ns.clone())
-                .unwrap_or_default(),
-            name,
-        );
+        let key = (pod_namespace.unwrap_or_default(), name.clone());
         let p = self.pods.get_mut(&key).expect("just created");
         p.pod.creation_timestamp = Some(since);
         let node = p.pod.node_name.clone().unwrap_or_default();
@@ -269,6 +265,6 @@ impl Sim {
             last_transition: Some(since),
         });
         // The start the scheduler queued is moot: it already runs.
-        Ok(())
+        Ok(name)
     }
 }

@@ -12,6 +12,7 @@
 
 pub mod config;
 mod kubelet;
+pub mod serve;
 
 use super::{Cluster, ClusterError, ClusterState, Event, Record};
 use crate::model::{Node, Pod, Timestamp};
@@ -77,6 +78,15 @@ impl std::fmt::Debug for Sim {
             .field("scheduled", &self.queue.len())
             .finish()
     }
+}
+
+/// The next number of a splitmix64 sequence whose state is `state`.
+pub(crate) fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// The default start of the virtual clock.
@@ -170,11 +180,7 @@ impl Sim {
 
     /// The next pseudo-random number (splitmix64).
     pub(crate) fn next_random(&mut self) -> u64 {
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        splitmix64(&mut self.rng)
     }
 
     pub(crate) fn clock(&self) -> u64 {
@@ -241,30 +247,66 @@ impl Sim {
         match action {
             ChurnAction::Add(nodes) => {
                 for node in nodes {
-                    self.nodes.insert(node.name.clone(), node);
+                    self.upsert_node(node);
                 }
             }
-            ChurnAction::Remove(name) => {
-                self.nodes.remove(&name);
-                self.collect_garbage();
-            }
+            ChurnAction::Remove(name) => self.remove_node(&name),
             ChurnAction::Label(name, labels) => {
-                if let Some(node) = self.nodes.get_mut(&name) {
+                if let Some(mut node) = self.nodes.get(&name).cloned() {
                     for (k, v) in labels {
                         match v {
                             Some(v) => node.labels.insert(k, v),
                             None => node.labels.remove(&k),
                         };
                     }
+                    self.upsert_node(node);
                 }
             }
             ChurnAction::Taint(name, taints) => {
-                if let Some(node) = self.nodes.get_mut(&name) {
+                if let Some(mut node) = self.nodes.get(&name).cloned() {
                     node.taints = taints;
+                    self.upsert_node(node);
                 }
             }
             ChurnAction::Ready(name, ready) => self.set_node_ready(&name, ready),
         }
+    }
+
+    /// A node joins or changes (churn, or a write through the served API). A change of its
+    /// Ready condition goes through the node lifecycle model ([`Sim::set_node_ready`]'s
+    /// effects on its pods); a node reporting no Ready condition counts as Ready.
+    pub(crate) fn upsert_node(&mut self, node: Node) {
+        let was_ready = self.nodes.get(&node.name).map(|n| n.ready != Some(false));
+        let ready = node.ready != Some(false);
+        let name = node.name.clone();
+        self.nodes.insert(name.clone(), node);
+        if was_ready.is_some_and(|was| was != ready) {
+            self.set_node_ready(&name, ready);
+        }
+    }
+
+    /// A node leaves; the pods bound to it are garbage-collected.
+    pub(crate) fn remove_node(&mut self, name: &str) {
+        if self.nodes.remove(name).is_some() {
+            self.collect_garbage();
+        }
+    }
+
+    /// The instant of the next scheduled event, if any.
+    pub fn next_due(&self) -> Option<Timestamp> {
+        self.queue
+            .first_key_value()
+            .map(|(&(at, _), _)| self.start + SignedDuration::from_millis(at as i64))
+    }
+
+    /// Applies every event due by `now`, in order, and moves the clock to `now`: how a wall
+    /// clock drives the simulator (`sim serve`). True when events ran.
+    pub fn catch_up(&mut self, now: Timestamp) -> bool {
+        let mut ran = false;
+        while self.advance(now) {
+            ran = true;
+        }
+        ran
     }
 
     /// Pod garbage collection: pods whose node no longer exists are removed.
@@ -279,36 +321,38 @@ impl Sim {
     /// Creates the pods of the DaemonSets in `manifest`, ready since an hour before the start,
     /// on every node they select.
     fn start_running(&mut self, manifest: &Path) -> Result<()> {
-        let loaded = crate::manifest::load_paths(
-            &[manifest.to_path_buf()],
-            &crate::manifest::LoadOptions::default(),
-        )?;
-        anyhow::ensure!(
-            loaded.invalid.is_empty() && !loaded.daemonsets.is_empty(),
-            "running: {} has no valid DaemonSet",
-            manifest.display()
-        );
-        let desired: Vec<_> = loaded
-            .daemonsets
-            .into_iter()
-            .map(|m| crate::plan::Desired {
-                source: m.source.to_string(),
-                daemonset: m.daemonset,
-            })
-            .collect();
+        let desired = load_running(manifest)?;
         self.install(&desired)
     }
 
     /// Starts the pods of `desired` on every node they select, as if they had been running
     /// and ready for an hour (the initial state of a rollout).
     pub fn install(&mut self, desired: &[crate::plan::Desired]) -> Result<()> {
+        let since = self.running_since();
+        for pod in self.running_pods(desired) {
+            self.insert_running(pod, since)?;
+        }
+        Ok(())
+    }
+
+    /// When the pods of `running:` DaemonSets started: an hour before the start.
+    pub(crate) fn running_since(&self) -> Timestamp {
+        self.start - SignedDuration::from_hours(1)
+    }
+
+    /// The pods `desired` lacks on the nodes it selects, rendered as daemonsync renders them
+    /// (owned by the record of the same name, whose uid is left empty).
+    pub(crate) fn running_pods(
+        &self,
+        desired: &[crate::plan::Desired],
+    ) -> Vec<k8s_openapi::api::core::v1::Pod> {
         let plan = crate::plan::plan(
             desired,
             &self.observed(),
             &crate::plan::Policy::default(),
             self.now(),
         );
-        let since = self.now() - SignedDuration::from_hours(1);
+        let mut pods = Vec::new();
         for d in desired {
             let spec = crate::plan::DaemonSetSpec::compile(&d.daemonset);
             let Some(p) = plan
@@ -322,17 +366,37 @@ impl Sim {
                 if entry.state != crate::plan::NodeState::Missing {
                     continue;
                 }
-                let pod = crate::plan::render::pod_for_node(
+                pods.push(crate::plan::render::pod_for_node(
                     &d.daemonset,
                     &spec,
                     &entry.node,
                     &crate::plan::render::PodOwner::record(&spec.name),
-                );
-                self.insert_running(pod, since)?;
+                ));
             }
         }
-        Ok(())
+        pods
     }
+}
+
+/// Reads the DaemonSets of a `running:` entry (a manifest file or directory).
+pub(crate) fn load_running(manifest: &Path) -> Result<Vec<crate::plan::Desired>> {
+    let loaded = crate::manifest::load_paths(
+        &[manifest.to_path_buf()],
+        &crate::manifest::LoadOptions::default(),
+    )?;
+    anyhow::ensure!(
+        loaded.invalid.is_empty() && !loaded.daemonsets.is_empty(),
+        "running: {} has no valid DaemonSet",
+        manifest.display()
+    );
+    Ok(loaded
+        .daemonsets
+        .into_iter()
+        .map(|m| crate::plan::Desired {
+            source: m.source.to_string(),
+            daemonset: m.daemonset,
+        })
+        .collect())
 }
 
 impl Cluster for Sim {

@@ -1,0 +1,568 @@
+//! The HTTP surface: routes, query parameters, content negotiation (JSON or Table), watches
+//! as chunked NDJSON, and fault injection.
+
+use super::convert::to_view;
+use super::discovery;
+use super::faults::{Faults, Injected};
+use super::kinds::Kind;
+use super::patch::PatchType;
+use super::select::{Selectors, parse_fields, parse_labels};
+use super::status::{ApiError, json_response};
+use super::store::{Change, ChangeType};
+use super::tables;
+use super::world::{DeleteParams, World, WriteParams, namespace_of};
+use crate::model::Timestamp;
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::{Notify, broadcast, mpsc, watch};
+
+/// State shared by every request.
+pub struct Shared {
+    /// The served state.
+    pub world: Mutex<World>,
+    /// Wakes the clock driver after a write (a new event may be due sooner).
+    pub wake: Notify,
+    /// Injected failures.
+    pub faults: Faults,
+    /// Generator of fault decisions.
+    pub fault_rng: Mutex<u64>,
+    /// Interval of watch bookmarks (when the client allows them).
+    pub bookmark_interval: Duration,
+    /// Becomes true on shutdown: watches end.
+    pub shutdown: watch::Receiver<bool>,
+    /// `host:port` the server listens on.
+    pub address: String,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("address", &self.address)
+            .field("faults", &self.faults)
+            .finish()
+    }
+}
+
+impl Shared {
+    /// The world, locked (a panic elsewhere does not make it unusable).
+    pub fn lock(&self) -> MutexGuard<'_, World> {
+        self.world.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The world, locked and caught up with the wall clock.
+    fn lock_now(&self) -> MutexGuard<'_, World> {
+        let mut w = self.lock();
+        w.tick(Timestamp::now());
+        w
+    }
+}
+
+/// The router of the whole API.
+pub fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .fallback(handle)
+        .layer(middleware::from_fn_with_state(
+            shared.clone(),
+            inject_faults,
+        ))
+        .with_state(shared)
+}
+
+async fn inject_faults(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    if s.faults.is_none() {
+        return next.run(req).await;
+    }
+    if !s.faults.latency.is_zero() {
+        tokio::time::sleep(s.faults.latency).await;
+    }
+    let r =
+        crate::cluster::sim::splitmix64(&mut s.fault_rng.lock().unwrap_or_else(|e| e.into_inner()));
+    match s.faults.decide(r) {
+        Injected::Pass => next.run(req).await,
+        Injected::InternalError => {
+            ApiError::internal("injected by --faults error-rate").into_response()
+        }
+        Injected::TooManyRequests => ApiError::too_many_requests(1).into_response(),
+    }
+}
+
+/// What a resource URL names.
+struct Target {
+    kind: Arc<Kind>,
+    namespace: Option<String>,
+    name: Option<String>,
+    status: bool,
+}
+
+fn ok(body: &Value) -> Response {
+    json_response(StatusCode::OK, body)
+}
+
+async fn handle(State(s): State<Arc<Shared>>, method: Method, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let body = match axum::body::to_bytes(body, 8 << 20).await {
+        Ok(b) => b,
+        Err(_) => {
+            return ApiError::bad_request("the request body is too large or unreadable")
+                .into_response();
+        }
+    };
+    let query: HashMap<String, String> =
+        form_urlencoded::parse(parts.uri.query().unwrap_or_default().as_bytes())
+            .into_owned()
+            .collect();
+    let segs: Vec<&str> = parts
+        .uri
+        .path()
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
+    match route(&s, &method, &segs, &query, &parts.headers, body).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn route(
+    s: &Arc<Shared>,
+    method: &Method,
+    segs: &[&str],
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let get = method == Method::GET;
+    match segs {
+        ["version"] if get => return Ok(ok(&discovery::version())),
+        ["healthz" | "readyz" | "livez"] if get => return Ok("ok".into_response()),
+        ["api"] if get => return Ok(ok(&discovery::api(&s.address))),
+        ["apis"] if get => return Ok(ok(&discovery::apis(&s.lock().registry))),
+        ["api", v] if get => {
+            return discovery::resources(&s.lock().registry, "", v)
+                .map(|r| ok(&r))
+                .ok_or_else(ApiError::no_route);
+        }
+        ["apis", g, v] if get => {
+            return discovery::resources(&s.lock().registry, g, v)
+                .map(|r| ok(&r))
+                .ok_or_else(ApiError::no_route);
+        }
+        ["openapi", "v3"] if get => return Ok(ok(&discovery::openapi_index(&s.lock().registry))),
+        ["openapi", "v3", rest @ ..] if get => {
+            let gv = rest.join("/");
+            return discovery::openapi_group_version(&s.lock().registry, &gv)
+                .map(|r| ok(&r))
+                .ok_or_else(ApiError::no_route);
+        }
+        _ => {}
+    }
+    let (group, version, rest) = match segs {
+        ["api", v, rest @ ..] => ("", *v, rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => return Err(ApiError::no_route()),
+    };
+    let target = target(s, group, version, rest)?;
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let table = tables::wants_table(accept);
+    let params = write_params(query, headers);
+    let name = target.name.clone();
+    let kind = target.kind.clone();
+    let ns = target.namespace.clone().unwrap_or_default();
+    if kind.namespaced && target.namespace.is_none() && !matches!(*method, Method::GET) {
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
+    }
+    let respond = |code: StatusCode, obj: &Value, w: &World| -> Response {
+        let view = to_view(&kind, obj);
+        if table {
+            json_response(
+                code,
+                &tables::table(&kind, &[&view], w.store.rv(), w.now(), true),
+            )
+        } else {
+            json_response(code, &view)
+        }
+    };
+    let parse_body = |b: &Bytes| -> Result<Value, ApiError> {
+        if b.is_empty() {
+            return Ok(json!({}));
+        }
+        serde_json::from_slice(b)
+            .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
+    };
+    let response = match (method.clone(), name) {
+        (Method::GET, Some(name)) => {
+            let w = s.lock_now();
+            let obj = w.get(&kind, namespace_of(&kind, &ns), &name)?;
+            respond(StatusCode::OK, &obj, &w)
+        }
+        (Method::GET, None) if is_true(query.get("watch")) => {
+            return watch(s, target, query, table);
+        }
+        (Method::GET, None) => list(s, &target, query, table)?,
+        (Method::POST, None) => {
+            let body = parse_body(&body)?;
+            let mut w = s.lock_now();
+            let obj = w.create(&kind, &ns, body, &params, None)?;
+            respond(StatusCode::CREATED, &obj, &w)
+        }
+        (Method::PUT, Some(name)) => {
+            let body = parse_body(&body)?;
+            let mut w = s.lock_now();
+            let obj = w.update(&kind, &ns, &name, target.status, body, &params, None)?;
+            respond(StatusCode::OK, &obj, &w)
+        }
+        (Method::PATCH, Some(name)) => {
+            let ct = headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            let type_ = PatchType::from_content_type(ct)
+                .ok_or_else(|| ApiError::unsupported_media_type(ct))?;
+            let mut w = s.lock_now();
+            let (obj, created) =
+                w.patch(&kind, &ns, &name, target.status, type_, &body, &params)?;
+            respond(
+                if created {
+                    StatusCode::CREATED
+                } else {
+                    StatusCode::OK
+                },
+                &obj,
+                &w,
+            )
+        }
+        (Method::DELETE, Some(name)) => {
+            let mut opts = DeleteParams::from_body(&parse_body(&body)?)?;
+            if let Some(p) = query.get("propagationPolicy") {
+                opts.propagation =
+                    DeleteParams::from_body(&json!({"propagationPolicy": p}))?.propagation;
+            }
+            if let Some(g) = query.get("gracePeriodSeconds").and_then(|g| g.parse().ok()) {
+                opts.grace_period = Some(g);
+            }
+            opts.dry_run |= params.dry_run;
+            let mut w = s.lock_now();
+            let obj = w.delete(&kind, &ns, &name, &opts)?;
+            respond(StatusCode::OK, &obj, &w)
+        }
+        (Method::DELETE, None) => {
+            let opts = DeleteParams::from_body(&parse_body(&body)?)?;
+            let selectors = selectors(query, &kind)?;
+            let mut w = s.lock_now();
+            let names: Vec<String> = w
+                .store
+                .list(&kind.storage, target.namespace.as_deref())
+                .filter(|e| selectors.matches(&to_view(&kind, &e.object)))
+                .map(|e| super::store::key_of(&e.object).1)
+                .collect();
+            let mut items = Vec::new();
+            for n in names {
+                if let Ok(obj) = w.delete(&kind, &ns, &n, &opts) {
+                    items.push(to_view(&kind, &obj));
+                }
+            }
+            ok(
+                &json!({"kind": format!("{}List", kind.kind), "apiVersion": kind.api_version(),
+                       "metadata": {"resourceVersion": w.store.rv().to_string()}, "items": items}),
+            )
+        }
+        _ => {
+            return Err(ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            ));
+        }
+    };
+    s.wake.notify_one();
+    Ok(response)
+}
+
+fn is_true(v: Option<&String>) -> bool {
+    matches!(v.map(String::as_str), Some("true" | "1"))
+}
+
+fn write_params(query: &HashMap<String, String>, headers: &HeaderMap) -> WriteParams {
+    let agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|ua| ua.split('/').next())
+        .filter(|s| !s.is_empty())
+        .unwrap_or("unknown");
+    WriteParams {
+        manager: query
+            .get("fieldManager")
+            .cloned()
+            .unwrap_or_else(|| agent.to_string()),
+        dry_run: query.get("dryRun").is_some_and(|d| !d.is_empty()),
+        force: is_true(query.get("force")),
+    }
+}
+
+fn target(s: &Shared, group: &str, version: &str, rest: &[&str]) -> Result<Target, ApiError> {
+    let w = s.lock();
+    let find = |plural: &str| {
+        w.registry
+            .find(group, version, plural)
+            .ok_or_else(ApiError::no_route)
+    };
+    let (kind, namespace, name, sub) = match rest {
+        ["namespaces", ns, plural, tail @ ..] if !matches!(*plural, "status" | "finalize") => {
+            let kind = find(plural)?;
+            if !kind.namespaced {
+                return Err(ApiError::no_route());
+            }
+            (kind, Some(ns.to_string()), tail.first(), tail.get(1))
+        }
+        [plural, tail @ ..] => (find(plural)?, None, tail.first(), tail.get(1)),
+        [] => return Err(ApiError::no_route()),
+    };
+    if rest.len() > 5 || (kind.namespaced && namespace.is_none() && name.is_some()) {
+        return Err(ApiError::no_route());
+    }
+    let status = match sub {
+        None => false,
+        Some(&"status") if kind.status => true,
+        Some(_) => return Err(ApiError::no_route()),
+    };
+    Ok(Target {
+        kind,
+        namespace,
+        name: name.map(|n| n.to_string()),
+        status,
+    })
+}
+
+fn selectors(query: &HashMap<String, String>, kind: &Kind) -> Result<Selectors, ApiError> {
+    Ok(Selectors {
+        labels: parse_labels(
+            query
+                .get("labelSelector")
+                .map(String::as_str)
+                .unwrap_or_default(),
+        )?,
+        fields: parse_fields(
+            query
+                .get("fieldSelector")
+                .map(String::as_str)
+                .unwrap_or_default(),
+            kind,
+        )?,
+    })
+}
+
+fn list(
+    s: &Shared,
+    t: &Target,
+    query: &HashMap<String, String>,
+    table: bool,
+) -> Result<Response, ApiError> {
+    let selectors = selectors(query, &t.kind)?;
+    let kind = &t.kind;
+    let (rv, now, objects) = {
+        let w = s.lock_now();
+        let objects: Vec<Arc<Value>> = w
+            .store
+            .list(&kind.storage, t.namespace.as_deref())
+            .map(|e| e.object.clone())
+            .collect();
+        (w.store.rv(), w.now(), objects)
+    };
+    let items: Vec<Value> = objects
+        .iter()
+        .map(|o| to_view(kind, o))
+        .filter(|v| selectors.matches(v))
+        .collect();
+    if table {
+        let refs: Vec<&Value> = items.iter().collect();
+        return Ok(ok(&tables::table(kind, &refs, rv, now, true)));
+    }
+    Ok(ok(
+        &json!({"kind": format!("{}List", kind.kind), "apiVersion": kind.api_version(),
+                  "metadata": {"resourceVersion": rv.to_string()}, "items": items}),
+    ))
+}
+
+/// One watch event line, or nothing when the change does not concern this watch.
+fn event_line(
+    kind: &Kind,
+    namespace: Option<&str>,
+    sel: &Selectors,
+    c: &Change,
+    table: &mut Option<bool>,
+    now: Timestamp,
+) -> Option<Bytes> {
+    if c.storage != kind.storage || namespace.is_some_and(|ns| ns != c.namespace) {
+        return None;
+    }
+    let after = to_view(kind, &c.object);
+    let now_matches = sel.matches(&after);
+    let before_matches = c
+        .before
+        .as_ref()
+        .is_some_and(|b| sel.matches(&to_view(kind, b)));
+    let type_ = match (c.type_, before_matches, now_matches) {
+        (ChangeType::Deleted, true, _) => "DELETED",
+        (ChangeType::Deleted, false, _) => return None,
+        (_, false, true) => "ADDED",
+        (_, true, true) => "MODIFIED",
+        (_, true, false) => "DELETED",
+        (_, false, false) => return None,
+    };
+    Some(line(type_, render(kind, after, table, now)))
+}
+
+fn render(kind: &Kind, obj: Value, table: &mut Option<bool>, now: Timestamp) -> Value {
+    match table {
+        Some(first) => {
+            let rv = obj["metadata"]["resourceVersion"]
+                .as_str()
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(0);
+            let t = tables::table(kind, &[&obj], rv, now, *first);
+            *first = false;
+            t
+        }
+        None => obj,
+    }
+}
+
+fn line(type_: &str, object: Value) -> Bytes {
+    let mut out = serde_json::to_vec(&json!({"type": type_, "object": object})).unwrap_or_default();
+    out.push(b'\n');
+    Bytes::from(out)
+}
+
+fn watch(
+    s: &Arc<Shared>,
+    t: Target,
+    query: &HashMap<String, String>,
+    table: bool,
+) -> Result<Response, ApiError> {
+    let mut sel = selectors(query, &t.kind)?;
+    if let Some(name) = &t.name {
+        sel.fields.push(super::select::FieldRequirement {
+            field: "metadata.name".into(),
+            negated: false,
+            value: name.clone(),
+        });
+    }
+    let kind = t.kind.clone();
+    let ns = t.namespace.clone();
+    let bookmarks = is_true(query.get("allowWatchBookmarks"));
+    let initial_events = is_true(query.get("sendInitialEvents"));
+    let mut table_state = table.then_some(true);
+    let mut timeout: Option<Duration> = query
+        .get("timeoutSeconds")
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_secs);
+    if let Some(drop) = s.faults.watch_drop {
+        timeout = Some(timeout.map_or(drop, |t| t.min(drop)));
+    }
+    let rv_param = query.get("resourceVersion").cloned().unwrap_or_default();
+    let (first, mut rx, mut latest) = {
+        let w = s.lock_now();
+        let now = w.now();
+        let mut first: Vec<Bytes> = Vec::new();
+        if rv_param.is_empty() || rv_param == "0" || initial_events {
+            for e in w.store.list(&kind.storage, ns.as_deref()) {
+                let view = to_view(&kind, &e.object);
+                if sel.matches(&view) {
+                    first.push(line("ADDED", render(&kind, view, &mut table_state, now)));
+                }
+            }
+            if initial_events {
+                first.push(line("BOOKMARK", json!({"kind": kind.kind, "apiVersion": kind.api_version(),
+                    "metadata": {"resourceVersion": w.store.rv().to_string(), "annotations": {"k8s.io/initial-events-end": "true"}}})));
+            }
+        } else {
+            let rv: u64 = rv_param.parse().map_err(|_| {
+                ApiError::bad_request(format!("invalid resourceVersion {rv_param:?}"))
+            })?;
+            match w.store.since(rv) {
+                Ok(changes) => first.extend(changes.iter().filter_map(|c| {
+                    event_line(&kind, ns.as_deref(), &sel, c, &mut table_state, now)
+                })),
+                Err(oldest) => {
+                    let err =
+                        ApiError::expired(format!("too old resource version: {rv} ({oldest})"));
+                    first.push(line("ERROR", err.to_status()));
+                    return Ok(stream_response(futures::stream::iter(
+                        first.into_iter().map(Ok::<_, std::convert::Infallible>),
+                    )));
+                }
+            }
+        }
+        (first, w.store.subscribe(), w.store.rv())
+    };
+    let (tx, out) = mpsc::channel::<Bytes>(256);
+    let mut shutdown = s.shutdown.clone();
+    let interval = s.bookmark_interval;
+    tokio::spawn(async move {
+        for b in first {
+            if tx.send(b).await.is_err() {
+                return;
+            }
+        }
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+        loop {
+            let next = tokio::select! {
+                _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => break,
+                _ = shutdown.changed() => break,
+                _ = tx.closed() => break,
+                _ = ticker.tick(), if bookmarks => Some(line("BOOKMARK", json!({"kind": kind.kind, "apiVersion": kind.api_version(),
+                    "metadata": {"resourceVersion": latest.to_string()}}))),
+                r = rx.recv() => match r {
+                    Ok(c) => {
+                        latest = latest.max(c.rv);
+                        event_line(&kind, ns.as_deref(), &sel, &c, &mut table_state, Timestamp::now())
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        let err = ApiError::expired("the watch fell behind; list again".to_string());
+                        let _ = tx.send(line("ERROR", err.to_status())).await;
+                        break;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => break,
+                },
+            };
+            if let Some(b) = next
+                && tx.send(b).await.is_err()
+            {
+                break;
+            }
+        }
+    });
+    let stream = futures::stream::unfold(out, |mut out| async move {
+        out.recv()
+            .await
+            .map(|b| (Ok::<_, std::convert::Infallible>(b), out))
+    });
+    Ok(stream_response(stream))
+}
+
+fn stream_response<S>(stream: S) -> Response
+where
+    S: futures::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static,
+{
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CACHE_CONTROL, "no-cache, private"),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}

@@ -1,0 +1,411 @@
+//! Patches: JSON merge (RFC 7386), strategic merge (an approximation with the merge keys of
+//! the lists pods and nodes use), JSON patch (RFC 6902, `test` included) and server-side
+//! apply with field ownership and conflicts.
+
+use super::store::Owners;
+use serde_json::{Map, Value};
+
+/// The patch types clients send, by `Content-Type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    /// `application/merge-patch+json`.
+    Merge,
+    /// `application/strategic-merge-patch+json`.
+    Strategic,
+    /// `application/json-patch+json`.
+    Json,
+    /// `application/apply-patch+yaml` (server-side apply).
+    Apply,
+}
+
+impl PatchType {
+    /// The patch type of a `Content-Type`, if known.
+    pub fn from_content_type(ct: &str) -> Option<Self> {
+        match ct.split(';').next().unwrap_or_default().trim() {
+            "application/merge-patch+json" => Some(Self::Merge),
+            "application/strategic-merge-patch+json" => Some(Self::Strategic),
+            "application/json-patch+json" => Some(Self::Json),
+            "application/apply-patch+yaml" | "application/apply-patch+json" => Some(Self::Apply),
+            _ => None,
+        }
+    }
+}
+
+/// RFC 7386: `null` deletes a key; anything that is not an object replaces.
+pub fn merge(target: &mut Value, patch: &Value) {
+    let Value::Object(p) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let t = target.as_object_mut().expect("object");
+    for (k, v) in p {
+        if v.is_null() {
+            t.remove(k);
+        } else {
+            merge(t.entry(k.clone()).or_insert(Value::Null), v);
+        }
+    }
+}
+
+/// The merge key of a list field in the built-in kinds served (upstream's `patchMergeKey`
+/// tags, by field name), or `None` when the list is replaced whole.
+fn merge_key(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "env"
+        | "volumes"
+        | "imagePullSecrets"
+        | "resourceClaims" => "name",
+        "volumeMounts" => "mountPath",
+        "volumeDevices" => "devicePath",
+        "ports" => "containerPort",
+        "conditions" | "addresses" => "type",
+        "taints" => "key",
+        "ownerReferences" => "uid",
+        "hostAliases" => "ip",
+        _ => return None,
+    })
+}
+
+/// Lists of scalars merged as sets (`patchStrategy: merge` on a list of strings).
+fn merges_scalars(field: &str) -> bool {
+    field == "finalizers"
+}
+
+/// Strategic merge patch, approximated: like [`merge`], except that lists with a known merge
+/// key merge item by item (`$patch: delete` removes an item), `finalizers` merge as a set,
+/// `$deleteFromPrimitiveList/<field>` removes values and `$setElementOrder`/`$retainKeys`
+/// directives are honoured loosely (order ignored).
+pub fn strategic(target: &mut Value, patch: &Value) {
+    let Value::Object(p) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if p.get("$patch").and_then(Value::as_str) == Some("replace") {
+        let mut p = p.clone();
+        p.remove("$patch");
+        *target = Value::Object(p);
+        return;
+    }
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let t = target.as_object_mut().expect("object");
+    if let Some(Value::Array(keep)) = p.get("$retainKeys") {
+        let keep: Vec<&str> = keep.iter().filter_map(Value::as_str).collect();
+        t.retain(|k, _| keep.contains(&k.as_str()) || p.contains_key(k));
+    }
+    for (k, v) in p {
+        if k.starts_with("$setElementOrder/") || k == "$retainKeys" || k == "$patch" {
+            continue;
+        }
+        if let Some(field) = k.strip_prefix("$deleteFromPrimitiveList/") {
+            if let (Some(Value::Array(list)), Value::Array(remove)) = (t.get_mut(field), v) {
+                list.retain(|x| !remove.contains(x));
+            }
+            continue;
+        }
+        match v {
+            Value::Null => {
+                t.remove(k);
+            }
+            Value::Array(items) if merge_key(k).is_some() => {
+                let key = merge_key(k).expect("checked");
+                let current = t.entry(k.clone()).or_insert_with(|| Value::Array(vec![]));
+                if !current.is_array() {
+                    *current = Value::Array(vec![]);
+                }
+                let list = current.as_array_mut().expect("array");
+                for item in items {
+                    let id = item.get(key);
+                    let pos = id.and_then(|id| list.iter().position(|x| x.get(key) == Some(id)));
+                    let delete = item.get("$patch").and_then(Value::as_str) == Some("delete");
+                    match (pos, delete) {
+                        (Some(i), true) => {
+                            list.remove(i);
+                        }
+                        (None, true) => {}
+                        (Some(i), false) => strategic(&mut list[i], item),
+                        (None, false) => {
+                            let mut fresh = Value::Null;
+                            strategic(&mut fresh, item);
+                            list.push(fresh);
+                        }
+                    }
+                }
+            }
+            Value::Array(items) if merges_scalars(k) => {
+                let current = t.entry(k.clone()).or_insert_with(|| Value::Array(vec![]));
+                if let Value::Array(list) = current {
+                    for item in items {
+                        if !list.contains(item) {
+                            list.push(item.clone());
+                        }
+                    }
+                }
+            }
+            _ => strategic(t.entry(k.clone()).or_insert(Value::Null), v),
+        }
+    }
+}
+
+/// RFC 6902. A `test` of `null` on a path that does not exist passes (the API server's
+/// behaviour, which kube-runtime's finalizer helper relies on).
+pub fn json_patch(target: &mut Value, patch: &Value) -> Result<(), String> {
+    let ops: Vec<json_patch::PatchOperation> =
+        serde_json::from_value(patch.clone()).map_err(|e| format!("invalid JSON patch: {e}"))?;
+    let ops: Vec<_> = ops
+        .into_iter()
+        .filter(|op| match op {
+            json_patch::PatchOperation::Test(t) => {
+                !(t.value.is_null() && target.pointer(t.path.as_str()).is_none())
+            }
+            _ => true,
+        })
+        .collect();
+    json_patch::patch(target, &ops).map_err(|e| e.to_string())
+}
+
+/// Paths that are the server's, never owned by a field manager.
+fn unowned(path: &str) -> bool {
+    matches!(
+        path,
+        ".apiVersion"
+            | ".kind"
+            | ".metadata.name"
+            | ".metadata.namespace"
+            | ".metadata.uid"
+            | ".metadata.resourceVersion"
+            | ".metadata.generation"
+            | ".metadata.creationTimestamp"
+            | ".metadata.deletionTimestamp"
+            | ".metadata.managedFields"
+    )
+}
+
+/// The leaves of an object: scalars and lists (lists are atomic here), by `.a.b` path.
+pub fn leaves(v: &Value) -> Vec<(String, &Value)> {
+    fn walk<'a>(v: &'a Value, prefix: &mut String, out: &mut Vec<(String, &'a Value)>) {
+        match v {
+            Value::Object(m) if !m.is_empty() => {
+                for (k, child) in m {
+                    let len = prefix.len();
+                    prefix.push('.');
+                    prefix.push_str(k);
+                    walk(child, prefix, out);
+                    prefix.truncate(len);
+                }
+            }
+            _ => {
+                if !prefix.is_empty() && !unowned(prefix) {
+                    out.push((prefix.clone(), v));
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, &mut String::new(), &mut out);
+    out
+}
+
+fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').skip(1).try_fold(v, |v, k| v.get(k))
+}
+
+fn set(v: &mut Value, path: &str, value: Value) {
+    let mut cur = v;
+    let keys: Vec<&str> = path.split('.').skip(1).collect();
+    for k in &keys[..keys.len() - 1] {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        cur = cur
+            .as_object_mut()
+            .expect("object")
+            .entry(k.to_string())
+            .or_insert(Value::Null);
+    }
+    if !cur.is_object() {
+        *cur = Value::Object(Map::new());
+    }
+    cur.as_object_mut()
+        .expect("object")
+        .insert(keys[keys.len() - 1].to_string(), value);
+}
+
+fn unset(v: &mut Value, path: &str) {
+    let keys: Vec<&str> = path.split('.').skip(1).collect();
+    let parent = keys[..keys.len() - 1]
+        .iter()
+        .try_fold(v, |v, k| v.get_mut(*k));
+    if let Some(Value::Object(m)) = parent {
+        m.remove(keys[keys.len() - 1]);
+    }
+}
+
+/// Server-side apply of `applied` by `manager` onto `current` (`None`: the object is created).
+/// A leaf set to a different value than the one another manager owns is a conflict (manager,
+/// path) unless `force`; leaves this manager applied before and now omits are removed unless
+/// another manager also owns them. Updates `owners`.
+pub fn apply(
+    current: Option<&Value>,
+    owners: &mut Owners,
+    applied: &Value,
+    manager: &str,
+    force: bool,
+) -> Result<Value, Vec<(String, String)>> {
+    let mut result = current
+        .cloned()
+        .unwrap_or_else(|| Value::Object(Map::new()));
+    let applied_leaves = leaves(applied);
+    let mut conflicts = Vec::new();
+    for (path, value) in &applied_leaves {
+        if at(&result, path) == Some(value) {
+            continue;
+        }
+        for other in owners.get(path).into_iter().flatten() {
+            if other != manager {
+                conflicts.push((other.clone(), path.clone()));
+            }
+        }
+    }
+    if !conflicts.is_empty() && !force {
+        return Err(conflicts);
+    }
+    let applied_paths: Vec<&str> = applied_leaves.iter().map(|(p, _)| p.as_str()).collect();
+    let dropped: Vec<String> = owners
+        .iter()
+        .filter(|(p, m)| m.contains(manager) && !applied_paths.contains(&p.as_str()))
+        .map(|(p, _)| p.clone())
+        .collect();
+    for path in dropped {
+        let set_of = owners.get_mut(&path).expect("listed");
+        set_of.remove(manager);
+        if set_of.is_empty() {
+            owners.remove(&path);
+            unset(&mut result, &path);
+        }
+    }
+    for (path, value) in applied_leaves {
+        let changed = at(&result, &path) != Some(value);
+        set(&mut result, &path, value.clone());
+        let set_of = owners.entry(path).or_default();
+        if force || changed {
+            set_of.clear();
+        }
+        set_of.insert(manager.to_string());
+    }
+    Ok(result)
+}
+
+/// Ownership after a non-apply write by `manager`: changed leaves become its alone, removed
+/// leaves lose their owners. Only tracked for objects that have been applied.
+pub fn record_update(owners: &mut Owners, before: &Value, after: &Value, manager: &str) {
+    if owners.is_empty() {
+        return;
+    }
+    let old = leaves(before);
+    let new = leaves(after);
+    for (path, value) in &new {
+        if old.iter().find(|(p, _)| p == path).map(|(_, v)| *v) != Some(*value) {
+            let set_of = owners.entry(path.clone()).or_default();
+            set_of.clear();
+            set_of.insert(manager.to_string());
+        }
+    }
+    for (path, _) in &old {
+        if !new.iter().any(|(p, _)| p == path) {
+            owners.remove(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merge_patch_deletes_nulls_and_replaces_lists() {
+        let mut v = json!({"a": {"b": 1, "c": [1, 2]}, "d": 1});
+        merge(&mut v, &json!({"a": {"b": null, "c": [3]}, "e": "x"}));
+        assert_eq!(v, json!({"a": {"c": [3]}, "d": 1, "e": "x"}));
+    }
+
+    #[test]
+    fn strategic_merge_merges_lists_by_key_and_follows_directives() {
+        let mut node = json!({"spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]},
+                              "metadata": {"finalizers": ["x"]}});
+        strategic(
+            &mut node,
+            &json!({
+            "$setElementOrder/taints": [{"key": "a"}, {"key": "b"}],
+            "spec": {"taints": [{"key": "b", "effect": "NoExecute"}]},
+            "metadata": {"finalizers": ["y"], "$deleteFromPrimitiveList/finalizers": ["x"]}}),
+        );
+        assert_eq!(node["spec"]["taints"].as_array().unwrap().len(), 2);
+        assert_eq!(node["metadata"]["finalizers"], json!(["y"]));
+        strategic(
+            &mut node,
+            &json!({"spec": {"taints": [{"key": "a", "$patch": "delete"}]}}),
+        );
+        assert_eq!(
+            node["spec"]["taints"],
+            json!([{"key": "b", "effect": "NoExecute"}])
+        );
+    }
+
+    #[test]
+    fn json_patch_tests_values_and_a_null_test_passes_on_a_missing_path() {
+        let mut v = json!({"metadata": {}});
+        json_patch(
+            &mut v,
+            &json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": null},
+            {"op": "add", "path": "/metadata/finalizers", "value": ["f"]}]),
+        )
+        .unwrap();
+        assert_eq!(v["metadata"]["finalizers"], json!(["f"]));
+        let err = json_patch(
+            &mut v,
+            &json!([
+            {"op": "test", "path": "/metadata/finalizers/0", "value": "g"}]),
+        )
+        .unwrap_err();
+        assert!(!err.is_empty());
+    }
+
+    #[test]
+    fn apply_conflicts_with_another_manager_unless_forced_and_drops_omitted_fields() {
+        let mut owners = Owners::new();
+        let lease = |holder: &str| {
+            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "spec": {"holderIdentity": holder, "leaseDurationSeconds": 4}})
+        };
+        let v = apply(None, &mut owners, &lease("alice"), "m-alice", false).unwrap();
+        let conflicts = apply(Some(&v), &mut owners, &lease("bob"), "m-bob", false).unwrap_err();
+        assert_eq!(
+            conflicts,
+            [("m-alice".to_string(), ".spec.holderIdentity".to_string())]
+        );
+        // Same value: shared ownership, no conflict.
+        let v = apply(Some(&v), &mut owners, &lease("alice"), "m-bob", false).unwrap();
+        let v = apply(Some(&v), &mut owners, &lease("bob"), "m-bob", true).unwrap();
+        assert_eq!(v["spec"]["holderIdentity"], "bob");
+        let v = apply(
+            Some(&v),
+            &mut owners,
+            &json!({"spec": {"leaseDurationSeconds": 4}}),
+            "m-bob",
+            false,
+        )
+        .unwrap();
+        assert_eq!(v["spec"].get("holderIdentity"), None);
+        assert_eq!(v["spec"]["leaseDurationSeconds"], 4);
+    }
+}

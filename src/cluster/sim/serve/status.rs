@@ -1,0 +1,255 @@
+//! The API's error answers: `Status` objects with the exact `reason` and `code` clients match
+//! on (kube-rs tests `reason`; kube-lease-manager tests `reason` and `code`).
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+/// An API error, answered as a `Status` object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    /// HTTP status code.
+    pub code: u16,
+    /// The machine-readable reason (`NotFound`, `AlreadyExists`, `Conflict`, …).
+    pub reason: &'static str,
+    /// The human message.
+    pub message: String,
+    /// `details`, when the error is about one object.
+    pub details: Option<Value>,
+    /// Seconds a client should wait before retrying (429 answers).
+    pub retry_after: Option<u64>,
+}
+
+/// `details` naming an object: the resource plural as `kind`, as the API server does.
+fn details(resource: &str, group: &str, name: &str) -> Value {
+    let mut d = json!({"name": name, "kind": resource});
+    if !group.is_empty() {
+        d["group"] = json!(group);
+    }
+    d
+}
+
+/// `pods` or `manageddaemonsets.daemonsync.io`: how messages name a resource.
+pub fn qualified(resource: &str, group: &str) -> String {
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    }
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+            retry_after: None,
+        }
+    }
+
+    /// 404 for an object.
+    pub fn not_found(resource: &str, group: &str, name: &str) -> Self {
+        ApiError {
+            details: Some(details(resource, group, name)),
+            ..Self::new(
+                404,
+                "NotFound",
+                format!("{} \"{name}\" not found", qualified(resource, group)),
+            )
+        }
+    }
+
+    /// 404 for a path the server does not serve.
+    pub fn no_route() -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    }
+
+    /// 409 for a create of an existing name.
+    pub fn already_exists(resource: &str, group: &str, name: &str) -> Self {
+        ApiError {
+            details: Some(details(resource, group, name)),
+            ..Self::new(
+                409,
+                "AlreadyExists",
+                format!("{} \"{name}\" already exists", qualified(resource, group)),
+            )
+        }
+    }
+
+    /// 409 for a stale write or a failed precondition.
+    pub fn conflict(resource: &str, group: &str, name: &str, why: &str) -> Self {
+        ApiError {
+            details: Some(details(resource, group, name)),
+            ..Self::new(
+                409,
+                "Conflict",
+                format!(
+                    "Operation cannot be fulfilled on {} \"{name}\": {why}",
+                    qualified(resource, group)
+                ),
+            )
+        }
+    }
+
+    /// 409 for a server-side apply that would take fields another manager owns.
+    pub fn apply_conflict(
+        resource: &str,
+        group: &str,
+        name: &str,
+        conflicts: &[(String, String)],
+    ) -> Self {
+        let causes: Vec<Value> = conflicts
+            .iter()
+            .map(|(manager, field)| {
+                json!({"type": "FieldManagerConflict",
+                       "message": format!("conflict with \"{manager}\""),
+                       "field": field})
+            })
+            .collect();
+        let listed: Vec<String> = conflicts
+            .iter()
+            .map(|(manager, field)| format!("conflict with \"{manager}\": {field}"))
+            .collect();
+        let n = conflicts.len();
+        let mut d = details(resource, group, name);
+        d["causes"] = Value::Array(causes);
+        ApiError {
+            details: Some(d),
+            ..Self::new(
+                409,
+                "Conflict",
+                format!(
+                    "Apply failed with {n} conflict{}: {}",
+                    if n == 1 { "" } else { "s" },
+                    listed.join(", ")
+                ),
+            )
+        }
+    }
+
+    /// 422 with one cause per invalid field.
+    pub fn invalid(kind: &str, group: &str, name: &str, causes: &[(String, String)]) -> Self {
+        let mut d = json!({"name": name, "kind": kind});
+        if !group.is_empty() {
+            d["group"] = json!(group);
+        }
+        d["causes"] = causes
+            .iter()
+            .map(
+                |(field, msg)| json!({"type": "FieldValueInvalid", "message": msg, "field": field}),
+            )
+            .collect();
+        let listed: Vec<String> = causes.iter().map(|(f, m)| format!("{f}: {m}")).collect();
+        ApiError {
+            details: Some(d),
+            ..Self::new(
+                422,
+                "Invalid",
+                format!(
+                    "{kind}{} \"{name}\" is invalid: {}",
+                    if group.is_empty() {
+                        String::new()
+                    } else {
+                        format!(".{group}")
+                    },
+                    listed.join(", ")
+                ),
+            )
+        }
+    }
+
+    /// 400.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    /// 410 (too old a resourceVersion), sent inside a watch stream.
+    pub fn expired(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    /// 405.
+    pub fn method_not_allowed(message: impl Into<String>) -> Self {
+        Self::new(405, "MethodNotAllowed", message)
+    }
+
+    /// 415.
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got {content_type:?})"
+            ),
+        )
+    }
+
+    /// 500 (also what `--faults` injects).
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "InternalError", message)
+    }
+
+    /// 429 with `Retry-After` (injected by `--faults`).
+    pub fn too_many_requests(retry_after: u64) -> Self {
+        ApiError {
+            retry_after: Some(retry_after),
+            details: Some(json!({"retryAfterSeconds": retry_after})),
+            ..Self::new(
+                429,
+                "TooManyRequests",
+                "the server has received too many requests and has asked us to try again later",
+            )
+        }
+    }
+
+    /// The `Status` object.
+    pub fn to_status(&self) -> Value {
+        let mut v = json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {},
+            "status": "Failure", "message": self.message, "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(d) = &self.details {
+            v["details"] = d.clone();
+        }
+        v
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.reason, self.code, self.message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut resp = json_response(code, &self.to_status());
+        if let Some(s) = self.retry_after {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
+        resp
+    }
+}
+
+/// A JSON answer (compact, as kube-rs's line-based watch reader needs).
+pub fn json_response(code: StatusCode, body: &Value) -> Response {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    (
+        code,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        bytes,
+    )
+        .into_response()
+}

@@ -1,0 +1,241 @@
+//! The object store: every object as the clients wrote it (JSON), one global resourceVersion
+//! like etcd's revision, a bounded history of changes for watches to resume from, and a
+//! broadcast of every change to the open watches.
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+/// Field ownership for server-side apply: leaf path → the managers owning it.
+pub type Owners = BTreeMap<String, BTreeSet<String>>;
+
+/// What a change did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeType {
+    /// Created.
+    Added,
+    /// Updated.
+    Modified,
+    /// Removed.
+    Deleted,
+}
+
+/// One change of one object, as watches see it.
+#[derive(Debug, Clone)]
+pub struct Change {
+    /// The resourceVersion of the change.
+    pub rv: u64,
+    /// Storage key of the object's kind.
+    pub storage: String,
+    /// Namespace (empty for cluster-scoped objects).
+    pub namespace: String,
+    /// What happened.
+    pub type_: ChangeType,
+    /// The object before (for selector transitions); none for a creation.
+    pub before: Option<Arc<Value>>,
+    /// The object after (for a deletion: its last state, with the deletion's resourceVersion).
+    pub object: Arc<Value>,
+}
+
+/// A stored object.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The object.
+    pub object: Arc<Value>,
+    /// Field owners, once the object has been server-side applied.
+    pub owners: Owners,
+}
+
+/// Where an object lives: storage key, namespace, name.
+pub type ObjectKey = (String, String, String);
+
+/// The store.
+#[derive(Debug)]
+pub struct Store {
+    rv: u64,
+    objects: HashMap<String, BTreeMap<(String, String), Entry>>,
+    uids: HashMap<String, ObjectKey>,
+    history: VecDeque<Arc<Change>>,
+    capacity: usize,
+    compacted: u64,
+    tx: broadcast::Sender<Arc<Change>>,
+}
+
+/// `metadata.namespace` and `metadata.name` of an object.
+pub fn key_of(obj: &Value) -> (String, String) {
+    let m = &obj["metadata"];
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    (s(&m["namespace"]), s(&m["name"]))
+}
+
+impl Store {
+    /// An empty store keeping the last `capacity` changes for watches to resume from.
+    pub fn new(capacity: usize) -> Self {
+        let (tx, _) = broadcast::channel(4096);
+        Store {
+            rv: 1,
+            objects: HashMap::new(),
+            uids: HashMap::new(),
+            history: VecDeque::new(),
+            capacity: capacity.max(1),
+            compacted: 0,
+            tx,
+        }
+    }
+
+    /// The current resourceVersion.
+    pub fn rv(&self) -> u64 {
+        self.rv
+    }
+
+    /// An object.
+    pub fn get(&self, storage: &str, namespace: &str, name: &str) -> Option<&Entry> {
+        self.objects
+            .get(storage)?
+            .get(&(namespace.to_string(), name.to_string()))
+    }
+
+    /// Objects of a storage key, in one namespace or all, in namespace/name order.
+    pub fn list<'a>(
+        &'a self,
+        storage: &str,
+        namespace: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a Entry> + 'a {
+        self.objects
+            .get(storage)
+            .into_iter()
+            .flat_map(|m| m.iter())
+            .filter(move |((ns, _), _)| namespace.is_none_or(|n| n == ns))
+            .map(|(_, e)| e)
+    }
+
+    /// Storage keys holding objects.
+    pub fn storages(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.objects.keys().cloned().collect();
+        keys.sort();
+        keys
+    }
+
+    /// Where the object with `uid` lives.
+    pub fn by_uid(&self, uid: &str) -> Option<&ObjectKey> {
+        self.uids.get(uid)
+    }
+
+    /// Stores an object (created or replaced), stamping a new resourceVersion. `owners`
+    /// replaces the field owners when given. Returns the stored object.
+    pub fn put(&mut self, storage: &str, mut object: Value, owners: Option<Owners>) -> Arc<Value> {
+        self.rv += 1;
+        object["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
+        let (namespace, name) = key_of(&object);
+        let object = Arc::new(object);
+        let map = self.objects.entry(storage.to_string()).or_default();
+        let key = (namespace.clone(), name.clone());
+        let before = map.get(&key).map(|e| e.object.clone());
+        let owners = owners
+            .or_else(|| map.get(&key).map(|e| e.owners.clone()))
+            .unwrap_or_default();
+        map.insert(
+            key,
+            Entry {
+                object: object.clone(),
+                owners,
+            },
+        );
+        if let Some(uid) = object["metadata"]["uid"].as_str() {
+            self.uids.insert(
+                uid.to_string(),
+                (storage.to_string(), namespace.clone(), name),
+            );
+        }
+        let type_ = if before.is_some() {
+            ChangeType::Modified
+        } else {
+            ChangeType::Added
+        };
+        self.record(Change {
+            rv: self.rv,
+            storage: storage.to_string(),
+            namespace,
+            type_,
+            before,
+            object: object.clone(),
+        });
+        object
+    }
+
+    /// Removes an object; its last state carries the deletion's resourceVersion.
+    pub fn remove(&mut self, storage: &str, namespace: &str, name: &str) -> Option<Arc<Value>> {
+        let entry = self
+            .objects
+            .get_mut(storage)?
+            .remove(&(namespace.to_string(), name.to_string()))?;
+        self.rv += 1;
+        let mut last = (*entry.object).clone();
+        last["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
+        if let Some(uid) = last["metadata"]["uid"].as_str() {
+            self.uids.remove(uid);
+        }
+        let last = Arc::new(last);
+        self.record(Change {
+            rv: self.rv,
+            storage: storage.to_string(),
+            namespace: namespace.to_string(),
+            type_: ChangeType::Deleted,
+            before: Some(entry.object),
+            object: last.clone(),
+        });
+        Some(last)
+    }
+
+    fn record(&mut self, change: Change) {
+        let change = Arc::new(change);
+        let _ = self.tx.send(change.clone());
+        self.history.push_back(change);
+        while self.history.len() > self.capacity {
+            if let Some(old) = self.history.pop_front() {
+                self.compacted = old.rv;
+            }
+        }
+    }
+
+    /// A receiver of every change from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
+        self.tx.subscribe()
+    }
+
+    /// The changes after `rv`, or the oldest resourceVersion still known when `rv` is too old.
+    pub fn since(&self, rv: u64) -> Result<Vec<Arc<Change>>, u64> {
+        if rv < self.compacted {
+            return Err(self.compacted + 1);
+        }
+        let start = self.history.partition_point(|c| c.rv <= rv);
+        Ok(self.history.range(start..).cloned().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(name: &str) -> Value {
+        json!({"metadata": {"name": name, "namespace": "ns", "uid": format!("u-{name}")}})
+    }
+
+    #[test]
+    fn every_write_takes_a_new_resource_version_and_old_ones_expire() {
+        let mut s = Store::new(2);
+        let a = s.put("/pods", pod("a"), None);
+        assert_eq!(a["metadata"]["resourceVersion"], "2");
+        s.put("/pods", pod("b"), None);
+        let gone = s.remove("/pods", "ns", "a").expect("present");
+        assert_eq!(gone["metadata"]["resourceVersion"], "4");
+        assert!(s.by_uid("u-a").is_none());
+        // Capacity 2: the change at 2 is forgotten, so resuming from 1 is too old.
+        assert_eq!(s.since(1).unwrap_err(), 3);
+        let since2: Vec<u64> = s.since(2).unwrap().iter().map(|c| c.rv).collect();
+        assert_eq!(since2, [3, 4]);
+        assert!(s.since(4).unwrap().is_empty());
+    }
+}
