@@ -249,7 +249,7 @@ pub fn build_world(config: &Path, history: usize) -> Result<World> {
         let record = json!({
             "apiVersion": crate::plan::RECORD_API_VERSION, "kind": crate::plan::RECORD_KIND,
             "metadata": {"name": name, "namespace": ns},
-            "spec": {"daemonSet": ds, "source": {"repository": "", "path": d.source, "commit": ""}},
+            "spec": {"daemonSet": ds, "source": {"repository": "", "path": d.source.split(", document").next().unwrap_or_default(), "commit": ""}},
         });
         let stored = w
             .create(&mds, &ns, record, &params, None)

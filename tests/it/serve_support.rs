@@ -1,0 +1,87 @@
+//! Helpers for the `sim serve` tests: a sim directory with two running DaemonSets, a server in
+//! process or as a child process, and bounded reads of watch streams.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// Three nodes, short latencies, and two DaemonSets (`agent`, `logger` in `demo`) running.
+pub fn sim_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = |name: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {{name: {name}, namespace: demo}}\nspec:\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers: [{{name: {name}, image: '{name}:1'}}]\n"
+        )
+    };
+    std::fs::create_dir_all(dir.path().join("running")).unwrap();
+    std::fs::write(dir.path().join("running/ds.yaml"), format!("{}---\n{}", ds("agent"), ds("logger"))).unwrap();
+    std::fs::write(
+        dir.path().join("sim.yaml"),
+        "seed: 7\nkubelet: {startLatency: {fixed: 200ms}, terminationGrace: 300ms}\nnodes:\n  - name: 'n-{i}'\n    count: 3\n    labels: {kubernetes.io/os: linux}\n  - name: cp-1\n    labels: {node-role.kubernetes.io/control-plane: ''}\nrunning:\n  - manifest: running/\n",
+    )
+    .unwrap();
+    dir
+}
+
+/// The sim file in a [`sim_dir`].
+pub fn sim_file(dir: &Path) -> PathBuf {
+    dir.join("sim.yaml")
+}
+
+/// A `daemonsync sim serve` child process.
+pub struct ServeProcess {
+    pub child: Child,
+    pub url: String,
+    pub kubeconfig: PathBuf,
+}
+
+impl ServeProcess {
+    /// Starts the server and waits (at most 30 s) for its ready line.
+    pub fn start(dir: &Path, extra: &[&str]) -> ServeProcess {
+        let kubeconfig = dir.join("sim.kubeconfig");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_daemonsync"))
+            .args(["sim", "serve", "--config"])
+            .arg(sim_file(dir))
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("daemonsync runs");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(Duration::from_secs(30)).expect("the ready line within 30 s");
+        let want = format!("; kubeconfig: {}\n", kubeconfig.display());
+        assert!(line.starts_with("serving the simulated cluster at http://127.0.0.1:") && line.ends_with(&want), "{line:?}");
+        let url = line["serving the simulated cluster at ".len()..line.len() - want.len()].to_string();
+        ServeProcess { child, url, kubeconfig }
+    }
+
+    /// Sends SIGTERM and returns the exit status (waits at most 10 s).
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        for _ in 0..100 {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        panic!("sim serve did not exit within 10 s of SIGTERM");
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
