@@ -31,18 +31,29 @@ fn serve(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let dir = sim_dir();
     let server = rt
-        .block_on(Server::start(ServeOptions::new(dir.path().join("sim.yaml"))))
+        .block_on(Server::start(ServeOptions::new(
+            dir.path().join("sim.yaml"),
+        )))
         .unwrap();
     let url = server.url().to_string();
     let client = reqwest::Client::new();
     let mut group = c.benchmark_group("serve");
-    group.sample_size(30).measurement_time(Duration::from_secs(10));
+    group
+        .sample_size(30)
+        .measurement_time(Duration::from_secs(10));
 
     group.throughput(Throughput::Elements(1));
     group.bench_function("list_pods_1000", |b| {
         b.iter(|| {
             rt.block_on(async {
-                let body = client.get(format!("{url}/api/v1/pods")).send().await.unwrap().bytes().await.unwrap();
+                let body = client
+                    .get(format!("{url}/api/v1/pods"))
+                    .send()
+                    .await
+                    .unwrap()
+                    .bytes()
+                    .await
+                    .unwrap();
                 assert!(body.len() > 1_000_000);
             })
         })
@@ -51,7 +62,13 @@ fn serve(c: &mut Criterion) {
     let mut watches: Vec<_> = rt.block_on(async {
         let mut out = Vec::new();
         for _ in 0..10 {
-            let r = client.get(format!("{url}/api/v1/nodes?watch=true&resourceVersion=1000000000")).send().await.unwrap();
+            let r = client
+                .get(format!(
+                    "{url}/api/v1/nodes?watch=true&resourceVersion=1000000000"
+                ))
+                .send()
+                .await
+                .unwrap();
             out.push(r.bytes_stream());
         }
         out
@@ -63,8 +80,13 @@ fn serve(c: &mut Criterion) {
             i += 1;
             rt.block_on(async {
                 let patch = format!(r#"{{"metadata":{{"labels":{{"i":"{i}"}}}}}}"#);
-                client.patch(format!("{url}/api/v1/nodes/n-0001")).header("content-type", "application/merge-patch+json")
-                    .body(patch).send().await.unwrap();
+                client
+                    .patch(format!("{url}/api/v1/nodes/n-0001"))
+                    .header("content-type", "application/merge-patch+json")
+                    .body(patch)
+                    .send()
+                    .await
+                    .unwrap();
                 for w in watches.iter_mut() {
                     let chunk = w.next().await.unwrap().unwrap();
                     assert!(chunk.ends_with(b"\n"));

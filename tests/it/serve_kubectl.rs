@@ -8,7 +8,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn kubectl_available() -> bool {
-    let ok = Command::new("kubectl").arg("version").arg("--client").output().is_ok_and(|o| o.status.success());
+    let ok = Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !ok {
         eprintln!("skipped: kubectl is not installed");
     }
@@ -23,21 +27,37 @@ struct Kubectl<'a> {
 impl Kubectl<'_> {
     fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new("kubectl");
-        c.args(args).env("KUBECONFIG", self.kubeconfig).env("KUBECACHEDIR", self.cache).env("HOME", self.cache);
+        c.args(args)
+            .env("KUBECONFIG", self.kubeconfig)
+            .env("KUBECACHEDIR", self.cache)
+            .env("HOME", self.cache);
         c
     }
 
     /// Runs kubectl (at most 60 s), asserts success and returns stdout.
     fn ok(&self, args: &[&str]) -> String {
-        let mut child = self.cmd(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("kubectl runs");
+        let mut child = self
+            .cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubectl runs");
         let start = Instant::now();
         while child.try_wait().unwrap().is_none() {
-            assert!(start.elapsed() < Duration::from_secs(60), "kubectl {args:?} took over 60 s");
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "kubectl {args:?} took over 60 s"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         let out = child.wait_with_output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(out.status.success(), "kubectl {args:?} failed: {}{}", stdout, String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}{}",
+            stdout,
+            String::from_utf8_lossy(&out.stderr)
+        );
         stdout
     }
 }
@@ -51,7 +71,13 @@ fn row<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
 }
 
 fn header(out: &str) -> Vec<&str> {
-    out.lines().next().unwrap_or_default().split("  ").map(str::trim).filter(|s| !s.is_empty()).collect()
+    out.lines()
+        .next()
+        .unwrap_or_default()
+        .split("  ")
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 #[test]
@@ -62,51 +88,145 @@ fn kubectl_reads_and_changes_the_simulated_cluster() {
     let dir = sim_dir();
     let server = ServeProcess::start(dir.path(), &[]);
     let cache = dir.path().join("kube-cache");
-    let k = Kubectl { kubeconfig: &server.kubeconfig, cache: &cache };
+    let k = Kubectl {
+        kubeconfig: &server.kubeconfig,
+        cache: &cache,
+    };
 
     let written = std::fs::read_to_string(&server.kubeconfig).unwrap();
-    assert!(written.contains(&format!("server: {}", server.url)) && written.contains("current-context: daemonsync-sim"));
+    assert!(
+        written.contains(&format!("server: {}", server.url))
+            && written.contains("current-context: daemonsync-sim")
+    );
     let nodes = k.ok(&["get", "nodes"]);
-    assert_eq!(header(&nodes), ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]);
-    assert_eq!(row(&nodes, "cp-1"), ["cp-1", "Ready", "control-plane", "60m", "v1.32.4-sim"]);
+    assert_eq!(
+        header(&nodes),
+        ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    );
+    assert_eq!(
+        row(&nodes, "cp-1"),
+        ["cp-1", "Ready", "control-plane", "60m", "v1.32.4-sim"]
+    );
     assert_eq!(row(&nodes, "n-1")[1..3], ["Ready", "<none>"]);
 
     let pods = k.ok(&["get", "pods", "-A", "-o", "wide"]);
-    assert_eq!(header(&pods)[..9], ["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED NODE"]);
-    let agent_on_n1 = pods.lines().find(|l| l.contains("agent-") && l.contains(" n-1 ")).expect("an agent pod on n-1");
+    assert_eq!(
+        header(&pods)[..9],
+        [
+            "NAMESPACE",
+            "NAME",
+            "READY",
+            "STATUS",
+            "RESTARTS",
+            "AGE",
+            "IP",
+            "NODE",
+            "NOMINATED NODE"
+        ]
+    );
+    let agent_on_n1 = pods
+        .lines()
+        .find(|l| l.contains("agent-") && l.contains(" n-1 "))
+        .expect("an agent pod on n-1");
     let words: Vec<&str> = agent_on_n1.split_whitespace().collect();
-    assert_eq!((words[0], words[2], words[3], words[4], words[5]), ("demo", "1/1", "Running", "0", "60m"));
+    assert_eq!(
+        (words[0], words[2], words[3], words[4], words[5]),
+        ("demo", "1/1", "Running", "0", "60m")
+    );
     assert!(words[6].starts_with("10."), "{agent_on_n1}");
 
     let mds = k.ok(&["get", "mds", "-A"]);
-    assert_eq!(header(&mds), ["NAMESPACE", "NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "MISSCHEDULED", "REVISION", "AGE"]);
-    assert_eq!(row(&mds, "agent")[..8], ["demo", "agent", "4", "4", "4", "4", "4", "0"]);
+    assert_eq!(
+        header(&mds),
+        [
+            "NAMESPACE",
+            "NAME",
+            "DESIRED",
+            "CURRENT",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "MISSCHEDULED",
+            "REVISION",
+            "AGE"
+        ]
+    );
+    assert_eq!(
+        row(&mds, "agent")[..8],
+        ["demo", "agent", "4", "4", "4", "4", "4", "0"]
+    );
 
     // An event on the record, written through events.k8s.io, read by describe and get events.
-    let uid = k.ok(&["get", "mds", "-n", "demo", "agent", "-o", "jsonpath={.metadata.uid}"]);
+    let uid = k.ok(&[
+        "get",
+        "mds",
+        "-n",
+        "demo",
+        "agent",
+        "-o",
+        "jsonpath={.metadata.uid}",
+    ]);
     let event = dir.path().join("event.yaml");
     std::fs::write(&event, format!("apiVersion: events.k8s.io/v1\nkind: Event\nmetadata: {{name: agent.1, namespace: demo}}\neventTime: '2026-01-01T00:00:00.000000Z'\nreason: RolloutComplete\nnote: every node runs the new revision\ntype: Normal\naction: Rollout\nreportingController: daemonsync\nreportingInstance: test\nregarding: {{apiVersion: daemonsync.io/v1alpha1, kind: ManagedDaemonSet, name: agent, namespace: demo, uid: {uid}}}\n")).unwrap();
     k.ok(&["create", "-f", event.to_str().unwrap()]);
     let described = k.ok(&["describe", "mds", "-n", "demo", "agent"]);
-    assert!(described.contains("Desired Number Scheduled:  4"), "{described}");
-    let events_line = described.lines().find(|l| l.contains("RolloutComplete")).unwrap_or_else(|| panic!("{described}"));
-    assert!(events_line.contains("daemonsync") && events_line.contains("every node runs the new revision"), "{events_line}");
+    assert!(
+        described.contains("Desired Number Scheduled:  4"),
+        "{described}"
+    );
+    let events_line = described
+        .lines()
+        .find(|l| l.contains("RolloutComplete"))
+        .unwrap_or_else(|| panic!("{described}"));
+    assert!(
+        events_line.contains("daemonsync")
+            && events_line.contains("every node runs the new revision"),
+        "{events_line}"
+    );
     let events = k.ok(&["get", "events", "-n", "demo"]);
-    assert_eq!(header(&events), ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]);
+    assert_eq!(
+        header(&events),
+        ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    );
     assert!(events.contains("manageddaemonset/agent"), "{events}");
 
     // Node edits.
     k.ok(&["label", "node", "n-1", "zone=a"]);
     k.ok(&["taint", "node", "n-2", "maintenance=yes:NoSchedule"]);
     k.ok(&["cordon", "n-3"]);
-    assert_eq!(k.ok(&["get", "nodes", "-l", "zone=a", "-o", "name"]).trim(), "node/n-1");
-    assert_eq!(k.ok(&["get", "node", "n-2", "-o", "jsonpath={.spec.taints[0].key}"]), "maintenance");
-    assert_eq!(row(&k.ok(&["get", "nodes"]), "n-3")[1], "Ready,SchedulingDisabled");
+    assert_eq!(
+        k.ok(&["get", "nodes", "-l", "zone=a", "-o", "name"]).trim(),
+        "node/n-1"
+    );
+    assert_eq!(
+        k.ok(&["get", "node", "n-2", "-o", "jsonpath={.spec.taints[0].key}"]),
+        "maintenance"
+    );
+    assert_eq!(
+        row(&k.ok(&["get", "nodes"]), "n-3")[1],
+        "Ready,SchedulingDisabled"
+    );
 
     // get -w shows a pod's termination as it happens (bounded).
-    let pod = k.ok(&["get", "pods", "-n", "demo", "-l", "app=logger", "--field-selector", "spec.nodeName=n-1", "-o", "name"]);
+    let pod = k.ok(&[
+        "get",
+        "pods",
+        "-n",
+        "demo",
+        "-l",
+        "app=logger",
+        "--field-selector",
+        "spec.nodeName=n-1",
+        "-o",
+        "name",
+    ]);
     let pod = pod.trim().trim_start_matches("pod/").to_string();
-    let mut watch = k.cmd(&["get", "pods", "-n", "demo", "-w"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut watch = k
+        .cmd(&["get", "pods", "-n", "demo", "-w"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let stdout = watch.stdout.take().unwrap();
     std::thread::spawn(move || {
@@ -116,7 +236,9 @@ fn kubectl_reads_and_changes_the_simulated_cluster() {
             }
         }
     });
-    let first = rx.recv_timeout(Duration::from_secs(30)).expect("get -w prints its header");
+    let first = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("get -w prints its header");
     assert!(first.starts_with("NAME"), "{first}");
     k.ok(&["delete", "pod", "-n", "demo", &pod]);
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -135,19 +257,53 @@ fn kubectl_reads_and_changes_the_simulated_cluster() {
     // Deleting a node deletes its pods (pod garbage collection).
     k.ok(&["delete", "node", "n-2"]);
     assert!(!k.ok(&["get", "nodes", "-o", "name"]).contains("node/n-2"));
-    assert_eq!(k.ok(&["get", "pods", "-A", "--field-selector", "spec.nodeName=n-2", "-o", "name"]).trim(), "");
+    assert_eq!(
+        k.ok(&[
+            "get",
+            "pods",
+            "-A",
+            "--field-selector",
+            "spec.nodeName=n-2",
+            "-o",
+            "name"
+        ])
+        .trim(),
+        ""
+    );
 
     // apply -f of a Node: a simulated kubelet registers it.
     let node = dir.path().join("node.yaml");
     std::fs::write(&node, "apiVersion: v1\nkind: Node\nmetadata:\n  name: extra-1\n  labels: {kubernetes.io/os: linux, node-role.kubernetes.io/worker: ''}\n").unwrap();
-    assert!(k.ok(&["apply", "-f", node.to_str().unwrap()]).contains("node/extra-1 created"));
-    assert_eq!(row(&k.ok(&["get", "nodes"]), "extra-1")[1..3], ["Ready", "worker"]);
-    assert!(k.ok(&["apply", "-f", node.to_str().unwrap()]).contains("node/extra-1 unchanged"));
+    assert!(
+        k.ok(&["apply", "-f", node.to_str().unwrap()])
+            .contains("node/extra-1 created")
+    );
+    assert_eq!(
+        row(&k.ok(&["get", "nodes"]), "extra-1")[1..3],
+        ["Ready", "worker"]
+    );
+    assert!(
+        k.ok(&["apply", "-f", node.to_str().unwrap()])
+            .contains("node/extra-1 unchanged")
+    );
 
     // delete mds cascades to its pods; --cascade=orphan leaves them.
     k.ok(&["delete", "mds", "-n", "demo", "logger", "--cascade=orphan"]);
-    let loggers = k.ok(&["get", "pods", "-n", "demo", "-l", "app=logger", "-o", "name"]);
-    assert_eq!(loggers.lines().count(), 2, "orphaned pods stay (n-2's was collected, one deleted):\n{loggers}");
+    let loggers = k.ok(&[
+        "get",
+        "pods",
+        "-n",
+        "demo",
+        "-l",
+        "app=logger",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(
+        loggers.lines().count(),
+        2,
+        "orphaned pods stay (n-2's was collected, one deleted):\n{loggers}"
+    );
     k.ok(&["delete", "mds", "-n", "demo", "agent"]);
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -155,10 +311,27 @@ fn kubectl_reads_and_changes_the_simulated_cluster() {
         if agents.trim().is_empty() {
             break;
         }
-        assert!(Instant::now() < deadline, "agent pods still there:\n{agents}");
+        assert!(
+            Instant::now() < deadline,
+            "agent pods still there:\n{agents}"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert_eq!(k.ok(&["get", "pods", "-n", "demo", "-l", "app=logger", "-o", "name"]).lines().count(), 2);
+    assert_eq!(
+        k.ok(&[
+            "get",
+            "pods",
+            "-n",
+            "demo",
+            "-l",
+            "app=logger",
+            "-o",
+            "name"
+        ])
+        .lines()
+        .count(),
+        2
+    );
 
     let status = server.terminate();
     assert!(status.success(), "sim serve exits 0 on SIGTERM: {status:?}");

@@ -15,7 +15,11 @@ pub fn sim_dir() -> tempfile::TempDir {
         )
     };
     std::fs::create_dir_all(dir.path().join("running")).unwrap();
-    std::fs::write(dir.path().join("running/ds.yaml"), format!("{}---\n{}", ds("agent"), ds("logger"))).unwrap();
+    std::fs::write(
+        dir.path().join("running/ds.yaml"),
+        format!("{}---\n{}", ds("agent"), ds("logger")),
+    )
+    .unwrap();
     std::fs::write(
         dir.path().join("sim.yaml"),
         "seed: 7\nkubelet: {startLatency: {fixed: 200ms}, terminationGrace: 300ms}\nnodes:\n  - name: 'n-{i}'\n    count: 3\n    labels: {kubernetes.io/os: linux}\n  - name: cp-1\n    labels: {node-role.kubernetes.io/control-plane: ''}\nrunning:\n  - manifest: running/\n",
@@ -57,11 +61,22 @@ impl ServeProcess {
             let _ = std::io::BufReader::new(stdout).read_line(&mut line);
             let _ = tx.send(line);
         });
-        let line = rx.recv_timeout(Duration::from_secs(30)).expect("the ready line within 30 s");
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the ready line within 30 s");
         let want = format!("; kubeconfig: {}\n", kubeconfig.display());
-        assert!(line.starts_with("serving the simulated cluster at http://127.0.0.1:") && line.ends_with(&want), "{line:?}");
-        let url = line["serving the simulated cluster at ".len()..line.len() - want.len()].to_string();
-        ServeProcess { child, url, kubeconfig }
+        assert!(
+            line.starts_with("serving the simulated cluster at http://127.0.0.1:")
+                && line.ends_with(&want),
+            "{line:?}"
+        );
+        let url =
+            line["serving the simulated cluster at ".len()..line.len() - want.len()].to_string();
+        ServeProcess {
+            child,
+            url,
+            kubeconfig,
+        }
     }
 
     /// Sends SIGTERM and returns the exit status (waits at most 10 s).

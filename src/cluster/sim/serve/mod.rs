@@ -362,5 +362,3 @@ pub async fn serve_until_signal(opts: ServeOptions) -> Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests;

@@ -413,6 +413,7 @@ impl World {
     }
 
     /// PUT (or the result of a patch): replaces an object, or only its status.
+    #[allow(clippy::too_many_arguments)]
     pub fn update(
         &mut self,
         kind: &Kind,
