@@ -34,6 +34,15 @@ impl Kubectl<'_> {
         c
     }
 
+    /// The names of the pods of `app` in namespace `demo`.
+    fn pods_of(&self, app: &str) -> Vec<String> {
+        let sel = format!("app={app}");
+        self.ok(&["get", "pods", "-n", "demo", "-l", &sel, "-o", "name"])
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+
     /// Runs kubectl (at most 60 s), asserts success and returns stdout.
     fn ok(&self, args: &[&str]) -> String {
         let mut child = self
@@ -289,16 +298,7 @@ fn kubectl_reads_and_changes_the_simulated_cluster() {
 
     // delete mds cascades to its pods; --cascade=orphan leaves them.
     k.ok(&["delete", "mds", "-n", "demo", "logger", "--cascade=orphan"]);
-    let loggers = k.ok(&[
-        "get",
-        "pods",
-        "-n",
-        "demo",
-        "-l",
-        "app=logger",
-        "-o",
-        "name",
-    ]);
+    let loggers = k.pods_of("logger").join("\n");
     assert_eq!(
         loggers.lines().count(),
         2,
@@ -307,7 +307,7 @@ fn kubectl_reads_and_changes_the_simulated_cluster() {
     k.ok(&["delete", "mds", "-n", "demo", "agent"]);
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let agents = k.ok(&["get", "pods", "-n", "demo", "-l", "app=agent", "-o", "name"]);
+        let agents = k.pods_of("agent").join("\n");
         if agents.trim().is_empty() {
             break;
         }
@@ -317,21 +317,7 @@ fn kubectl_reads_and_changes_the_simulated_cluster() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert_eq!(
-        k.ok(&[
-            "get",
-            "pods",
-            "-n",
-            "demo",
-            "-l",
-            "app=logger",
-            "-o",
-            "name"
-        ])
-        .lines()
-        .count(),
-        2
-    );
+    assert_eq!(k.pods_of("logger").join("\n").lines().count(), 2);
 
     let status = server.terminate();
     assert!(status.success(), "sim serve exits 0 on SIGTERM: {status:?}");

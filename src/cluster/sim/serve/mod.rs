@@ -361,4 +361,3 @@ pub async fn serve_until_signal(opts: ServeOptions) -> Result<()> {
     server.shutdown().await;
     Ok(())
 }
-

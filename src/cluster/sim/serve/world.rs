@@ -262,6 +262,11 @@ impl World {
 
     /// Checks `apiVersion`/`kind` of a written body against the URL's kind.
     fn check_type(kind: &Kind, body: &Value) -> Result<(), ApiError> {
+        if !body.is_object() {
+            return Err(ApiError::bad_request(
+                "the request body must be a JSON object",
+            ));
+        }
         let (av, k) = (str_at(body, &["apiVersion"]), str_at(body, &["kind"]));
         if (!av.is_empty() && av != kind.api_version()) || (!k.is_empty() && k != kind.kind) {
             return Err(ApiError::bad_request(format!(
@@ -282,11 +287,6 @@ impl World {
         params: &WriteParams,
         owners: Option<Owners>,
     ) -> Result<Arc<Value>, ApiError> {
-        if !body.is_object() {
-            return Err(ApiError::bad_request(
-                "the body of a create must be a JSON object",
-            ));
-        }
         Self::check_type(kind, &body)?;
         let mut obj = from_view(kind, body);
         let body_ns = str_at(&obj, &["metadata", "namespace"]).to_string();
@@ -424,11 +424,6 @@ impl World {
         params: &WriteParams,
         owners: Option<Owners>,
     ) -> Result<Arc<Value>, ApiError> {
-        if !body.is_object() {
-            return Err(ApiError::bad_request(
-                "the body of an update must be a JSON object",
-            ));
-        }
         Self::check_type(kind, &body)?;
         let ns = namespace_of(kind, namespace);
         let entry = self
