@@ -407,6 +407,7 @@ fn print_plan(plan: &Plan, opts: &ReportOptions, extras: &Extras, prefix: &str) 
                 base: extras.base.clone(),
                 head: extras.head.clone(),
                 cluster: opts.cluster.clone(),
+                ..report::MarkdownContext::default()
             };
             let parts = report::to_markdown(plan, &ctx, &extras.diffs);
             parts.join(&format!("\n{PART_BREAK}\n"))
