@@ -163,7 +163,15 @@ mod tests {
             let spec: ClusterSpec = s.parse().expect(s);
             assert_eq!(spec.to_string(), s);
         }
-        for bad in ["", "snapshot:", "sim:", "kind:x", "cluster.yaml", "None", "none:x"] {
+        for bad in [
+            "",
+            "snapshot:",
+            "sim:",
+            "kind:x",
+            "cluster.yaml",
+            "None",
+            "none:x",
+        ] {
             let err = bad.parse::<ClusterSpec>().unwrap_err().to_string();
             assert!(
                 err.contains("snapshot:FILE") && err.contains("sim:FILE") && err.contains("none"),

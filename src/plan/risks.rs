@@ -112,7 +112,8 @@ pub(crate) fn risks(i: &Inputs<'_>) -> Vec<Risk> {
                 "{what} with maxSurge {}: the surge pod cannot bind its port beside the old \
                  pod, so the rollout deadlocks; use maxSurge 0 and maxUnavailable instead",
                 match (&i.spec.strategy, i.manifest_only) {
-                    (UpdateStrategy::RollingUpdate { max_surge, .. }, true) => max_surge.to_string(),
+                    (UpdateStrategy::RollingUpdate { max_surge, .. }, true) =>
+                        max_surge.to_string(),
                     _ => i.budgets.max_surge.to_string(),
                 }
             ),
@@ -390,7 +391,11 @@ mod tests {
             now(),
         );
         assert_eq!(kinds(&p), [RiskKind::AllAtOnce]);
-        assert!(p.daemonsets[0].risks[0].message.contains("maxUnavailable 100%"));
+        assert!(
+            p.daemonsets[0].risks[0]
+                .message
+                .contains("maxUnavailable 100%")
+        );
 
         let d = daemonset("infra", "agent", json!({"type": "OnDelete"}));
         let p = plan_manifests(&[d], &Policy::default(), now());

@@ -120,12 +120,7 @@ impl Counts {
         }
         Counts {
             daemonsets: plan.daemonsets.len() + removed,
-            changed: plan
-                .daemonsets
-                .iter()
-                .filter(|d| changed(d, diffs))
-                .count()
-                + removed,
+            changed: plan.daemonsets.iter().filter(|d| changed(d, diffs)).count() + removed,
             removed,
             impact,
             nodes_affected: (!plan.manifest_only).then_some(nodes.len()),
@@ -168,7 +163,10 @@ mod tests {
         );
         let c = Counts::of(&manifest_only_plan(), &diffs);
         assert_eq!((c.daemonsets, c.changed, c.removed), (3, 2, 1));
-        assert_eq!(c.nodes_affected, None, "a manifest-only plan knows no nodes");
+        assert_eq!(
+            c.nodes_affected, None,
+            "a manifest-only plan knows no nodes"
+        );
         assert_eq!(c.risks, 1);
     }
 }

@@ -252,6 +252,19 @@ pub fn to_summary(
 /// plan does not stay on the pull request as if it were current.
 pub fn failure(ctx: &MarkdownContext, error: &str) -> String {
     let fence = if error.contains("```") { "````" } else { "```" };
+    let max = PART_BUDGET - 2_048;
+    let cut;
+    let error = if error.len() > max {
+        let end = floor_line(error, max);
+        cut = format!(
+            "{}\n… {} more characters; run the command locally for the whole error",
+            &error[..end],
+            error.len() - end
+        );
+        cut.as_str()
+    } else {
+        error
+    };
     format!(
         "{}\n### daemonsync plan\n\n{}\n\n> [!CAUTION]\n> **The plan failed.** Nothing was \
          planned; the error is below. Fix it and push again.\n\n{fence}text\n{}\n{fence}\n",
@@ -769,7 +782,6 @@ fn count(n: usize, noun: &str) -> String {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -829,7 +841,10 @@ mod tests {
         };
         let md = to_markdown(&known_plan(), &ctx, &BTreeMap::new()).remove(0);
         assert!(md.starts_with("<!-- daemonsync-plan:prod-eu -->\n"), "{md}");
-        assert!(!md.contains(PART_MARKER_PREFIX), "one part has no part marker");
+        assert!(
+            !md.contains(PART_MARKER_PREFIX),
+            "one part has no part marker"
+        );
         for good in ["default", "prod-eu", "a.b_c", "X1"] {
             assert_eq!(check_comment_key(good), Ok(()), "{good}");
         }
@@ -842,7 +857,8 @@ mod tests {
     #[test]
     fn a_quiet_plan_is_one_line_even_without_a_cluster() {
         let d = crate::report::testing::daemonset("infra", "logs", serde_json::json!({}));
-        let p = crate::plan::plan_manifests(&[d], &Default::default(), crate::report::testing::now());
+        let p =
+            crate::plan::plan_manifests(&[d], &Default::default(), crate::report::testing::now());
         assert!(is_quiet(&p, &BTreeMap::new()));
         let none = MarkdownContext {
             cluster: "none".into(),
@@ -851,7 +867,11 @@ mod tests {
         let md = to_markdown(&p, &none, &BTreeMap::new());
         assert_eq!(md.len(), 1);
         assert_eq!(md[0].lines().count(), 1, "{}", md[0]);
-        assert!(md[0].contains("manifest only: no cluster state was read"), "{}", md[0]);
+        assert!(
+            md[0].contains("manifest only: no cluster state was read"),
+            "{}",
+            md[0]
+        );
         assert!(!md[0].contains("already match"), "{}", md[0]);
     }
 
@@ -860,15 +880,27 @@ mod tests {
         use crate::cluster::synthetic::{fleet, fleet_now};
         let (desired, observed) = fleet(2_000, 20, 7);
         let plan = crate::plan::plan(&desired, &observed, &Default::default(), fleet_now());
-        let full = to_summary(&plan, &ctx(), &BTreeMap::new(), usize::MAX, "see the comment");
+        let full = to_summary(
+            &plan,
+            &ctx(),
+            &BTreeMap::new(),
+            usize::MAX,
+            "see the comment",
+        );
         assert!(!full.contains("**Truncated:**"));
-        assert!(!full.contains(MARKER_PREFIX), "no hidden marker in a summary");
+        assert!(
+            !full.contains(MARKER_PREFIX),
+            "no hidden marker in a summary"
+        );
         assert!(full.starts_with("### daemonsync plan\n"), "summary first");
         let budget = full.len() / 3;
         let cut = to_summary(&plan, &ctx(), &BTreeMap::new(), budget, "POINTER");
         assert!(cut.len() <= budget, "{} > {budget}", cut.len());
         assert!(cut.starts_with("### daemonsync plan\n"));
-        assert!(cut.contains("DaemonSet sections are not shown here"), "{cut}");
+        assert!(
+            cut.contains("DaemonSet sections are not shown here"),
+            "{cut}"
+        );
         assert!(cut.trim_end().ends_with("POINTER"));
         assert_eq!(
             cut.matches("<details>").count(),
@@ -886,10 +918,17 @@ mod tests {
             comment_key: "k".into(),
             ..ctx()
         };
-        let md = failure(&ctx, "manifest deploy/a.yaml: spec.template: Required value\n");
+        let md = failure(
+            &ctx,
+            "manifest deploy/a.yaml: spec.template: Required value\n",
+        );
         assert!(md.starts_with("<!-- daemonsync-plan:k -->\n"), "{md}");
         assert!(md.contains("**The plan failed.**"), "{md}");
         assert!(md.contains("```text\nmanifest deploy/a.yaml: spec.template: Required value\n```"));
+        let long = "bad manifest\n".repeat(10_000);
+        let md = failure(&ctx, &long);
+        assert!(md.chars().count() < GITHUB_COMMENT_LIMIT, "{}", md.len());
+        assert!(md.contains("more characters; run the command locally"));
     }
 
     #[test]

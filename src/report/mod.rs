@@ -18,7 +18,7 @@ pub mod table;
 #[cfg(test)]
 pub(crate) mod testing;
 
-pub use json::to_json;
 pub use counts::{Counts, Diffs};
+pub use json::to_json;
 pub use markdown::{MarkdownContext, to_markdown, to_summary};
 pub use table::{TableOptions, to_table};

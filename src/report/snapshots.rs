@@ -162,6 +162,9 @@ fn manifest_only_pull_request() {
     let md = to_markdown(&p, &ctx, &diffs);
     assert_eq!(md.len(), 1);
     insta::assert_snapshot!("manifest_only.markdown", md[0]);
-    insta::assert_snapshot!("manifest_only.table", to_table(&p, &TableOptions::default()));
+    insta::assert_snapshot!(
+        "manifest_only.table",
+        to_table(&p, &TableOptions::default())
+    );
     insta::assert_snapshot!("manifest_only.json", super::to_json(&p));
 }

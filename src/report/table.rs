@@ -363,10 +363,19 @@ mod tests {
             ["NAMESPACE", "NAME", "NODE", "SELECTOR", "STRATEGY"],
             "{out}"
         );
-        assert!(!out.contains("DESIRED") && !out.contains("no-eligible-nodes"), "{out}");
+        assert!(
+            !out.contains("DESIRED") && !out.contains("no-eligible-nodes"),
+            "{out}"
+        );
         assert!(out.contains("infra/agent: 1 risk in the manifest"), "{out}");
-        assert!(out.contains("RISK: [all-at-once] maxUnavailable 100%"), "{out}");
-        assert!(out.contains("infra/logs: no risks in the manifest"), "{out}");
+        assert!(
+            out.contains("RISK: [all-at-once] maxUnavailable 100%"),
+            "{out}"
+        );
+        assert!(
+            out.contains("infra/logs: no risks in the manifest"),
+            "{out}"
+        );
     }
 
     fn plain() -> TableOptions {
