@@ -4,6 +4,7 @@
 //! against a stand-in for GitHub's REST API.
 
 mod action;
+mod action_yml;
 mod cli;
 mod dir;
 mod fake_github;
