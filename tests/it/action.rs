@@ -99,7 +99,7 @@ impl Step {
             "plan", "--github", "--repo", &repo, "--base", base, "--head", head, "--path",
             "deploy", "--now", NOW,
         ];
-        if !extra.iter().any(|a| *a == "--cluster") {
+        if !extra.contains(&"--cluster") {
             args.extend(["--cluster", &cluster]);
         }
         args.extend(extra);

@@ -189,16 +189,16 @@ fn handle(
     {
         return error(StatusCode::from_u16(status).unwrap(), &message);
     }
-    let body_text = || -> Result<String, Response> {
+    let body_text = || -> Result<String, Box<Response>> {
         let v: Value = serde_json::from_slice(&body)
-            .map_err(|_| error(StatusCode::BAD_REQUEST, "Problems parsing JSON"))?;
+            .map_err(|_| Box::new(error(StatusCode::BAD_REQUEST, "Problems parsing JSON")))?;
         let text = v["body"].as_str().unwrap_or_default().to_string();
         if text.chars().count() > 65_536 {
-            return Err(json_response(
+            return Err(Box::new(json_response(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 json!({"message": "Validation Failed",
                        "errors": [{"message": "body is too long (maximum is 65536 characters)"}]}),
-            ));
+            )));
         }
         Ok(text)
     };
@@ -240,7 +240,7 @@ fn handle(
             } else if m == Method::POST {
                 let text = match body_text() {
                     Ok(t) => t,
-                    Err(r) => return r,
+                    Err(r) => return *r,
                 };
                 let id = s.next_id;
                 s.next_id += 1;
@@ -267,7 +267,7 @@ fn handle(
                 Method::PATCH => {
                     let text = match body_text() {
                         Ok(t) => t,
-                        Err(r) => return r,
+                        Err(r) => return *r,
                     };
                     s.comments[pos].body = text;
                     json_response(StatusCode::OK, comment_json(&s.comments[pos]))

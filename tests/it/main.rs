@@ -7,6 +7,7 @@ mod action;
 mod action_yml;
 mod cli;
 mod dir;
+mod examples;
 mod fake_github;
 mod git;
 mod plan;
