@@ -110,7 +110,7 @@ impl Client {
         let resp = req.send().await.map_err(|e| GithubError::Transport {
             method: method.to_string(),
             path: path.clone(),
-            message: e.without_url().to_string(),
+            message: transport_message(e),
         })?;
         if resp.status().is_success() {
             return Ok(resp);
@@ -142,7 +142,7 @@ impl Client {
         let text = resp.text().await.map_err(|e| GithubError::Transport {
             method: method.to_string(),
             path: path.clone(),
-            message: e.without_url().to_string(),
+            message: transport_message(e),
         })?;
         let value = serde_json::from_str(&text).map_err(|e| GithubError::Response {
             method: method.to_string(),
@@ -230,6 +230,23 @@ impl Client {
             Err(e) => Err(e),
         }
     }
+}
+
+/// What the HTTP client says, with its causes ("connection refused"), without the URL (the
+/// caller names the path).
+fn transport_message(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut out = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
 }
 
 /// GitHub's `message` (and the first error's detail) from an error body, else the start of
