@@ -36,6 +36,14 @@ Examples:
   daemonsync plan --repo . --base origin/main --head HEAD --path deploy \
     --cluster snapshot:cluster.yaml -o markdown
 
+  # Without a cluster: the manifest diff, validation and risks, no per-node part
+  daemonsync plan --repo . --base origin/main --head HEAD --path deploy --cluster none
+
+  # In GitHub Actions (action.yml runs this): also the job summary, step outputs and one
+  # sticky comment on the pull request, keyed per cluster
+  daemonsync plan --github --repo . --base \"$BASE_SHA\" --head \"$HEAD_SHA\" --path deploy \\
+    --cluster snapshot:cluster.yaml --comment-key prod
+
   # Every node with its state and reason
   daemonsync plan -m ./deploy -c snapshot:cluster.yaml -o wide
 
@@ -81,8 +89,9 @@ pub struct PlanArgs {
     #[arg(long, value_name = "REF", requires_all = ["repo", "base"])]
     pub head: Option<String>,
     /// Where the observed state comes from: `snapshot:FILE` (output of
-    /// `kubectl get nodes,pods,daemonsets -A -o yaml`) or `sim:FILE` (a simulated cluster at
-    /// its start, see docs/sim.md).
+    /// `kubectl get nodes,pods,daemonsets -A -o yaml`), `sim:FILE` (a simulated cluster at
+    /// its start, see docs/sim.md), or `none` (the manifests alone: diff, validation and
+    /// risks, no per-node plan).
     #[arg(long, short = 'c', value_name = "SOURCE")]
     pub cluster: ClusterSpec,
     /// The instant to plan for (RFC 3339); minReadySeconds is measured against it.
@@ -401,16 +410,7 @@ fn pull_request(
     let desired = head.desired()?;
     let head_plan = plan_desired(&desired, observed, opts);
     if let Some(observed) = observed {
-        let base_desired: Vec<Desired> = base
-            .manifests
-            .daemonsets
-            .iter()
-            .map(|d| Desired {
-                source: d.source.to_string(),
-                daemonset: d.daemonset.clone(),
-            })
-            .collect();
-        let base_plan = plan::plan(&base_desired, observed, &opts.policy, opts.now);
+        let base_plan = plan::plan(&base.valid_desired(), observed, &opts.policy, opts.now);
         let changes = report::diff::node_changes(&base_plan, &head_plan);
         if !changes.is_empty() {
             before.push_str("Node changes from base to head:\n");
