@@ -324,6 +324,8 @@ fn an_oversized_plan_is_split_into_parts_and_a_smaller_one_deletes_the_surplus()
     assert_eq!(o.code, 2, "{}", o.stderr);
     let parts = s.gh.bot_comments(PR);
     let n = parts.len();
+    let sizes: Vec<usize> = parts.iter().map(|p| p.body.chars().count()).collect();
+    eprintln!("121 DaemonSets: {n} parts of {sizes:?} characters");
     assert!(n >= 2, "{n} part(s)");
     for (i, p) in parts.iter().enumerate() {
         assert!(p.body.chars().count() <= 65_536);
