@@ -15,6 +15,8 @@
 //!   snapshot file and a simulated cluster with a virtual clock.
 //! * [`report`]: renderings of a [`plan::Plan`] (table, JSON).
 //! * [`apply`]: the executor: applies the planner's steps to a cluster until converged.
+//! * [`github`]: GitHub Actions: the job summary, step outputs and the sticky pull-request
+//!   comment of `plan --github`.
 //! * [`cli`]: the command line, reachable from tests through the library.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -22,6 +24,7 @@
 pub mod apply;
 pub mod cli;
 pub mod cluster;
+pub mod github;
 pub mod manifest;
 pub mod model;
 pub mod plan;

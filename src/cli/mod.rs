@@ -2,6 +2,7 @@
 //! configuration, calls the library and returns the exit code. `main` only maps that code.
 
 mod apply;
+mod github;
 mod plan;
 mod render;
 mod sim;
@@ -10,7 +11,9 @@ pub(crate) mod source;
 mod status;
 
 pub use apply::{ApplyArgs, EXIT_HALTED, load_desired};
-pub use plan::{Output, PART_BREAK, PlanArgs, PlanOptions, ReportOptions};
+pub use plan::{
+    Output, PART_BREAK, PlanArgs, PlanOptions, PlanRun, ReportOptions, compute, execute, print,
+};
 pub use render::RenderArgs;
 pub use sim::{ServeArgs, SimArgs, SimCommand};
 pub use snapshot::{SnapshotArgs, to_yaml as snapshot_yaml};

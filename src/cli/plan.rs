@@ -1,19 +1,19 @@
 //! `daemonsync plan`: what reconciling the manifests would do, node by node.
 
-use super::source::{SourceArgs, load, print_notes};
+use super::source::{Loaded, SourceArgs, load, print_notes};
 use super::{EXIT_CHANGES, EXIT_OK, parse_now};
 use crate::cluster::ClusterSpec;
 use crate::manifest::LoadOptions;
 use crate::model::Timestamp;
-use crate::plan::{self, Desired, Plan, Policy};
-use crate::report;
+use crate::plan::{self, Desired, Observed, Plan, Policy};
+use crate::report::markdown::DEFAULT_COMMENT_KEY;
+use crate::report::{self, Diffs, MarkdownContext};
 use crate::source::{GitSource, ManifestSource, Rendered};
 use anyhow::Result;
 use clap::ValueEnum;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 
 pub(crate) const PLAN_HELP: &str = "\
 Examples:
@@ -35,6 +35,14 @@ Examples:
   # `<!-- daemonsync-plan-part-break -->`, each under GitHub's 65,536-character limit
   daemonsync plan --repo . --base origin/main --head HEAD --path deploy \
     --cluster snapshot:cluster.yaml -o markdown
+
+  # Without a cluster: the manifest diff, validation and risks, no per-node part
+  daemonsync plan --repo . --base origin/main --head HEAD --path deploy --cluster none
+
+  # In GitHub Actions (action.yml runs this): also the job summary, step outputs and one
+  # sticky comment on the pull request, keyed per cluster
+  daemonsync plan --github --repo . --base \"$BASE_SHA\" --head \"$HEAD_SHA\" --path deploy \\
+    --cluster snapshot:cluster.yaml --comment-key prod
 
   # Every node with its state and reason
   daemonsync plan -m ./deploy -c snapshot:cluster.yaml -o wide
@@ -81,8 +89,9 @@ pub struct PlanArgs {
     #[arg(long, value_name = "REF", requires_all = ["repo", "base"])]
     pub head: Option<String>,
     /// Where the observed state comes from: `snapshot:FILE` (output of
-    /// `kubectl get nodes,pods,daemonsets -A -o yaml`) or `sim:FILE` (a simulated cluster at
-    /// its start, see docs/sim.md).
+    /// `kubectl get nodes,pods,daemonsets -A -o yaml`), `sim:FILE` (a simulated cluster at
+    /// its start, see docs/sim.md), or `none` (the manifests alone: diff, validation and
+    /// risks, no per-node plan).
     #[arg(long, short = 'c', value_name = "SOURCE")]
     pub cluster: ClusterSpec,
     /// The instant to plan for (RFC 3339); minReadySeconds is measured against it.
@@ -102,6 +111,16 @@ pub struct PlanArgs {
     /// Markdown: the repository (`owner/name`) named in the comment.
     #[arg(long, value_name = "OWNER/NAME", env = "GITHUB_REPOSITORY")]
     pub repository: Option<String>,
+    /// In GitHub Actions: besides printing the plan, write the job summary and the step
+    /// outputs, and create or update one sticky comment on the pull request (README, "GitHub
+    /// Action"). Reads GITHUB_TOKEN, GITHUB_EVENT_PATH, GITHUB_API_URL, GITHUB_OUTPUT and
+    /// GITHUB_STEP_SUMMARY.
+    #[arg(long, conflicts_with = "watch")]
+    pub github: bool,
+    /// The key of the sticky comment, in its hidden marker `<!-- daemonsync-plan:KEY -->`:
+    /// one comment per key, so plans against several clusters keep their own comments.
+    #[arg(long, value_name = "KEY", default_value = DEFAULT_COMMENT_KEY)]
+    pub comment_key: String,
 }
 
 /// Separates the parts of a Markdown plan too long for one comment.
@@ -124,6 +143,8 @@ pub struct PlanOptions {
     pub pull_request: Option<(String, String)>,
     /// Re-plan whenever a local manifest changes.
     pub watch: bool,
+    /// Publish to GitHub Actions too (`--github`).
+    pub github: bool,
     /// How the plan is printed.
     pub report: ReportOptions,
 }
@@ -141,11 +162,15 @@ pub struct ReportOptions {
     pub repository: Option<String>,
     /// Markdown: the cluster named in the comment.
     pub cluster: String,
+    /// Markdown: the key in the comment's marker.
+    pub comment_key: String,
 }
 
 impl PlanArgs {
     /// Validates the flags into [`PlanOptions`], before anything is read.
     pub fn options(&self) -> Result<PlanOptions> {
+        report::markdown::check_comment_key(&self.comment_key)
+            .map_err(|e| anyhow::anyhow!("--comment-key: {e}"))?;
         let now = match &self.now {
             Some(s) => parse_now(s)?,
             None => Timestamp::now(),
@@ -160,21 +185,17 @@ impl PlanArgs {
             },
             pull_request: self.base.clone().zip(self.head.clone()),
             watch: self.watch,
+            github: self.github,
             report: ReportOptions {
                 format: self.output,
                 color: color_enabled(),
                 max_nodes: self.max_nodes,
                 repository: self.repository.clone(),
                 cluster: self.cluster.to_string(),
+                comment_key: self.comment_key.clone(),
             },
         })
     }
-}
-
-/// Everything `plan` needs besides the manifests, read once.
-struct Context<'a> {
-    observed: plan::Observed,
-    opts: &'a PlanOptions,
 }
 
 /// Runs `daemonsync plan`; returns the exit code.
@@ -182,81 +203,137 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
     execute(&args.options()?)
 }
 
-/// Plans as `opts` say and prints the result; returns the exit code.
+/// Plans as `opts` say and prints the result (and, with `--github`, publishes it); returns
+/// the exit code.
 pub fn execute(opts: &PlanOptions) -> Result<i32> {
     if opts.watch {
-        let ManifestSource::Local(local) = &opts.source else {
-            anyhow::bail!("--watch needs --manifests: a git source is not watched");
-        };
-        let ctx = Context {
-            observed: opts.cluster.observe()?,
-            opts,
-        };
-        return run_watch(&local.paths, &ctx);
+        return run_watch(opts);
     }
+    let run = compute(opts);
+    if opts.github {
+        return super::github::step(run, opts);
+    }
+    let run = run?;
+    print(&run, &opts.report)?;
+    Ok(run.exit_code)
+}
+
+/// One planning pass, computed once and then printed, published, or both.
+#[derive(Debug)]
+pub struct PlanRun {
+    /// The plan of the desired DaemonSets (head's, in pull-request mode).
+    pub plan: Plan,
+    /// The source line: repository, refs and commits (git sources).
+    pub source_line: Option<String>,
+    /// Text printed between the source line and a terminal plan (pull-request diffs).
+    pub before: String,
+    /// Base commit, for the Markdown identity line.
+    pub base: Option<String>,
+    /// Head commit, for the Markdown identity line.
+    pub head: Option<String>,
+    /// Manifest diffs by (namespace, name) in pull-request mode.
+    pub diffs: Diffs,
+    /// 0 nothing would change, 2 changes.
+    pub exit_code: i32,
+}
+
+impl PlanRun {
+    /// The identity line and comment key of the Markdown report.
+    pub fn markdown_context(&self, opts: &ReportOptions) -> MarkdownContext {
+        MarkdownContext {
+            repository: opts.repository.clone(),
+            base: self.base.clone(),
+            head: self.head.clone(),
+            cluster: opts.cluster.clone(),
+            comment_key: opts.comment_key.clone(),
+        }
+    }
+
+    /// The Markdown report, one comment body per part.
+    pub fn markdown(&self, opts: &ReportOptions) -> Vec<String> {
+        report::to_markdown(&self.plan, &self.markdown_context(opts), &self.diffs)
+    }
+}
+
+/// Reads the manifests and the cluster and plans, once (no `--watch`).
+pub fn compute(opts: &PlanOptions) -> Result<PlanRun> {
     if let (ManifestSource::Git(src), Some((base, head))) = (&opts.source, &opts.pull_request) {
         let rendered = src.load_refs(&[base, head], &opts.load)?;
         let [base_r, head_r]: [Rendered; 2] = rendered
             .try_into()
             .map_err(|_| anyhow::anyhow!("internal error: expected two renders"))?;
-        let ctx = Context {
-            observed: opts.cluster.observe()?,
-            opts,
-        };
-        return run_pull_request(src, (base, base_r), (head, head_r), &ctx);
+        let observed = opts.cluster.observe_if_any()?;
+        return pull_request(src, (base, base_r), (head, head_r), observed.as_ref(), opts);
     }
     let loaded = load(&opts.source, &opts.load)?;
-    let ctx = Context {
-        observed: opts.cluster.observe()?,
-        opts,
-    };
-    let extras = Extras {
-        header: loaded.line,
-        head: loaded.commit,
-        ..Extras::default()
-    };
-    plan_and_print(&loaded.desired, &ctx, &extras)
+    let observed = opts.cluster.observe_if_any()?;
+    Ok(plan_loaded(loaded, observed.as_ref(), opts))
 }
 
-/// What a git source adds to the printed plan.
-#[derive(Debug, Default)]
-struct Extras {
-    /// The source line: repository, refs and commits.
-    header: Option<String>,
-    /// Text printed between the source line and a terminal plan (pull-request diffs).
-    before: String,
-    /// Base and head commits for the Markdown identity line.
-    base: Option<String>,
-    head: Option<String>,
-    /// Manifest diffs by (namespace, name), shown in each DaemonSet's Markdown section.
-    diffs: BTreeMap<(String, String), String>,
-}
-
-/// Plans `desired` and prints it with `extras`; returns the exit code.
-fn plan_and_print(desired: &[Desired], ctx: &Context, extras: &Extras) -> Result<i32> {
-    let opts = ctx.opts;
-    let plan = plan::plan(desired, &ctx.observed, &opts.policy, opts.now);
-    let mut prefix = String::new();
-    let format = opts.report.format;
-    if format.is_text() {
-        if let Some(h) = &extras.header {
-            prefix.push_str(h);
-            prefix.push_str("\n\n");
-        }
-        prefix.push_str(&extras.before);
-    } else if format == Output::Json {
-        // The JSON schema is stable: the source line and diffs go to stderr.
-        if let Some(h) = &extras.header {
-            eprintln!("{h}");
-        }
-        eprint!("{}", extras.before);
+/// Plans `desired` against `observed`, or from the manifests alone (`--cluster none`).
+fn plan_desired(desired: &[Desired], observed: Option<&Observed>, opts: &PlanOptions) -> Plan {
+    match observed {
+        Some(o) => plan::plan(desired, o, &opts.policy, opts.now),
+        None => plan::plan_manifests(desired, &opts.policy, opts.now),
     }
-    print_plan(&plan, &opts.report, extras, &prefix)?;
-    Ok(if plan.has_changes() {
+}
+
+/// The run of a plain (not pull-request) source.
+fn plan_loaded(loaded: Loaded, observed: Option<&Observed>, opts: &PlanOptions) -> PlanRun {
+    let plan = plan_desired(&loaded.desired, observed, opts);
+    let exit_code = if plan.has_changes() {
         EXIT_CHANGES
     } else {
         EXIT_OK
-    })
+    };
+    PlanRun {
+        plan,
+        source_line: loaded.line,
+        before: String::new(),
+        base: None,
+        head: loaded.commit,
+        diffs: Diffs::new(),
+        exit_code,
+    }
+}
+
+/// Prints a run in the chosen format: for a terminal, the source line and pull-request diffs
+/// first; for JSON, those go to stderr so that stdout stays the documented schema.
+pub fn print(run: &PlanRun, opts: &ReportOptions) -> Result<()> {
+    let mut prefix = String::new();
+    if opts.format.is_text() {
+        if let Some(h) = &run.source_line {
+            prefix.push_str(h);
+            prefix.push_str("\n\n");
+        }
+        prefix.push_str(&run.before);
+    } else if opts.format == Output::Json {
+        if let Some(h) = &run.source_line {
+            eprintln!("{h}");
+        }
+        eprint!("{}", run.before);
+    }
+    let table = |wide| {
+        report::table::to_table(
+            &run.plan,
+            &report::table::TableOptions {
+                color: opts.color,
+                max_nodes_per_group: opts.max_nodes,
+                wide,
+            },
+        )
+    };
+    let text = match opts.format {
+        Output::Json => report::json::to_json(&run.plan),
+        Output::Table => table(false),
+        Output::Wide => table(true),
+        Output::Markdown => run.markdown(opts).join(&format!("\n{PART_BREAK}\n")),
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(prefix.as_bytes())?;
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
 }
 
 /// The base and head versions of one DaemonSet (either may be absent).
@@ -264,12 +341,13 @@ type BaseHead<'a> = (Option<&'a DaemonSet>, Option<&'a DaemonSet>);
 
 /// `--base` / `--head`: a normalised diff of every DaemonSet added, removed or changed, then
 /// the plan of the head side against the observed state.
-fn run_pull_request(
+fn pull_request(
     src: &GitSource,
     (base_ref, base): (&str, Rendered),
     (head_ref, head): (&str, Rendered),
-    ctx: &Context,
-) -> Result<i32> {
+    observed: Option<&Observed>,
+    opts: &PlanOptions,
+) -> Result<PlanRun> {
     let header = format!(
         "source: {} base {base_ref} ({}) -> head {head_ref} ({})",
         src.display_url(),
@@ -277,10 +355,6 @@ fn run_pull_request(
         head.short_revision()
     );
     print_notes(&head);
-    let (base_commit, head_commit) = (
-        base.short_revision().to_string(),
-        head.short_revision().to_string(),
-    );
     let key = |d: &DaemonSet| {
         (
             d.metadata.namespace.clone().unwrap_or_default(),
@@ -296,7 +370,7 @@ fn run_pull_request(
     }
     let (mut added, mut removed, mut changed, mut unchanged) = (0, 0, 0, 0);
     let mut diffs = String::new();
-    let mut by_name = BTreeMap::new();
+    let mut by_name = Diffs::new();
     let mut removed_names = Vec::new();
     for ((ns, name), (b, h)) in &pairs {
         let full = format!("{ns}/{name}");
@@ -334,89 +408,61 @@ fn run_pull_request(
         before.push('\n');
     }
     let desired = head.desired()?;
-    let base_desired: Vec<Desired> = base
-        .manifests
-        .daemonsets
-        .iter()
-        .map(|d| Desired {
-            source: d.source.to_string(),
-            daemonset: d.daemonset.clone(),
-        })
-        .collect();
-    let (policy, now) = (&ctx.opts.policy, ctx.opts.now);
-    let base_plan = plan::plan(&base_desired, &ctx.observed, policy, now);
-    let head_plan = plan::plan(&desired, &ctx.observed, policy, now);
-    let changes = report::diff::node_changes(&base_plan, &head_plan);
-    if !changes.is_empty() {
-        before.push_str("Node changes from base to head:\n");
-        before.push_str(&changes);
-        before.push('\n');
+    let head_plan = plan_desired(&desired, observed, opts);
+    if let Some(observed) = observed {
+        let base_plan = plan::plan(&base.valid_desired(), observed, &opts.policy, opts.now);
+        let changes = report::diff::node_changes(&base_plan, &head_plan);
+        if !changes.is_empty() {
+            before.push_str("Node changes from base to head:\n");
+            before.push_str(&changes);
+            before.push('\n');
+        }
+        before.push_str("Per-node impact of head against the observed state:\n\n");
+    } else {
+        before
+            .push_str("Head, from its manifests alone (no cluster state: no per-node impact):\n\n");
     }
-    before.push_str("Per-node impact of head against the observed state:\n\n");
-    let extras = Extras {
-        header: Some(header),
-        before,
-        base: Some(base_commit),
-        head: Some(head_commit),
-        diffs: by_name,
-    };
-    let code = plan_and_print(&desired, ctx, &extras)?;
-    Ok(if added + removed + changed > 0 {
+    let manifests_differ = added + removed + changed > 0;
+    let exit_code = if manifests_differ || head_plan.has_changes() {
         EXIT_CHANGES
     } else {
-        code
+        EXIT_OK
+    };
+    Ok(PlanRun {
+        plan: head_plan,
+        source_line: Some(header),
+        before,
+        base: Some(base.short_revision().to_string()),
+        head: Some(head.short_revision().to_string()),
+        diffs: by_name,
+        exit_code,
     })
 }
 
 /// `--watch`: plan now, then once per burst of changes. Errors are printed and watching goes on.
-fn run_watch(paths: &[PathBuf], ctx: &Context) -> Result<i32> {
+fn run_watch(opts: &PlanOptions) -> Result<i32> {
+    let ManifestSource::Local(local) = &opts.source else {
+        anyhow::bail!("--watch needs --manifests: a git source is not watched");
+    };
+    let observed = opts.cluster.observe_if_any()?;
     let once = || {
-        let result = load(&ctx.opts.source, &ctx.opts.load)
-            .and_then(|l| plan_and_print(&l.desired, ctx, &Extras::default()));
+        let result = load(&opts.source, &opts.load).and_then(|l| {
+            let mut run = plan_loaded(l, observed.as_ref(), opts);
+            // The source line is printed once per pass by the loader's caller, not here.
+            run.source_line = None;
+            print(&run, &opts.report)
+        });
         if let Err(e) = result {
             eprintln!("error: {e:#}");
         }
     };
     once();
-    crate::source::watch::watch_paths(paths, crate::source::watch::DEBOUNCE, || {
+    crate::source::watch::watch_paths(&local.paths, crate::source::watch::DEBOUNCE, || {
         println!("\n--- change detected; re-planning ---\n");
         once();
         true
     })?;
     Ok(EXIT_OK)
-}
-
-fn print_plan(plan: &Plan, opts: &ReportOptions, extras: &Extras, prefix: &str) -> Result<()> {
-    let table = |wide| {
-        report::table::to_table(
-            plan,
-            &report::table::TableOptions {
-                color: opts.color,
-                max_nodes_per_group: opts.max_nodes,
-                wide,
-            },
-        )
-    };
-    let text = match opts.format {
-        Output::Json => report::json::to_json(plan),
-        Output::Table => table(false),
-        Output::Wide => table(true),
-        Output::Markdown => {
-            let ctx = report::MarkdownContext {
-                repository: opts.repository.clone(),
-                base: extras.base.clone(),
-                head: extras.head.clone(),
-                cluster: opts.cluster.clone(),
-            };
-            let parts = report::to_markdown(plan, &ctx, &extras.diffs);
-            parts.join(&format!("\n{PART_BREAK}\n"))
-        }
-    };
-    let mut out = std::io::stdout().lock();
-    out.write_all(prefix.as_bytes())?;
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
-    Ok(())
 }
 
 /// Colour when stdout is a terminal and `NO_COLOR` is unset or empty.

@@ -9,6 +9,11 @@ use anyhow::{Result, bail};
 use std::fmt;
 use std::path::PathBuf;
 
+/// Why a command that reads or writes a cluster refuses `--cluster none`.
+const NO_CLUSTER: &str = "--cluster none has no cluster state: only `plan` accepts it (a \
+                          manifest-only plan); name a cluster with --cluster snapshot:FILE or \
+                          --cluster sim:FILE";
+
 /// A cluster named on the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClusterSpec {
@@ -16,19 +21,25 @@ pub enum ClusterSpec {
     Snapshot(PathBuf),
     /// `sim:FILE`: a simulated cluster at its start (docs/sim.md), with a virtual clock.
     Sim(PathBuf),
+    /// `none`: no cluster. `plan` shows the manifests alone (diff, validation and the risks
+    /// visible in them) without per-node state; commands that need a cluster refuse it.
+    None,
 }
 
 impl std::str::FromStr for ClusterSpec {
     type Err = anyhow::Error;
 
     fn from_str(s: &str) -> Result<Self> {
+        if s == "none" {
+            return Ok(ClusterSpec::None);
+        }
         match s.split_once(':') {
             Some(("snapshot", path)) if !path.is_empty() => Ok(ClusterSpec::Snapshot(path.into())),
             Some(("sim", path)) if !path.is_empty() => Ok(ClusterSpec::Sim(path.into())),
             _ => bail!(
                 "unsupported cluster {s:?}: use snapshot:FILE, where FILE is the output of \
                  `kubectl get nodes,pods,daemonsets -A -o yaml`, or sim:FILE for a simulated \
-                 cluster (docs/sim.md)"
+                 cluster (docs/sim.md), or none to plan the manifests alone"
             ),
         }
     }
@@ -39,6 +50,7 @@ impl fmt::Display for ClusterSpec {
         match self {
             ClusterSpec::Snapshot(p) => write!(f, "snapshot:{}", p.display()),
             ClusterSpec::Sim(p) => write!(f, "sim:{}", p.display()),
+            ClusterSpec::None => f.write_str("none"),
         }
     }
 }
@@ -50,6 +62,15 @@ impl ClusterSpec {
         match self {
             ClusterSpec::Snapshot(path) => Ok(load_snapshot(path)?),
             ClusterSpec::Sim(path) => Ok(Sim::load(path)?.observed()),
+            ClusterSpec::None => bail!("{NO_CLUSTER}"),
+        }
+    }
+
+    /// The observed state, or `None` for `--cluster none` (a manifest-only plan).
+    pub fn observe_if_any(&self) -> Result<Option<Observed>> {
+        match self {
+            ClusterSpec::None => Ok(None),
+            other => other.observe().map(Some),
         }
     }
 
@@ -62,6 +83,7 @@ impl ClusterSpec {
                 now,
             ))),
             ClusterSpec::Sim(path) => Ok(AnyCluster::Sim(Box::new(Sim::load(path)?))),
+            ClusterSpec::None => bail!("{NO_CLUSTER}"),
         }
     }
 }
@@ -137,16 +159,36 @@ mod tests {
 
     #[test]
     fn cluster_specs_parse_and_print_back() {
-        for s in ["snapshot:a/b.yaml", "sim:examples/sim/demo.yaml"] {
+        for s in ["snapshot:a/b.yaml", "sim:examples/sim/demo.yaml", "none"] {
             let spec: ClusterSpec = s.parse().expect(s);
             assert_eq!(spec.to_string(), s);
         }
-        for bad in ["", "snapshot:", "sim:", "kind:x", "cluster.yaml"] {
+        for bad in [
+            "",
+            "snapshot:",
+            "sim:",
+            "kind:x",
+            "cluster.yaml",
+            "None",
+            "none:x",
+        ] {
             let err = bad.parse::<ClusterSpec>().unwrap_err().to_string();
             assert!(
-                err.contains("snapshot:FILE") && err.contains("sim:FILE"),
+                err.contains("snapshot:FILE") && err.contains("sim:FILE") && err.contains("none"),
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn none_plans_but_never_reads_or_writes_a_cluster() {
+        let none = ClusterSpec::None;
+        assert!(none.observe_if_any().unwrap().is_none());
+        let err = none.observe().unwrap_err().to_string();
+        assert!(err.contains("only `plan` accepts it"), "{err}");
+        let err = crate::apply::block_on(none.connect(Timestamp::now()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--cluster snapshot:FILE"), "{err}");
     }
 }

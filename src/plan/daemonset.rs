@@ -31,6 +31,16 @@ pub enum IntOrPercent {
     Percent(i32),
 }
 
+impl std::fmt::Display for IntOrPercent {
+    /// As written in a manifest: `1`, `10%`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IntOrPercent::Int(v) => write!(f, "{v}"),
+            IntOrPercent::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
 impl IntOrPercent {
     /// Upstream `GetScaledValueFromIntOrPercent(v, total, roundUp=true)`.
     pub fn scaled(self, total: i32) -> i32 {

@@ -99,6 +99,11 @@ pub struct Plan {
     pub kind: &'static str,
     /// The instant the plan was computed for (`minReadySeconds` is measured against it).
     pub now: Timestamp,
+    /// True for a plan of the manifests alone (`--cluster none`): no node, pod or live
+    /// DaemonSet was read, so `nodes`, `step` and `waves` are empty, the counters and budgets
+    /// are zero and mean nothing, and only the risks visible in the manifests are reported.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub manifest_only: bool,
     /// One entry per desired DaemonSet, sorted by namespace and name.
     pub daemonsets: Vec<DaemonSetPlan>,
 }
@@ -244,6 +249,14 @@ pub fn plan(desired: &[Desired], observed: &Observed, policy: &Policy, now: Time
     plan_with(desired, observed, policy, now, false)
 }
 
+/// Plans the manifests alone, without a cluster (`--cluster none`): validation has happened
+/// on loading; what is left is each DaemonSet's revision, strategy and the risks that do not
+/// depend on nodes (host ports with surge, a `maxUnavailable` of 100% or more). The plan is
+/// marked [`Plan::manifest_only`] so that no report mistakes it for an empty cluster.
+pub fn plan_manifests(desired: &[Desired], policy: &Policy, now: Timestamp) -> Plan {
+    plan_in(desired, &Observed::default(), policy, now, false, true)
+}
+
 /// [`plan`], optionally skipping the per-node decisions so that the step is the rolling
 /// update's (tests replay upstream syncs, which run both in one pass).
 pub(crate) fn plan_with(
@@ -253,7 +266,19 @@ pub(crate) fn plan_with(
     now: Timestamp,
     rolling_only: bool,
 ) -> Plan {
+    plan_in(desired, observed, policy, now, rolling_only, false)
+}
+
+fn plan_in(
+    desired: &[Desired],
+    observed: &Observed,
+    policy: &Policy,
+    now: Timestamp,
+    rolling_only: bool,
+    manifest_only: bool,
+) -> Plan {
     let mut ctx = Context::new(observed);
+    ctx.manifest_only = manifest_only;
     let (specs, comparisons): (Vec<_>, Vec<_>) = desired.iter().map(|d| ctx.spec(d)).unzip();
     // The two costliest indexes do not depend on each other.
     let (pods, eligibility) = rayon::join(
@@ -278,6 +303,7 @@ pub(crate) fn plan_with(
         api_version: PLAN_API_VERSION,
         kind: "Plan",
         now,
+        manifest_only,
         daemonsets,
     }
 }
@@ -292,6 +318,8 @@ struct Context<'a> {
     /// Position in `order` of each node name.
     position: HashMap<&'a str, u32>,
     pods: PodIndex<'a>,
+    /// No cluster was read: risks that depend on nodes are not reported.
+    manifest_only: bool,
 }
 
 impl<'a> Context<'a> {
@@ -318,6 +346,7 @@ impl<'a> Context<'a> {
             names,
             position,
             pods: PodIndex::default(),
+            manifest_only: false,
         }
     }
 
@@ -512,6 +541,7 @@ impl<'a> Context<'a> {
             status: &status,
             nodes: &nodes,
             step: &step,
+            manifest_only: self.manifest_only,
         });
         DaemonSetPlan {
             namespace: spec.namespace.clone(),

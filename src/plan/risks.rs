@@ -4,7 +4,7 @@
 //! ("the rollout waits for ..."); risks are the fixed kinds below, each with a message and,
 //! where it applies, the nodes concerned. A risk is never also reported as a warning.
 
-use super::daemonset::{DaemonSetSpec, UpdateStrategy};
+use super::daemonset::{DaemonSetSpec, IntOrPercent, UpdateStrategy};
 use super::rollout::{Budgets, allows_surge};
 use super::status::Status;
 use super::{Name, NodeEntry, NodeState, Step};
@@ -70,6 +70,8 @@ pub(crate) struct Inputs<'a> {
     pub status: &'a Status,
     pub nodes: &'a [NodeEntry],
     pub step: &'a Step,
+    /// No cluster was read: only the risks visible in the manifest are reported.
+    pub manifest_only: bool,
 }
 
 /// The risks of one DaemonSet's plan, in [`RiskKind`] order.
@@ -109,7 +111,11 @@ pub(crate) fn risks(i: &Inputs<'_>) -> Vec<Risk> {
             message: format!(
                 "{what} with maxSurge {}: the surge pod cannot bind its port beside the old \
                  pod, so the rollout deadlocks; use maxSurge 0 and maxUnavailable instead",
-                i.budgets.max_surge
+                match (&i.spec.strategy, i.manifest_only) {
+                    (UpdateStrategy::RollingUpdate { max_surge, .. }, true) =>
+                        max_surge.to_string(),
+                    _ => i.budgets.max_surge.to_string(),
+                }
             ),
             nodes: Vec::new(),
         });
@@ -145,7 +151,23 @@ pub(crate) fn risks(i: &Inputs<'_>) -> Vec<Risk> {
     }
 
     let rolling = matches!(i.spec.strategy, UpdateStrategy::RollingUpdate { .. });
-    if rolling && desired > 1 && i.budgets.max_unavailable >= desired {
+    if let (
+        UpdateStrategy::RollingUpdate {
+            max_unavailable: max @ IntOrPercent::Percent(100..),
+            ..
+        },
+        true,
+    ) = (&i.spec.strategy, i.manifest_only)
+    {
+        out.push(Risk {
+            kind: RiskKind::AllAtOnce,
+            message: format!(
+                "maxUnavailable {max} lets every node lose its pod at once, however many \
+                 nodes there are"
+            ),
+            nodes: Vec::new(),
+        });
+    } else if rolling && desired > 1 && i.budgets.max_unavailable >= desired {
         out.push(Risk {
             kind: RiskKind::AllAtOnce,
             message: format!(
@@ -175,7 +197,7 @@ pub(crate) fn risks(i: &Inputs<'_>) -> Vec<Risk> {
         });
     }
 
-    if desired == 0 {
+    if desired == 0 && !i.manifest_only {
         out.push(Risk {
             kind: RiskKind::NoEligibleNodes,
             message: "no node qualifies for this DaemonSet (nodeSelector, affinity, taints): \
@@ -346,5 +368,37 @@ mod tests {
         o.daemonsets.push(d.daemonset.clone());
         let p = plan(&[d], &o, &Policy::default(), now());
         assert!(!kinds(&p).contains(&RiskKind::SelectorChange));
+    }
+
+    #[test]
+    fn manifest_only_reports_only_the_risks_the_manifest_shows() {
+        use crate::plan::plan_manifests;
+        let surge = json!({"type": "RollingUpdate",
+            "rollingUpdate": {"maxSurge": "10%", "maxUnavailable": 0}});
+        let d = with_host_port(daemonset("infra", "agent", surge), false);
+        let p = plan_manifests(&[d], &Policy::default(), now());
+        assert!(p.manifest_only);
+        // Not "no eligible nodes": no node was looked at.
+        assert_eq!(kinds(&p), [RiskKind::HostPortSurge]);
+        let msg = &p.daemonsets[0].risks[0].message;
+        assert!(msg.contains("with maxSurge 10%:"), "{msg}");
+        assert!(p.daemonsets[0].nodes.is_empty() && !p.has_changes());
+
+        let all = json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "100%"}});
+        let p = plan_manifests(
+            &[daemonset("infra", "agent", all)],
+            &Policy::default(),
+            now(),
+        );
+        assert_eq!(kinds(&p), [RiskKind::AllAtOnce]);
+        assert!(
+            p.daemonsets[0].risks[0]
+                .message
+                .contains("maxUnavailable 100%")
+        );
+
+        let d = daemonset("infra", "agent", json!({"type": "OnDelete"}));
+        let p = plan_manifests(&[d], &Policy::default(), now());
+        assert!(kinds(&p).is_empty(), "{:?}", kinds(&p));
     }
 }

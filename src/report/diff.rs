@@ -108,6 +108,27 @@ pub fn manifest_diff(
     )
 }
 
+/// What a diff from [`manifest_diff`] does to its DaemonSet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ManifestChange {
+    /// New on head (the base side is `/dev/null`).
+    Added,
+    /// Gone on head (the head side is `/dev/null`).
+    Removed,
+    /// Present on both sides, different.
+    Changed,
+}
+
+/// Reads the kind of change from the headers [`manifest_diff`] writes.
+pub fn change_of(diff: &str) -> ManifestChange {
+    let mut lines = diff.lines();
+    match (lines.next(), lines.next()) {
+        (Some("--- /dev/null"), _) => ManifestChange::Added,
+        (_, Some("+++ /dev/null")) => ManifestChange::Removed,
+        _ => ManifestChange::Changed,
+    }
+}
+
 /// Nodes that should run a pod of this DaemonSet (selected and tolerated).
 fn wanted_nodes(d: &DaemonSetPlan) -> BTreeSet<&str> {
     d.nodes
@@ -278,6 +299,12 @@ spec:
         );
         let removed = manifest_diff("kube-system/agent", Some(&a), None).unwrap();
         assert!(removed.contains("+++ /dev/null"), "{removed}");
+        assert_eq!(change_of(&added), ManifestChange::Added);
+        assert_eq!(change_of(&removed), ManifestChange::Removed);
+        let mut b = a.clone();
+        b.metadata.labels = Some([("x".to_string(), "y".to_string())].into());
+        let changed = manifest_diff("kube-system/agent", Some(&a), Some(&b)).unwrap();
+        assert_eq!(change_of(&changed), ManifestChange::Changed);
     }
 
     #[test]

@@ -186,7 +186,8 @@ mod tests {
 
     #[test]
     fn emitted_plans_conform_to_the_documented_schema() {
-        for plan in [known_plan(), fleet_plan(), live_plan()] {
+        let manifest_only = crate::report::testing::manifest_only_plan();
+        for plan in [known_plan(), fleet_plan(), live_plan(), manifest_only] {
             let errors = violations(&emitted(&plan));
             assert!(errors.is_empty(), "{}", errors.join("\n"));
         }

@@ -16,6 +16,8 @@
 //! boundaries into numbered parts; a single DaemonSet too large for one part is truncated with
 //! a visible notice. Nothing is ever cut silently.
 
+use super::counts::{Counts, Diffs, Impact, diff_of, removed, rolls};
+use super::diff::{ManifestChange, change_of};
 use crate::plan::{DaemonSetPlan, NodeEntry, NodeState, Plan, RiskKind, StepPhase};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -23,8 +25,44 @@ use std::fmt::Write;
 /// GitHub's limit on the body of an issue or pull-request comment, in characters.
 pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
 
-/// The marker at the top of every part, for sticky-comment workflows.
-pub const MARKER: &str = "<!-- daemonsync-plan -->";
+/// The start of the marker on the first line of every part: `<!-- daemonsync-plan:KEY -->`.
+pub const MARKER_PREFIX: &str = "<!-- daemonsync-plan:";
+
+/// The start of the marker on the second line of a part of a split plan:
+/// `<!-- daemonsync-plan-part:N -->`. A comment without it is part 1.
+pub const PART_MARKER_PREFIX: &str = "<!-- daemonsync-plan-part:";
+
+/// The comment key when none is given.
+pub const DEFAULT_COMMENT_KEY: &str = "default";
+
+/// The hidden marker of the comments of `key`: `<!-- daemonsync-plan:KEY -->`.
+pub fn marker(key: &str) -> String {
+    format!("{MARKER_PREFIX}{key} -->")
+}
+
+/// The hidden marker of part `n` (from 1) of a split plan.
+pub fn part_marker(n: usize) -> String {
+    format!("{PART_MARKER_PREFIX}{n} -->")
+}
+
+/// Checks a comment key: it goes into an HTML comment, so only letters, digits, `.`, `_`
+/// and single `-`, at most 64 characters.
+pub fn check_comment_key(key: &str) -> Result<(), String> {
+    let ok = !key.is_empty()
+        && key.len() <= 64
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && !key.contains("--");
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid comment key {key:?}: use 1 to 64 letters, digits, '.', '_' or '-' (no \
+             '--'), e.g. `prod-eu`"
+        ))
+    }
+}
 
 /// Largest part produced, in characters: the limit less room for the part heading.
 const PART_BUDGET: usize = GITHUB_COMMENT_LIMIT - 1_024;
@@ -35,8 +73,8 @@ const ROWS_PER_STATE: usize = 25;
 /// DaemonSet rows in the summary table before "… and N more".
 const SUMMARY_ROWS: usize = 200;
 
-/// Where the plan comes from, for the identity line.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Where the plan comes from, for the identity line, and which sticky comment it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MarkdownContext {
     /// `owner/name` of the repository, when known.
     pub repository: Option<String>,
@@ -46,41 +84,102 @@ pub struct MarkdownContext {
     pub head: Option<String>,
     /// The cluster or snapshot the plan was computed against, e.g. `snapshot:cluster.yaml`.
     pub cluster: String,
+    /// The key in the marker (`<!-- daemonsync-plan:KEY -->`), so that plans of different
+    /// clusters keep separate comments in one pull request. See [`check_comment_key`].
+    pub comment_key: String,
+}
+
+impl Default for MarkdownContext {
+    fn default() -> Self {
+        MarkdownContext {
+            repository: None,
+            base: None,
+            head: None,
+            cluster: String::new(),
+            comment_key: DEFAULT_COMMENT_KEY.into(),
+        }
+    }
+}
+
+impl MarkdownContext {
+    fn marker(&self) -> String {
+        marker(&self.comment_key)
+    }
+}
+
+/// True when the plan is reported in one line: nothing changes (no step, no manifest diff)
+/// and nothing is risky. A sticky-comment workflow then creates no comment if it has none.
+pub fn is_quiet(plan: &Plan, diffs: &Diffs) -> bool {
+    !plan.has_changes()
+        && diffs.values().all(|d| d.trim().is_empty())
+        && plan.daemonsets.iter().all(|d| d.risks.is_empty())
+}
+
+/// The report before it is cut into comments: a single line, or a header then one section
+/// per DaemonSet.
+enum Document {
+    Line(String),
+    Full {
+        header: String,
+        sections: Vec<String>,
+    },
+}
+
+fn document(plan: &Plan, ctx: &MarkdownContext, diffs: &Diffs) -> Document {
+    if is_quiet(plan, diffs) {
+        return Document::Line(quiet_line(plan, ctx));
+    }
+    let mut sections: Vec<String> = plan
+        .daemonsets
+        .iter()
+        .map(|ds| section(ds, diff_of(ds, diffs), plan.manifest_only))
+        .collect();
+    sections.extend(
+        removed(diffs)
+            .into_iter()
+            .map(|((ns, name), d)| removed_section(ns, name, d)),
+    );
+    Document::Full {
+        header: header(plan, ctx, diffs),
+        sections,
+    }
+}
+
+fn quiet_line(plan: &Plan, ctx: &MarkdownContext) -> String {
+    let n = plan.daemonsets.len();
+    let marker = ctx.marker();
+    let dss = count(n, "DaemonSet");
+    if !plan.manifest_only {
+        return format!(
+            "{marker} **daemonsync plan: no changes.** {dss} on {} already {} the manifests.\n",
+            code(&ctx.cluster),
+            if n == 1 { "matches" } else { "match" }
+        );
+    }
+    if ctx.base.is_some() {
+        format!(
+            "{marker} **daemonsync plan: no changes.** The manifests of {dss} are the same on \
+             base and head and show no risks (manifest only: no cluster state was read).\n"
+        )
+    } else {
+        format!(
+            "{marker} **daemonsync plan:** {dss} valid; their manifests show no risks \
+             (manifest only: no cluster state was read, so nothing is said about nodes).\n"
+        )
+    }
 }
 
 /// Renders the plan as one or more comment bodies, each under [`GITHUB_COMMENT_LIMIT`]
-/// characters. `diffs` holds the unified manifest diff of each DaemonSet, keyed by
-/// (namespace, name); DaemonSets without an entry get no diff block.
+/// characters, each starting with the marker of `ctx.comment_key`. `diffs` holds the unified
+/// manifest diff of each DaemonSet, keyed by (namespace, name); DaemonSets without an entry
+/// get no diff block, and a diff of a DaemonSet removed on head gets its own section.
 ///
-/// A plan without changes, risks or diffs gives a single one-line comment.
-pub fn to_markdown(
-    plan: &Plan,
-    ctx: &MarkdownContext,
-    diffs: &BTreeMap<(String, String), String>,
-) -> Vec<String> {
-    let quiet = !plan.has_changes()
-        && diffs.values().all(|d| d.trim().is_empty())
-        && plan.daemonsets.iter().all(|d| d.risks.is_empty());
-    if quiet {
-        let n = plan.daemonsets.len();
-        return vec![format!(
-            "{MARKER} **daemonsync plan: no changes.** {} on {} already {} the manifests.\n",
-            count(n, "DaemonSet"),
-            code(&ctx.cluster),
-            if n == 1 { "matches" } else { "match" }
-        )];
-    }
-    let header = header(plan, ctx);
-    let sections: Vec<String> = plan
-        .daemonsets
-        .iter()
-        .map(|ds| {
-            let diff = diffs
-                .get(&(ds.namespace.clone(), ds.name.clone()))
-                .map(String::as_str);
-            section(ds, diff)
-        })
-        .collect();
+/// A plan with no changes, risks or diffs ([`is_quiet`]) gives a single one-line comment.
+pub fn to_markdown(plan: &Plan, ctx: &MarkdownContext, diffs: &Diffs) -> Vec<String> {
+    let (header, sections) = match document(plan, ctx, diffs) {
+        Document::Line(line) => return vec![line],
+        Document::Full { header, sections } => (header, sections),
+    };
     let total = header.len() + sections.iter().map(String::len).sum::<usize>();
     if total <= PART_BUDGET {
         let mut out = header;
@@ -88,6 +187,91 @@ pub fn to_markdown(
         return vec![out];
     }
     split(header, sections, ctx)
+}
+
+/// The whole report as one document of at most `max_bytes` bytes, for a page without the
+/// comment limit (a job summary): the header first, then as many whole DaemonSet sections as
+/// fit, then, when some did not, a notice naming how many are left out followed by
+/// `pointer` (where the full plan is).
+pub fn to_summary(
+    plan: &Plan,
+    ctx: &MarkdownContext,
+    diffs: &Diffs,
+    max_bytes: usize,
+    pointer: &str,
+) -> String {
+    let (header, sections) = match document(plan, ctx, diffs) {
+        Document::Line(line) => (line, Vec::new()),
+        Document::Full { header, sections } => (header, sections),
+    };
+    let marker_line = format!("{}\n", ctx.marker());
+    let mut out = header
+        .strip_prefix(&marker_line)
+        .or_else(|| header.strip_prefix(&format!("{} ", ctx.marker())))
+        .unwrap_or(&header)
+        .to_string();
+    let notice = |left: usize, what: &str| {
+        format!(
+            "\n> [!NOTE]\n> **Truncated:** {left} {what} not shown here (a job summary holds at \
+             most 1 MiB). {pointer}\n"
+        )
+    };
+    const CUT_HEADER: &str = "more characters of the header and every section are";
+    // Room for the notice, whatever the numbers and words in it.
+    let reserve = notice(usize::MAX, CUT_HEADER).len();
+    if out.len() + reserve > max_bytes {
+        let cut = floor_line(&out, max_bytes.saturating_sub(reserve));
+        let left = out[cut..].len();
+        out.truncate(cut);
+        out.push_str(&notice(left, CUT_HEADER));
+        return out;
+    }
+    let mut shown = 0;
+    for s in &sections {
+        if out.len() + s.len() + reserve > max_bytes {
+            break;
+        }
+        out.push_str(s);
+        shown += 1;
+    }
+    let left = sections.len() - shown;
+    if left > 0 {
+        out.push_str(&notice(
+            left,
+            if left == 1 {
+                "DaemonSet section is"
+            } else {
+                "DaemonSet sections are"
+            },
+        ));
+    }
+    out
+}
+
+/// A comment saying that the plan could not be computed, with the error, so that a stale
+/// plan does not stay on the pull request as if it were current.
+pub fn failure(ctx: &MarkdownContext, error: &str) -> String {
+    let fence = if error.contains("```") { "````" } else { "```" };
+    let max = PART_BUDGET - 2_048;
+    let cut;
+    let error = if error.len() > max {
+        let end = floor_line(error, max);
+        cut = format!(
+            "{}\n… {} more characters; run the command locally for the whole error",
+            &error[..end],
+            error.len() - end
+        );
+        cut.as_str()
+    } else {
+        error
+    };
+    format!(
+        "{}\n### daemonsync plan\n\n{}\n\n> [!CAUTION]\n> **The plan failed.** Nothing was \
+         planned; the error is below. Fix it and push again.\n\n{fence}text\n{}\n{fence}\n",
+        ctx.marker(),
+        identity(ctx),
+        error.trim_end()
+    )
 }
 
 /// Packs sections into parts at DaemonSet boundaries, then numbers the parts.
@@ -102,22 +286,25 @@ fn split(header: String, sections: Vec<String>, ctx: &MarkdownContext) -> Vec<St
         }
     }
     let n = bodies.len();
+    let marker = ctx.marker();
     bodies
         .into_iter()
         .enumerate()
         .map(|(i, body)| {
-            let mut part = String::new();
+            // The key marker stays the first line of every part, the part marker the second.
+            let mut part = format!("{marker}\n{}\n", part_marker(i + 1));
             if i == 0 {
-                // The marker stays the first line of every part.
-                let rest = body.strip_prefix(MARKER).unwrap_or(&body);
+                let rest = body
+                    .strip_prefix(&marker)
+                    .map_or(body.as_str(), |r| r.trim_start_matches('\n'));
                 let _ = write!(
                     part,
-                    "{MARKER}\n**Part 1 of {n}** (continued in the next comments)\n{rest}"
+                    "**Part 1 of {n}** (continued in the next comments)\n{rest}"
                 );
             } else {
                 let _ = writeln!(
                     part,
-                    "{MARKER}\n**daemonsync plan — part {} of {n}** · {}\n",
+                    "**daemonsync plan — part {} of {n}** · {}\n",
                     i + 1,
                     identity(ctx)
                 );
@@ -152,60 +339,56 @@ fn short(r: &str) -> &str {
     }
 }
 
-/// How many nodes gain, lose or restart a pod over the whole rollout.
-#[derive(Default)]
-struct Impact {
-    gain: usize,
-    lose: usize,
-    restart: usize,
-}
-
-fn impact(ds: &DaemonSetPlan) -> Impact {
-    let rolling = ds.strategy.type_ == "RollingUpdate";
-    let mut i = Impact::default();
-    for n in &ds.nodes {
-        match n.state {
-            NodeState::Missing => i.gain += 1,
-            NodeState::Misscheduled => i.lose += 1,
-            NodeState::OutOfDate if rolling => i.restart += 1,
-            NodeState::Failed => i.restart += 1,
-            _ => {}
-        }
-    }
-    i
-}
-
-fn changed(ds: &DaemonSetPlan) -> bool {
-    !ds.step.is_empty() || !ds.waves.is_empty()
-}
-
-fn header(plan: &Plan, ctx: &MarkdownContext) -> String {
+fn header(plan: &Plan, ctx: &MarkdownContext, diffs: &Diffs) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{MARKER}");
+    let _ = writeln!(out, "{}", ctx.marker());
     let _ = writeln!(out, "### daemonsync plan\n");
     let _ = writeln!(out, "{}\n", identity(ctx));
-
-    let changed_n = plan.daemonsets.iter().filter(|d| changed(d)).count();
-    let (mut gain, mut lose, mut restart) = (0, 0, 0);
-    for ds in &plan.daemonsets {
-        let i = impact(ds);
-        gain += i.gain;
-        lose += i.lose;
-        restart += i.restart;
+    let counts = Counts::of(plan, diffs);
+    if plan.manifest_only {
+        let _ = writeln!(
+            out,
+            "**Manifest only:** no cluster state was read (`--cluster none`), so this plan says \
+             nothing about nodes: it shows the manifest changes, that every DaemonSet is valid, \
+             and the risks visible in the manifests · {} of {} changed · {}\n",
+            counts.changed,
+            count(counts.daemonsets, "DaemonSet"),
+            count(counts.risks, "risk"),
+        );
+    } else {
+        verdict(&mut out, plan, &counts);
     }
+    risk_block(&mut out, plan);
+    removed_note(&mut out, diffs);
+    if plan.manifest_only {
+        manifest_table(&mut out, plan, ctx, diffs);
+    } else {
+        counters_table(&mut out, plan);
+    }
+    out
+}
+
+fn verdict(out: &mut String, plan: &Plan, counts: &Counts) {
     let waves = plan.daemonsets.iter().map(|d| d.waves.len()).max();
     let stuck = plan.daemonsets.iter().filter(|d| !d.converges).count();
     let verdict = if plan.has_changes() {
         "Changes"
+    } else if counts.changed > 0 {
+        "Manifests changed; no pod changes in the next step"
     } else {
         "No changes in the next step"
     };
+    let Impact {
+        gain,
+        lose,
+        restart,
+    } = counts.impact;
     let _ = writeln!(
         out,
         "**{verdict}:** {} of {} changed · nodes that **gain** a pod: {gain} · **lose** a pod: \
          {lose} · **restart** a pod: {restart} · {} under the budgets{}\n",
-        count_num(changed_n),
-        count(plan.daemonsets.len(), "DaemonSet"),
+        counts.changed,
+        count(counts.daemonsets, "DaemonSet"),
         count(waves.unwrap_or(0), "wave"),
         if stuck > 0 {
             format!(
@@ -217,36 +400,59 @@ fn header(plan: &Plan, ctx: &MarkdownContext) -> String {
             String::new()
         },
     );
+}
 
+fn risk_block(out: &mut String, plan: &Plan) {
     let risky: Vec<(&DaemonSetPlan, &crate::plan::Risk)> = plan
         .daemonsets
         .iter()
         .flat_map(|d| d.risks.iter().map(move |r| (d, r)))
         .collect();
-    if !risky.is_empty() {
-        let removed = risky.iter().any(|(_, r)| r.kind == RiskKind::PodsRemoved);
-        let _ = writeln!(out, "> [!WARNING]");
-        if removed {
-            let _ = writeln!(
-                out,
-                "> **Pods will be deleted without replacement.** Review the nodes named below."
-            );
-        } else {
-            let _ = writeln!(out, "> **Risky changes.** Review before merging.");
-        }
-        for (ds, r) in &risky {
-            let _ = writeln!(
-                out,
-                "> - **{}/{}** `{}`: {}",
-                escape(&ds.namespace),
-                escape(&ds.name),
-                r.kind,
-                escape(&r.message)
-            );
-        }
-        out.push('\n');
+    if risky.is_empty() {
+        return;
     }
+    let removed = risky.iter().any(|(_, r)| r.kind == RiskKind::PodsRemoved);
+    let _ = writeln!(out, "> [!WARNING]");
+    if removed {
+        let _ = writeln!(
+            out,
+            "> **Pods will be deleted without replacement.** Review the nodes named below."
+        );
+    } else {
+        let _ = writeln!(out, "> **Risky changes.** Review before merging.");
+    }
+    for (ds, r) in &risky {
+        let _ = writeln!(
+            out,
+            "> - **{}/{}** `{}`: {}",
+            escape(&ds.namespace),
+            escape(&ds.name),
+            r.kind,
+            escape(&r.message)
+        );
+    }
+    out.push('\n');
+}
 
+/// DaemonSets removed on head: their pods stay, which a reviewer must know.
+fn removed_note(out: &mut String, diffs: &Diffs) {
+    let gone = removed(diffs);
+    if gone.is_empty() {
+        return;
+    }
+    let names: Vec<String> = gone
+        .iter()
+        .map(|((ns, name), _)| format!("**{}/{}**", escape(ns), escape(name)))
+        .collect();
+    let _ = writeln!(
+        out,
+        "> [!NOTE]\n> **Removed on head:** {}. Their pods are **not** deleted (daemonsync does \
+         not prune); delete them explicitly if that is intended.\n",
+        names.join(", ")
+    );
+}
+
+fn counters_table(out: &mut String, plan: &Plan) {
     let _ = writeln!(
         out,
         "| DaemonSet | Desired | Up-to-date | Available | Gain | Lose | Restart | Waves | Next step |"
@@ -254,7 +460,7 @@ fn header(plan: &Plan, ctx: &MarkdownContext) -> String {
     let _ = writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|---|");
     for ds in plan.daemonsets.iter().take(SUMMARY_ROWS) {
         let s = &ds.status;
-        let i = impact(ds);
+        let i = Impact::of(ds);
         let waves = if ds.converges {
             ds.waves.len().to_string()
         } else {
@@ -275,6 +481,47 @@ fn header(plan: &Plan, ctx: &MarkdownContext) -> String {
             next_step(ds)
         );
     }
+    more_rows(out, plan);
+}
+
+/// The summary of a manifest-only plan: no counters, which would all read 0.
+fn manifest_table(out: &mut String, plan: &Plan, ctx: &MarkdownContext, diffs: &Diffs) {
+    let pr = ctx.base.is_some();
+    let _ = writeln!(
+        out,
+        "| DaemonSet |{} Strategy | Risks |",
+        if pr { " Manifest |" } else { "" }
+    );
+    let _ = writeln!(out, "|---|{}---|---|", if pr { "---|" } else { "" });
+    for ds in plan.daemonsets.iter().take(SUMMARY_ROWS) {
+        let manifest = if !pr {
+            String::new()
+        } else {
+            let change = match diff_of(ds, diffs).map(change_of) {
+                None => "unchanged",
+                Some(ManifestChange::Added) => "added",
+                Some(_) => "changed",
+            };
+            format!(" {change} |")
+        };
+        let risks: Vec<String> = ds.risks.iter().map(|r| format!("`{}`", r.kind)).collect();
+        let _ = writeln!(
+            out,
+            "| {}/{} |{manifest} {} | {} |",
+            escape(&ds.namespace),
+            escape(&ds.name),
+            escape(&strategy(ds)),
+            if risks.is_empty() {
+                "none".into()
+            } else {
+                risks.join(", ")
+            }
+        );
+    }
+    more_rows(out, plan);
+}
+
+fn more_rows(out: &mut String, plan: &Plan) {
     if plan.daemonsets.len() > SUMMARY_ROWS {
         let _ = writeln!(
             out,
@@ -283,7 +530,15 @@ fn header(plan: &Plan, ctx: &MarkdownContext) -> String {
         );
     }
     out.push('\n');
-    out
+}
+
+fn strategy(ds: &DaemonSetPlan) -> String {
+    let s = &ds.strategy;
+    let mut strategy = s.type_.to_string();
+    if let (Some(u), Some(m)) = (&s.max_unavailable, &s.max_surge) {
+        let _ = write!(strategy, " maxUnavailable={u} maxSurge={m}");
+    }
+    strategy
 }
 
 fn next_step(ds: &DaemonSetPlan) -> String {
@@ -307,30 +562,24 @@ fn next_step(ds: &DaemonSetPlan) -> String {
 }
 
 /// One DaemonSet's collapsible section; truncated with a notice if it alone would not fit in
-/// a part.
-fn section(ds: &DaemonSetPlan, diff: Option<&str>) -> String {
+/// a part. A manifest-only plan has no node table (no node was looked at).
+fn section(ds: &DaemonSetPlan, diff: Option<&str>, manifest_only: bool) -> String {
     let mut out = String::new();
-    let i = impact(ds);
     let _ = writeln!(
         out,
         "<details><summary><b>{}/{}</b>: {}</summary>\n",
         escape(&ds.namespace),
         escape(&ds.name),
-        summary_line(ds, &i)
+        summary_line(ds, diff, manifest_only)
     );
-    let s = &ds.strategy;
-    let mut strategy = s.type_.to_string();
-    if let (Some(u), Some(m)) = (&s.max_unavailable, &s.max_surge) {
-        let _ = write!(strategy, " maxUnavailable={u} maxSurge={m}");
-    }
     let _ = write!(
         out,
         "Source {} · revision {} · {}",
         code(&ds.source),
         code(&ds.revision),
-        code(&strategy),
+        code(&strategy(ds)),
     );
-    if s.type_ == "RollingUpdate" {
+    if ds.strategy.type_ == "RollingUpdate" && !manifest_only {
         let _ = write!(
             out,
             " · budgets: maxUnavailable {}, maxSurge {}",
@@ -348,10 +597,12 @@ fn section(ds: &DaemonSetPlan, diff: Option<&str>) -> String {
         out.push('\n');
     }
     let budget = PART_BUDGET - 4_096;
-    if let Some(diff) = diff.filter(|d| !d.trim().is_empty()) {
+    if let Some(diff) = diff {
         out.push_str(&diff_block(diff, budget / 2));
     }
-    node_table(&mut out, &ds.nodes);
+    if !manifest_only {
+        node_table(&mut out, &ds.nodes);
+    }
     if out.len() > budget {
         let cut = floor_line(&out, budget);
         let omitted = out.len() - cut;
@@ -366,14 +617,41 @@ fn section(ds: &DaemonSetPlan, diff: Option<&str>) -> String {
     out
 }
 
-fn summary_line(ds: &DaemonSetPlan, i: &Impact) -> String {
-    if !changed(ds) {
+/// The section of a DaemonSet removed on head: its diff, and that its pods stay.
+fn removed_section(ns: &str, name: &str, diff: &str) -> String {
+    format!(
+        "<details><summary><b>{}/{}</b>: removed on head; its pods are left running (no \
+         pruning)</summary>\n\n{}</details>\n\n",
+        escape(ns),
+        escape(name),
+        diff_block(diff, (PART_BUDGET - 4_096) / 2)
+    )
+}
+
+fn summary_line(ds: &DaemonSetPlan, diff: Option<&str>, manifest_only: bool) -> String {
+    let manifest = diff.map(|d| match change_of(d) {
+        ManifestChange::Added => "new DaemonSet",
+        _ => "manifest changed",
+    });
+    if manifest_only {
+        let risks = match ds.risks.len() {
+            0 => String::new(),
+            n => format!("; {}", count(n, "risk")),
+        };
+        return format!("{}{risks}", manifest.unwrap_or("manifest unchanged"));
+    }
+    if !rolls(ds) {
+        let what = match manifest {
+            Some(m) => format!("{m}; no pod changes"),
+            None => "no changes".into(),
+        };
         return if ds.converges {
-            "no changes".into()
+            what
         } else {
-            "no changes in the next step; does not converge".into()
+            format!("{what} in the next step; does not converge")
         };
     }
+    let i = Impact::of(ds);
     let mut parts = Vec::new();
     if i.gain > 0 {
         parts.push(format!("new pod on {}", count(i.gain, "node")));
@@ -504,10 +782,6 @@ fn count(n: usize, noun: &str) -> String {
     }
 }
 
-fn count_num(n: usize) -> String {
-    n.to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -519,6 +793,7 @@ mod tests {
             base: Some("0123456789abcdef0123".into()),
             head: Some("fedcba9876543210fedc".into()),
             cluster: "snapshot:cluster.yaml".into(),
+            ..MarkdownContext::default()
         }
     }
 
@@ -527,7 +802,7 @@ mod tests {
         let parts = to_markdown(&known_plan(), &ctx(), &BTreeMap::new());
         assert_eq!(parts.len(), 1);
         let md = &parts[0];
-        assert!(md.starts_with("<!-- daemonsync-plan -->\n"), "{md}");
+        assert!(md.starts_with("<!-- daemonsync-plan:default -->\n"), "{md}");
         assert!(
             md.contains(
                 "`acme/fleet` · `0123456789ab` → `fedcba987654` · cluster `snapshot:cluster.yaml`"
@@ -556,6 +831,104 @@ mod tests {
             md.contains("```diff\n-image: a:1\n+image: a:2\n```\n"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn the_marker_carries_the_comment_key() {
+        let ctx = MarkdownContext {
+            comment_key: "prod-eu".into(),
+            ..ctx()
+        };
+        let md = to_markdown(&known_plan(), &ctx, &BTreeMap::new()).remove(0);
+        assert!(md.starts_with("<!-- daemonsync-plan:prod-eu -->\n"), "{md}");
+        assert!(
+            !md.contains(PART_MARKER_PREFIX),
+            "one part has no part marker"
+        );
+        for good in ["default", "prod-eu", "a.b_c", "X1"] {
+            assert_eq!(check_comment_key(good), Ok(()), "{good}");
+        }
+        for bad in ["", "a b", "a-->b", "a--b", "<x>", "ä", &"k".repeat(65)] {
+            let err = check_comment_key(bad).unwrap_err();
+            assert!(err.contains("letters, digits"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_quiet_plan_is_one_line_even_without_a_cluster() {
+        let d = crate::report::testing::daemonset("infra", "logs", serde_json::json!({}));
+        let p =
+            crate::plan::plan_manifests(&[d], &Default::default(), crate::report::testing::now());
+        assert!(is_quiet(&p, &BTreeMap::new()));
+        let none = MarkdownContext {
+            cluster: "none".into(),
+            ..ctx()
+        };
+        let md = to_markdown(&p, &none, &BTreeMap::new());
+        assert_eq!(md.len(), 1);
+        assert_eq!(md[0].lines().count(), 1, "{}", md[0]);
+        assert!(
+            md[0].contains("manifest only: no cluster state was read"),
+            "{}",
+            md[0]
+        );
+        assert!(!md[0].contains("already match"), "{}", md[0]);
+    }
+
+    #[test]
+    fn summary_keeps_the_header_and_whole_sections_within_its_budget() {
+        use crate::cluster::synthetic::{fleet, fleet_now};
+        let (desired, observed) = fleet(2_000, 20, 7);
+        let plan = crate::plan::plan(&desired, &observed, &Default::default(), fleet_now());
+        let full = to_summary(
+            &plan,
+            &ctx(),
+            &BTreeMap::new(),
+            usize::MAX,
+            "see the comment",
+        );
+        assert!(!full.contains("**Truncated:**"));
+        assert!(
+            !full.contains(MARKER_PREFIX),
+            "no hidden marker in a summary"
+        );
+        assert!(full.starts_with("### daemonsync plan\n"), "summary first");
+        let budget = full.len() / 3;
+        let cut = to_summary(&plan, &ctx(), &BTreeMap::new(), budget, "POINTER");
+        assert!(cut.len() <= budget, "{} > {budget}", cut.len());
+        assert!(cut.starts_with("### daemonsync plan\n"));
+        assert!(
+            cut.contains("DaemonSet sections are not shown here"),
+            "{cut}"
+        );
+        assert!(cut.trim_end().ends_with("POINTER"));
+        assert_eq!(
+            cut.matches("<details>").count(),
+            cut.matches("</details>").count(),
+            "sections are whole"
+        );
+        // A budget below the header itself still gives a bounded, marked summary.
+        let tiny = to_summary(&plan, &ctx(), &BTreeMap::new(), 1_000, "POINTER");
+        assert!(tiny.len() <= 1_000 && tiny.contains("POINTER"), "{tiny}");
+    }
+
+    #[test]
+    fn failure_comment_carries_the_marker_and_the_error() {
+        let ctx = MarkdownContext {
+            comment_key: "k".into(),
+            ..ctx()
+        };
+        let md = failure(
+            &ctx,
+            "manifest deploy/a.yaml: spec.template: Required value\n",
+        );
+        assert!(md.starts_with("<!-- daemonsync-plan:k -->\n"), "{md}");
+        assert!(md.contains("**The plan failed.**"), "{md}");
+        assert!(md.contains("```text\nmanifest deploy/a.yaml: spec.template: Required value\n```"));
+        let long = "bad manifest\n".repeat(10_000);
+        let md = failure(&ctx, &long);
+        assert!(md.chars().count() < GITHUB_COMMENT_LIMIT, "{}", md.len());
+        assert!(md.contains("more characters; run the command locally"));
     }
 
     #[test]
@@ -588,12 +961,13 @@ mod tests {
             "a 5,000-node plan does not fit one comment"
         );
         let n = parts.len();
+        let marker = marker(DEFAULT_COMMENT_KEY);
         let sizes: Vec<usize> = parts.iter().map(|p| p.chars().count()).collect();
         eprintln!("{n} parts of {sizes:?} characters");
         for (i, p) in parts.iter().enumerate() {
             assert!(
-                p.starts_with(MARKER),
-                "part {} starts with the marker",
+                p.starts_with(&format!("{marker}\n{}\n", part_marker(i + 1))),
+                "part {} starts with the key marker, then its part marker",
                 i + 1
             );
             assert!(
@@ -602,7 +976,7 @@ mod tests {
                 i + 1,
                 p.chars().count()
             );
-            assert!(p.contains(MARKER));
+            assert_eq!(p.matches(&marker).count(), 1);
             let heading = if i == 0 {
                 format!("**Part 1 of {n}**")
             } else {

@@ -1,11 +1,14 @@
 //! Renderings of a [`Plan`](crate::plan::Plan).
 //!
+//! * [`counts`]: the headline numbers (DaemonSets changed, nodes affected, risks) that the
+//!   Markdown report and the GitHub outputs share.
 //! * [`json`]: the machine-readable form, a documented and versioned schema
 //!   (`docs/plan-json.md`, `docs/plan.schema.json`).
 //! * [`diff`]: normalised unified diffs of DaemonSet manifests (pull-request mode).
 //! * [`markdown`]: the pull-request comment, split below GitHub's comment limit.
 //! * [`table`]: the terminal form for people, in the style of `kubectl get`.
 
+pub mod counts;
 pub mod diff;
 pub mod json;
 pub mod markdown;
@@ -15,6 +18,7 @@ pub mod table;
 #[cfg(test)]
 pub(crate) mod testing;
 
+pub use counts::{Counts, Diffs};
 pub use json::to_json;
-pub use markdown::{MarkdownContext, to_markdown};
+pub use markdown::{MarkdownContext, to_markdown, to_summary};
 pub use table::{TableOptions, to_table};

@@ -15,6 +15,7 @@ fn ctx() -> MarkdownContext {
         base: Some("1111111111111111111111111111111111111111".into()),
         head: Some("2222222222222222222222222222222222222222".into()),
         cluster: "snapshot:cluster.yaml".into(),
+        ..MarkdownContext::default()
     }
 }
 
@@ -136,4 +137,34 @@ fn host_port_with_max_surge() {
         crate::plan::RiskKind::HostPortSurge
     );
     assert_renderings("host_port_surge", &p);
+}
+
+/// `--cluster none` in a pull request: `infra/agent` changed (maxUnavailable 100%),
+/// `infra/logs` unchanged, `infra/old` removed on head.
+#[test]
+fn manifest_only_pull_request() {
+    let p = super::testing::manifest_only_plan();
+    let mut diffs = BTreeMap::new();
+    diffs.insert(
+        ("infra".to_string(), "agent".to_string()),
+        "--- a/infra/agent\n+++ b/infra/agent\n@@ -1 +1 @@\n-      maxUnavailable: 1\n+      maxUnavailable: 100%\n"
+            .to_string(),
+    );
+    diffs.insert(
+        ("infra".to_string(), "old".to_string()),
+        "--- a/infra/old\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-apiVersion: apps/v1\n-kind: DaemonSet\n"
+            .to_string(),
+    );
+    let ctx = MarkdownContext {
+        cluster: "none".into(),
+        ..ctx()
+    };
+    let md = to_markdown(&p, &ctx, &diffs);
+    assert_eq!(md.len(), 1);
+    insta::assert_snapshot!("manifest_only.markdown", md[0]);
+    insta::assert_snapshot!(
+        "manifest_only.table",
+        to_table(&p, &TableOptions::default())
+    );
+    insta::assert_snapshot!("manifest_only.json", super::to_json(&p));
 }

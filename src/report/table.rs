@@ -50,9 +50,21 @@ const HEADERS: [&str; 11] = [
     "STRATEGY",
 ];
 
+/// Columns of [`HEADERS`] a manifest-only plan has values for.
+const MANIFEST_ONLY_COLUMNS: [usize; 4] = [0, 1, 8, 10];
+
+/// The first line of a manifest-only plan, so that nobody reads it as an empty cluster.
+pub const MANIFEST_ONLY_NOTE: &str = "Manifest only (--cluster none): no cluster state was read, \
+so nothing is said about nodes. Shown: the DaemonSets as validated, and the risks their manifests \
+show.";
+
 /// The `kubectl get ds`-style rows, header in bold, trailing spaces trimmed.
 fn summary_rows(plan: &Plan, paint: Painter) -> String {
     let mut out = String::new();
+    if plan.manifest_only {
+        out.push_str(MANIFEST_ONLY_NOTE);
+        out.push_str("\n\n");
+    }
     for (i, line) in summary_table(plan).lines().enumerate() {
         let line = line.trim_end();
         if i == 0 {
@@ -74,7 +86,7 @@ pub fn to_table(plan: &Plan, opts: &TableOptions) -> String {
     let mut out = summary_rows(plan, paint);
     for ds in &plan.daemonsets {
         out.push('\n');
-        details(&mut out, ds, opts, paint);
+        details(&mut out, ds, opts, paint, plan.manifest_only);
     }
     out
 }
@@ -98,14 +110,22 @@ pub fn to_status_table(plan: &Plan, opts: &TableOptions) -> String {
 }
 
 fn summary_table(plan: &Plan) -> String {
+    let columns: Vec<usize> = if plan.manifest_only {
+        MANIFEST_ONLY_COLUMNS.to_vec()
+    } else {
+        (0..HEADERS.len()).collect()
+    };
+    let pick = |row: Vec<String>| -> Vec<String> {
+        columns.iter().map(|&c| row[c].clone()).collect::<Vec<_>>()
+    };
     let mut table = Table::new();
     table
         .load_style(comfy_table::presets::NOTHING)
         .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(HEADERS);
+        .set_header(pick(HEADERS.map(String::from).to_vec()));
     for ds in &plan.daemonsets {
         let s = &ds.status;
-        table.add_row(vec![
+        table.add_row(pick(vec![
             ds.namespace.clone(),
             ds.name.clone(),
             s.desired_number_scheduled.to_string(),
@@ -118,10 +138,10 @@ fn summary_table(plan: &Plan) -> String {
             ds.created
                 .map_or_else(|| "<none>".to_string(), |c| age(plan.now, c)),
             strategy(ds),
-        ]);
+        ]));
     }
     // kubectl separates columns by three spaces and pads nothing at the edges.
-    for (i, column) in table.column_iter_mut().enumerate() {
+    for (&i, column) in columns.iter().zip(table.column_iter_mut()) {
         column.set_padding((0, 3));
         if (2..8).contains(&i) {
             column.set_cell_alignment(CellAlignment::Left);
@@ -174,14 +194,23 @@ fn strategy(ds: &DaemonSetPlan) -> String {
     out
 }
 
-fn details(out: &mut String, ds: &DaemonSetPlan, opts: &TableOptions, paint: Painter) {
+fn details(
+    out: &mut String,
+    ds: &DaemonSetPlan,
+    opts: &TableOptions,
+    paint: Painter,
+    manifest_only: bool,
+) {
     let title = format!("{}/{}", ds.namespace, ds.name);
-    let _ = writeln!(
-        out,
-        "{}: {}",
-        paint.style(&title, Style::new().bold()),
+    let step = if manifest_only {
+        match ds.risks.len() {
+            0 => "no risks in the manifest".to_string(),
+            n => format!("{} in the manifest", count(n, "risk")),
+        }
+    } else {
         next_step(ds)
-    );
+    };
+    let _ = writeln!(out, "{}: {step}", paint.style(&title, Style::new().bold()));
     for r in &ds.risks {
         let label = paint.style(
             "RISK:",
@@ -322,7 +351,32 @@ impl Painter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::testing::{all_missing_plan, known_plan};
+    use crate::report::testing::{all_missing_plan, known_plan, manifest_only_plan};
+
+    #[test]
+    fn manifest_only_says_so_and_shows_no_counters() {
+        let out = to_table(&manifest_only_plan(), &plain());
+        assert!(out.starts_with(MANIFEST_ONLY_NOTE), "{out}");
+        let header = out.lines().nth(2).unwrap();
+        assert_eq!(
+            header.split_whitespace().collect::<Vec<_>>(),
+            ["NAMESPACE", "NAME", "NODE", "SELECTOR", "STRATEGY"],
+            "{out}"
+        );
+        assert!(
+            !out.contains("DESIRED") && !out.contains("no-eligible-nodes"),
+            "{out}"
+        );
+        assert!(out.contains("infra/agent: 1 risk in the manifest"), "{out}");
+        assert!(
+            out.contains("RISK: [all-at-once] maxUnavailable 100%"),
+            "{out}"
+        );
+        assert!(
+            out.contains("infra/logs: no risks in the manifest"),
+            "{out}"
+        );
+    }
 
     fn plain() -> TableOptions {
         TableOptions::default()

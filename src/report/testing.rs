@@ -107,3 +107,15 @@ pub(crate) fn all_missing_plan(n: usize) -> Plan {
     };
     plan(&[d], &observed, &Policy::default(), now())
 }
+
+/// `--cluster none`: `infra/agent` (maxUnavailable 100%, no node looked at) and `infra/logs`
+/// (the default strategy), planned from their manifests alone.
+pub(crate) fn manifest_only_plan() -> Plan {
+    let all = daemonset(
+        "infra",
+        "agent",
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "100%"}}),
+    );
+    let logs = daemonset("infra", "logs", json!({"type": "RollingUpdate"}));
+    crate::plan::plan_manifests(&[all, logs], &Policy::default(), now())
+}

@@ -59,15 +59,20 @@ impl Rendered {
         if !self.manifests.invalid.is_empty() {
             return Err(SourceError::Invalid(self.manifests.invalid.clone()));
         }
-        Ok(self
-            .manifests
+        Ok(self.valid_desired())
+    }
+
+    /// The valid DaemonSets as the planner's input, ignoring invalid ones (the base side of a
+    /// pull request, which is only compared with).
+    pub fn valid_desired(&self) -> Vec<Desired> {
+        self.manifests
             .daemonsets
             .iter()
             .map(|d| Desired {
                 source: d.source.to_string(),
                 daemonset: d.daemonset.clone(),
             })
-            .collect())
+            .collect()
     }
 }
 

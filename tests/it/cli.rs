@@ -146,7 +146,9 @@ fn plan_markdown_with_changes_exits_2() {
     plan(&["-o", "markdown", "--repository", "acme/fleet"])
         .assert()
         .code(2)
-        .stdout(predicate::str::starts_with("<!-- daemonsync-plan -->\n"))
+        .stdout(predicate::str::starts_with(
+            "<!-- daemonsync-plan:default -->\n",
+        ))
         .stdout(predicate::str::contains(
             "`acme/fleet` · cluster `snapshot:",
         ))

@@ -1,9 +1,14 @@
 //! Integration tests, one binary with modules by theme: the command line, git sources against
 //! real repositories built in temporary directories (a local path, a `file://` URL and
-//! `git daemon` on 127.0.0.1), directory sources, and the planner end to end.
+//! `git daemon` on 127.0.0.1), directory sources, the planner end to end, and `plan --github`
+//! against a stand-in for GitHub's REST API.
 
+mod action;
+mod action_yml;
 mod cli;
 mod dir;
+mod examples;
+mod fake_github;
 mod git;
 mod plan;
 mod revision;

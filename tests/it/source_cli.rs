@@ -182,7 +182,10 @@ fn pull_request_markdown_names_the_commits_and_carries_the_diffs() {
         "acme/fleet",
     ]);
     assert_eq!(code, 2, "{err}");
-    assert!(out.starts_with("<!-- daemonsync-plan -->"), "{out}");
+    assert!(
+        out.starts_with("<!-- daemonsync-plan:default -->\n"),
+        "{out}"
+    );
     let identity = format!("`acme/fleet` · `{}` → `{}`", &c2[..12], &c3[..12]);
     assert!(out.contains(&identity), "{identity} in {out}");
     assert!(out.contains("```diff"), "{out}");

@@ -8,6 +8,11 @@ use std::time::{Duration, Instant};
 
 /// Runs `git` in `dir` and returns its trimmed stdout; panics on failure.
 pub fn git(dir: &Path, args: &[&str]) -> String {
+    git_env(dir, args, &[])
+}
+
+/// [`git`] with extra environment variables (fixed commit dates, for reproducible ids).
+pub fn git_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
     let out = Command::new("git")
         .args([
             "-c",
@@ -22,6 +27,7 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
         .current_dir(dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("HOME", dir)
+        .envs(env.iter().copied())
         .output()
         .expect("git runs");
     assert!(
@@ -82,6 +88,19 @@ impl Repo {
     pub fn commit(&self, msg: &str) -> String {
         self.git(&["add", "-A"]);
         self.git(&["commit", "-q", "--allow-empty", "-m", msg]);
+        self.git(&["rev-parse", "HEAD"])
+    }
+
+    /// Commits everything at a fixed date: the same tree and date give the same commit id on
+    /// every machine.
+    pub fn commit_at(&self, msg: &str, date: &str) -> String {
+        self.git(&["add", "-A"]);
+        let env = [("GIT_AUTHOR_DATE", date), ("GIT_COMMITTER_DATE", date)];
+        git_env(
+            &self.path(),
+            &["commit", "-q", "--allow-empty", "-m", msg],
+            &env,
+        );
         self.git(&["rev-parse", "HEAD"])
     }
 
