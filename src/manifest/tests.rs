@@ -13,7 +13,7 @@ use super::*;
 // helpers
 
 /// The spec's valid base: name `abc`, ns default, selector `{a: b}`, template labels `{a: b}`,
-/// restartPolicy Always, strategy OnDelete.
+/// restartPolicy Always, terminationGracePeriodSeconds 30, strategy OnDelete.
 fn base() -> serde_json::Value {
     json!({
         "apiVersion": "apps/v1",
@@ -27,6 +27,7 @@ fn base() -> serde_json::Value {
                 "spec": {
                     "restartPolicy": "Always",
                     "dnsPolicy": "ClusterFirst",
+                    "terminationGracePeriodSeconds": 30,
                     "containers": [{"name": "abc", "image": "image", "imagePullPolicy": "IfNotPresent", "terminationMessagePolicy": "File"}]
                 }
             }
@@ -391,7 +392,8 @@ fn pod_template_rules() {
     got.sort();
     let mut want = vec![
         "spec.template.spec.volumes[0].configMap.name",
-        "spec.template.spec.volumes[1].secret",
+        // Upstream looks at secret before configMap: the second source is the one refused.
+        "spec.template.spec.volumes[1].configMap",
         "spec.template.spec.volumes[2].name",
         "spec.template.spec.containers[0].ports[0].containerPort",
         "spec.template.spec.containers[0].ports[1].containerPort",

@@ -1,0 +1,1 @@
+//! Validation tests, one family at a time.
