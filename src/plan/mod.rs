@@ -13,6 +13,8 @@
 //! ascending name order (then vanished nodes by name), and pods of one node in upstream order
 //! (bound first, oldest first, then by name). Plans of the same input are byte-identical.
 
+#[cfg(test)]
+mod adoption;
 mod classify;
 pub mod daemonset;
 pub mod eligibility;
