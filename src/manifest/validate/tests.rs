@@ -869,6 +869,135 @@ fn validate_volumes_names_sources_and_duplicates() {
         {"name": "g"}]})));
 }
 
+/// `validateVolumeSource` and each volume type's own validator: one source upstream refuses
+/// (path and message) and one it accepts, for every type not covered above.
+#[test]
+fn validate_volume_source_every_type() {
+    let v = |source: Value| with_spec(json!({"volumes": [source]}));
+    let cases = [
+        (
+            json!({"name": "a", "emptyDir": {"sizeLimit": "-1Gi"}}),
+            "volumes[0].emptyDir.sizeLimit: Forbidden: SizeLimit field must be a valid resource quantity",
+            json!({"name": "a", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}}),
+        ),
+        (
+            json!({"name": "a", "gitRepo": {"repository": "", "directory": "../x"}}),
+            "volumes[0].gitRepo.repository: Required value",
+            json!({"name": "a", "gitRepo": {"repository": "https://example.com/r.git", "directory": "."}}),
+        ),
+        (
+            json!({"name": "a", "gitRepo": {"repository": "r", "directory": "../x"}}),
+            "volumes[0].gitRepo.directory: Invalid value: \"../x\": must not contain '..'",
+            json!({"name": "a", "gitRepo": {"repository": "r", "directory": "x"}}),
+        ),
+        (
+            json!({"name": "a", "gcePersistentDisk": {"pdName": ""}}),
+            "volumes[0].persistentDisk.pdName: Required value",
+            json!({"name": "a", "gcePersistentDisk": {"pdName": "disk", "partition": 1}}),
+        ),
+        (
+            json!({"name": "a", "awsElasticBlockStore": {"volumeID": "vol", "partition": 256}}),
+            "volumes[0].awsElasticBlockStore.partition: Invalid value: 256: must be between 1 and 255, inclusive",
+            json!({"name": "a", "awsElasticBlockStore": {"volumeID": "vol", "partition": 255}}),
+        ),
+        (
+            json!({"name": "a", "glusterfs": {"endpoints": "", "path": "p"}}),
+            "volumes[0].glusterfs.endpoints: Required value",
+            json!({"name": "a", "glusterfs": {"endpoints": "ep", "path": "p"}}),
+        ),
+        (
+            json!({"name": "a", "flocker": {}}),
+            "volumes[0].flocker: Required value: one of datasetName and datasetUUID is required",
+            json!({"name": "a", "flocker": {"datasetName": "data"}}),
+        ),
+        (
+            json!({"name": "a", "persistentVolumeClaim": {"claimName": ""}}),
+            "volumes[0].persistentVolumeClaim.claimName: Required value",
+            json!({"name": "a", "persistentVolumeClaim": {"claimName": "claim"}}),
+        ),
+        (
+            json!({"name": "a", "rbd": {"monitors": [], "image": "img"}}),
+            "volumes[0].rbd.monitors: Required value",
+            json!({"name": "a", "rbd": {"monitors": ["10.0.0.1:6789"], "image": "img"}}),
+        ),
+        (
+            json!({"name": "a", "cinder": {"volumeID": ""}}),
+            "volumes[0].cinder.volumeID: Required value",
+            json!({"name": "a", "cinder": {"volumeID": "vol"}}),
+        ),
+        (
+            json!({"name": "a", "cephfs": {"monitors": []}}),
+            "volumes[0].cephfs.monitors: Required value",
+            json!({"name": "a", "cephfs": {"monitors": ["10.0.0.1:6789"]}}),
+        ),
+        (
+            json!({"name": "a", "quobyte": {"registry": "no-port", "volume": "v"}}),
+            "volumes[0].quobyte.registry: Invalid value: \"no-port\": must be a host:port pair or multiple pairs separated by commas",
+            json!({"name": "a", "quobyte": {"registry": "q1:7861,q2:7861", "volume": "v"}}),
+        ),
+        (
+            json!({"name": "a", "fc": {}}),
+            "volumes[0].fc.targetWWNs: Required value: must specify either targetWWNs or wwids, but not both",
+            json!({"name": "a", "fc": {"targetWWNs": ["500a0982991b8dc5"], "lun": 2}}),
+        ),
+        (
+            json!({"name": "a", "flexVolume": {"driver": "acme/flex", "options": {"kubernetes.io/x": "y"}}}),
+            "volumes[0].flexVolume.options[kubernetes.io/x]: Invalid value: \"kubernetes.io/x\": kubernetes.io and k8s.io namespaces are reserved",
+            json!({"name": "a", "flexVolume": {"driver": "acme/flex", "options": {"acme.com/x": "y"}}}),
+        ),
+        (
+            json!({"name": "a", "azureFile": {"secretName": "", "shareName": "share"}}),
+            "volumes[0].azureFile.secretName: Required value",
+            json!({"name": "a", "azureFile": {"secretName": "s", "shareName": "share"}}),
+        ),
+        (
+            json!({"name": "a", "vsphereVolume": {"volumePath": ""}}),
+            "volumes[0].vsphereVolume.volumePath: Required value",
+            json!({"name": "a", "vsphereVolume": {"volumePath": "[ds] volumes/v.vmdk"}}),
+        ),
+        (
+            json!({"name": "a", "photonPersistentDisk": {"pdID": ""}}),
+            "volumes[0].photonPersistentDisk.pdID: Required value",
+            json!({"name": "a", "photonPersistentDisk": {"pdID": "pd"}}),
+        ),
+        (
+            json!({"name": "a", "portworxVolume": {"volumeID": ""}}),
+            "volumes[0].portworxVolume.volumeID: Required value",
+            json!({"name": "a", "portworxVolume": {"volumeID": "vol"}}),
+        ),
+        (
+            json!({"name": "a", "azureDisk": {"diskName": "d", "diskURI": "https://a.blob.core.windows.net/c/d.vhd", "kind": "Managed"}}),
+            "volumes[0].azureDisk.diskURI: Unsupported value: \"https://a.blob.core.windows.net/c/d.vhd\": supported values: \"/subscriptions/{sub-id}/resourcegroups/{group-name}/providers/microsoft.compute/disks/{disk-id}\"",
+            json!({"name": "a", "azureDisk": {"diskName": "d", "diskURI": "https://a.blob.core.windows.net/c/d.vhd", "kind": "Shared"}}),
+        ),
+        (
+            json!({"name": "a", "storageos": {"volumeName": "Bad_Name"}}),
+            "volumes[0].storageos.volumeName: Invalid value: \"Bad_Name\": a lowercase RFC 1123 label",
+            json!({"name": "a", "storageos": {"volumeName": "vol", "volumeNamespace": "ns"}}),
+        ),
+        (
+            json!({"name": "a", "scaleIO": {"gateway": "", "system": "sys", "volumeName": "v", "secretRef": {"name": "s"}}}),
+            "volumes[0].scaleIO.gateway: Required value",
+            json!({"name": "a", "scaleIO": {"gateway": "https://gw/api", "system": "sys", "volumeName": "v", "secretRef": {"name": "s"}}}),
+        ),
+        (
+            json!({"name": "a", "image": {"reference": "registry/artifact:1", "pullPolicy": "Sometimes"}}),
+            "volumes[0].image.pullPolicy: Unsupported value: \"Sometimes\"",
+            json!({"name": "a", "image": {"reference": "registry/artifact:1", "pullPolicy": "Always"}}),
+        ),
+        (
+            // A second source is refused where it is met; upstream spells this one `downwarAPI`.
+            json!({"name": "a", "emptyDir": {}, "downwardAPI": {}}),
+            "volumes[0].downwarAPI: Forbidden: may not specify more than 1 volume type",
+            json!({"name": "a", "downwardAPI": {"defaultMode": 420}}),
+        ),
+    ];
+    for (bad, expected, good) in cases {
+        rejects(v(bad), &format!("{T}.{expected}"));
+        accepts(v(good));
+    }
+}
+
 #[test]
 fn validate_projected_volume_source_token_limits() {
     let token = |t: Value| {
