@@ -92,8 +92,8 @@ pub struct PlanArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
     pub output: Output,
-    /// Honour Lt/Gt toleration operators (the cluster has the TaintTolerationComparisonOperators
-    /// feature gate on).
+    /// Accept and honour Lt/Gt toleration operators (the cluster has the
+    /// TaintTolerationComparisonOperators feature gate on).
     #[arg(long)]
     pub taint_comparison_operators: bool,
     /// Nodes listed per state in the table before "... and N more".
@@ -162,7 +162,9 @@ pub fn run(args: &PlanArgs) -> Result<i32> {
     let policy = Policy {
         taint_comparison_operators: args.taint_comparison_operators,
     };
-    let opts = args.source.load_options();
+    let mut opts = args.source.load_options();
+    // A cluster that honours Lt/Gt tolerations also accepts them.
+    opts.gates.taint_toleration_comparison_operators = args.taint_comparison_operators;
     let observed = || cluster.observe();
     if let Some(src) = args.source.git() {
         if let (Some(base), Some(head)) = (&args.base, &args.head) {

@@ -252,6 +252,7 @@ pub(super) fn validate_pod_specific_annotations(
     annotations: &BTreeMap<String, String>,
     spec: &PodSpec,
     path: &FieldPath,
+    gates: &super::Gates,
     errs: &mut Errs,
 ) {
     if let Some(value) = annotations.get(MIRROR_POD_ANNOTATION)
@@ -276,6 +277,7 @@ pub(super) fn validate_pod_specific_annotations(
             Ok(tolerations) => super::tolerations::validate_tolerations(
                 &tolerations,
                 &path.child(TOLERATIONS_ANNOTATION),
+                gates,
                 errs,
             ),
         }

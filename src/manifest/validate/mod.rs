@@ -50,12 +50,27 @@ use super::error::quote;
 /// (`None`, which is what k8s-openapi produces for a missing `selector`) is treated as absent;
 /// one with an empty-but-present list or map is the explicit `selector: {}`.
 pub fn validate(ds: &DaemonSet) -> Vec<FieldError> {
+    validate_with(ds, &Gates::default())
+}
+
+/// [`validate`] for a cluster whose feature gates are `gates`.
+pub fn validate_with(ds: &DaemonSet, gates: &Gates) -> Vec<FieldError> {
     let mut errs = Vec::new();
     meta::validate_object_meta(&ds.metadata, &mut errs);
     let default_spec = DaemonSetSpec::default();
     let spec = ds.spec.as_ref().unwrap_or(&default_spec);
-    validate_daemon_set_spec(spec, &FieldPath::root("spec"), &mut errs);
+    validate_daemon_set_spec(spec, &FieldPath::root("spec"), gates, &mut errs);
     dedup(errs)
+}
+
+/// The feature gates a cluster may turn on that change what validation accepts. The default
+/// is Kubernetes v1.35's; every other gate validation depends on is fixed at its v1.35
+/// default (see the constants below).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Gates {
+    /// `TaintTolerationComparisonOperators` (alpha, off by default): `Lt` and `Gt`
+    /// tolerations with a decimal integer value.
+    pub taint_toleration_comparison_operators: bool,
 }
 
 /// The API server prints each distinct error once (`ErrorList.ToAggregate`).
@@ -172,8 +187,6 @@ const ALLOW_CONTAINER_RESTART_POLICY_RULES: bool = true;
 const ALLOW_ENV_FILES: bool = true;
 /// `UserNamespacesHostNetworkSupport` (alpha, off).
 const ALLOW_USER_NAMESPACES_HOST_NETWORK: bool = false;
-/// `TaintTolerationComparisonOperators` (alpha, off): `Lt` and `Gt` tolerations are refused.
-const ALLOW_TAINT_COMPARISON_OPERATORS: bool = false;
 /// `PodLevelResources` (beta, on): `spec.resources`.
 const POD_LEVEL_RESOURCES: bool = true;
 /// `InPlacePodVerticalScaling` (GA): `resizePolicy` on sidecar containers.
@@ -217,7 +230,12 @@ fn go_map(m: Option<&BTreeMap<String, String>>) -> String {
 // ---------------------------------------------------------------------------------------------
 // DaemonSet spec (apps `ValidateDaemonSetSpec`)
 
-fn validate_daemon_set_spec(spec: &DaemonSetSpec, path: &FieldPath, errs: &mut Errs) {
+fn validate_daemon_set_spec(
+    spec: &DaemonSetSpec,
+    path: &FieldPath,
+    gates: &Gates,
+    errs: &mut Errs,
+) {
     let sel = &spec.selector;
     let template_labels = spec
         .template
@@ -249,7 +267,7 @@ fn validate_daemon_set_spec(spec: &DaemonSetSpec, path: &FieldPath, errs: &mut E
         ));
     }
 
-    pod::validate_pod_template_spec(&spec.template, &path.child("template"), errs);
+    pod::validate_pod_template_spec(&spec.template, &path.child("template"), gates, errs);
 
     let default_pod = PodSpec::default();
     let pod = spec.template.spec.as_ref().unwrap_or(&default_pod);

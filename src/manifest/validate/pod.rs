@@ -10,12 +10,17 @@ use k8s_openapi::api::core::v1::{PodResourceClaim, PodSpec, PodTemplateSpec};
 
 use super::names::{dns1123_label, dns1123_subdomain, ip_legacy, qualified_name};
 use super::volumes::VolumeSet;
-use super::{Errs, FieldPath, invalid_each, json, str_or_empty};
+use super::{Errs, FieldPath, Gates, invalid_each, json, str_or_empty};
 use crate::manifest::FieldError;
 use crate::manifest::error::quote;
 
 /// `ValidatePodTemplateSpec`.
-pub(super) fn validate_pod_template_spec(t: &PodTemplateSpec, path: &FieldPath, errs: &mut Errs) {
+pub(super) fn validate_pod_template_spec(
+    t: &PodTemplateSpec,
+    path: &FieldPath,
+    gates: &Gates,
+    errs: &mut Errs,
+) {
     let empty = BTreeMap::new();
     let meta = t.metadata.as_ref();
     let labels = meta.and_then(|m| m.labels.as_ref());
@@ -28,10 +33,11 @@ pub(super) fn validate_pod_template_spec(t: &PodTemplateSpec, path: &FieldPath, 
         annotations.unwrap_or(&empty),
         spec,
         &path.child("annotations"),
+        gates,
         errs,
     );
     let spec_path = path.child("spec");
-    validate_pod_spec(spec, &spec_path, errs);
+    validate_pod_spec(spec, &spec_path, gates, errs);
     super::security::validate_seccomp_annotations_and_fields(
         annotations.unwrap_or(&empty),
         spec,
@@ -66,7 +72,7 @@ pub(super) struct PodContext<'a> {
 }
 
 /// `ValidatePodSpec` for a pod template (no pod metadata, not a Pod).
-pub(super) fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Errs) {
+pub(super) fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, gates: &Gates, errs: &mut Errs) {
     if spec.termination_grace_period_seconds.is_none() {
         errs.push(FieldError::required(
             path.child("terminationGracePeriodSeconds"),
@@ -166,7 +172,7 @@ pub(super) fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Err
         invalid_each(errs, &path.child("subdomain"), s, dns1123_label(s));
     }
     if let Some(t) = spec.tolerations.as_deref().filter(|t| !t.is_empty()) {
-        super::tolerations::validate_tolerations(t, &path.child("tolerations"), errs);
+        super::tolerations::validate_tolerations(t, &path.child("tolerations"), gates, errs);
     }
     validate_host_aliases(spec, &path.child("hostAliases"), errs);
     if let Some(pc) = spec

@@ -229,6 +229,47 @@ fn validate_tolerations_operators_effects_and_seconds() {
     ));
 }
 
+#[test]
+fn validate_tolerations_comparison_operators_with_the_gate_on() {
+    let gates = super::Gates {
+        taint_toleration_comparison_operators: true,
+    };
+    let errors_with = |value: &str| -> Vec<String> {
+        let v = with_spec(json!({"tolerations": [{"key": "a", "operator": "Gt", "value": value}]}));
+        let mut ds: DaemonSet = serde_json::from_value(v).expect("test DaemonSet");
+        apply_defaults(&mut ds);
+        super::validate_with(&ds, &gates)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    assert_eq!(
+        errors_with("07"),
+        [format!(
+            "{T}.tolerations[0].value: Invalid value: \"07\": must be a valid decimal integer in canonical form"
+        )]
+    );
+    assert_eq!(
+        errors_with("5x"),
+        [
+            format!(
+                "{T}.tolerations[0].value: Invalid value: \"5x\": must be a valid decimal integer in canonical form"
+            ),
+            format!(
+                "{T}.tolerations[0].value: Invalid value: \"5x\": strconv.ParseInt: parsing \"5x\": invalid syntax"
+            ),
+        ]
+    );
+    assert_eq!(
+        errors_with("99999999999999999999"),
+        [format!(
+            "{T}.tolerations[0].value: Invalid value: \"99999999999999999999\": strconv.ParseInt: parsing \"99999999999999999999\": value out of range"
+        )]
+    );
+    assert!(errors_with("-5").is_empty());
+    assert!(errors_with("0").is_empty());
+}
+
 // ---------------------------------------------------------------------------------------------
 // topology spread
 
