@@ -99,7 +99,7 @@ fn v3_nil_selector_does_not_match_template_labels() {
     assert_eq!(
         rendered(&errs),
         vec![
-            "spec.template.metadata.labels: Invalid value: map[string]string{\"a\":\"b\"}: `selector` does not match template `labels`"
+            "spec.template.metadata.labels: Invalid value: {\"a\":\"b\"}: `selector` does not match template `labels`"
         ]
     );
 }

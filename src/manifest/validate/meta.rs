@@ -74,10 +74,11 @@ pub(super) fn validate_object_meta(meta: &ObjectMeta, errs: &mut Errs) {
 fn validate_owner_references(meta: &ObjectMeta, path: &FieldPath, errs: &mut Errs) {
     let mut first_controller: Option<String> = None;
     for r in meta.owner_references.iter().flatten() {
-        let version = r
-            .api_version
-            .rsplit_once('/')
-            .map_or(r.api_version.as_str(), |(_, v)| v);
+        // `schema.ParseGroupVersion`: `v`, `group/v`; anything with more slashes has no version.
+        let version = match r.api_version.split('/').collect::<Vec<_>>()[..] {
+            [v] | [_, v] => v,
+            _ => "",
+        };
         if version.is_empty() {
             errs.push(FieldError::invalid(
                 path.child("apiVersion"),

@@ -141,9 +141,25 @@ fn invalid_each(errs: &mut Errs, path: &FieldPath, value: &str, msgs: Vec<String
     }
 }
 
-/// A value printed as upstream prints a struct or list: JSON.
+/// A value printed as upstream prints a struct, map or list (`field.Error.ErrorBody` since
+/// Kubernetes v1.34): Go's `json.Marshal`, which escapes `<`, `>`, `&`, U+2028 and U+2029.
 fn json<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_string(value).unwrap_or_default()
+    let plain = serde_json::to_string(value).unwrap_or_default();
+    if !plain.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
+        return plain;
+    }
+    let mut out = String::with_capacity(plain.len() + 16);
+    for ch in plain.chars() {
+        match ch {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `ValidateNonnegativeField`.
@@ -214,19 +230,6 @@ fn selector_matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) -> b
     labels_ok && exprs_ok
 }
 
-fn go_map(m: Option<&BTreeMap<String, String>>) -> String {
-    match m {
-        None => "map[string]string(nil)".to_string(),
-        Some(m) => {
-            let items: Vec<String> = m
-                .iter()
-                .map(|(k, v)| format!("{}:{}", quote(k), quote(v)))
-                .collect();
-            format!("map[string]string{{{}}}", items.join(", "))
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // DaemonSet spec (apps `ValidateDaemonSetSpec`)
 
@@ -253,7 +256,7 @@ fn validate_daemon_set_spec(
     if converts && !matches {
         errs.push(FieldError::invalid(
             "spec.template.metadata.labels",
-            go_map(template_labels),
+            json(&template_labels),
             "`selector` does not match template `labels`",
         ));
     }
@@ -262,7 +265,8 @@ fn validate_daemon_set_spec(
     if !is_nil && n == 0 {
         errs.push(FieldError::invalid(
             path.child("selector"),
-            "v1.LabelSelector{MatchLabels:map[string]string{}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}",
+            // Go's JSON of a selector with no labels and no expressions (both `omitempty`).
+            "{}",
             "empty selector is invalid for daemonset",
         ));
     }

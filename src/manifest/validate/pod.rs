@@ -122,6 +122,8 @@ pub(super) fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, gates: &Gates,
         errs,
     );
     super::security::validate_pod_spec_security_context(spec, path, errs);
+    // `validateImagePullSecrets` refuses fields beside `name`; a v1 `LocalObjectReference` has
+    // no other field, so it cannot fail here.
     if let Some(a) = spec.affinity.as_ref() {
         super::affinity::validate_affinity(a, &path.child("affinity"), errs);
     }

@@ -314,6 +314,23 @@ fn validate_topology_spread_constraints() {
 // dns and host aliases
 
 #[test]
+fn validate_node_inclusion_policies() {
+    let spread = |policy: &str| {
+        with_spec(json!({"topologySpreadConstraints": [{
+            "maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "agent"}},
+            "nodeAffinityPolicy": "Honor", "nodeTaintsPolicy": policy}]}))
+    };
+    rejects(
+        spread("honor"),
+        &format!(
+            "{T}.topologySpreadConstraints[0].nodeTaintsPolicy: Unsupported value: \"honor\": supported values: \"Honor\", \"Ignore\""
+        ),
+    );
+    accepts(spread("Ignore"));
+}
+
+#[test]
 fn validate_dns_policy_and_config() {
     rejects(
         with_spec(json!({"dnsPolicy": "clusterFirst"})),
@@ -1484,6 +1501,100 @@ fn validate_pod_template_labels_and_annotations() {
         v,
         "spec.template.annotations: Too long: may not be more than 262144 bytes",
     );
+}
+
+#[test]
+fn validate_windows_security_context_options() {
+    let windows =
+        |options: Value| with_container(json!({"securityContext": {"windowsOptions": options}}));
+    const W: &str = "containers[0].securityContext.windowsOptions";
+    rejects(
+        windows(json!({"gmsaCredentialSpecName": "Bad_Name"})),
+        &format!(
+            "{T}.{W}.gmsaCredentialSpecName: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"
+        ),
+    );
+    rejects(
+        windows(json!({"gmsaCredentialSpec": ""})),
+        &format!(
+            "{T}.{W}.gmsaCredentialSpec: Invalid value: \"\": gmsaCredentialSpec cannot be an empty string"
+        ),
+    );
+    rejects(
+        windows(json!({"runAsUserName": "a\\b\\c"})),
+        &format!(
+            "{T}.{W}.runAsUserName: Invalid value: \"a\\\\b\\\\c\": runAsUserName cannot contain more than one backslash"
+        ),
+    );
+    accepts(windows(json!({
+        "gmsaCredentialSpecName": "webapp-gmsa",
+        "gmsaCredentialSpec": "{\"CmsPlugins\":[\"ActiveDirectory\"]}",
+        "runAsUserName": "NT AUTHORITY\\NETWORK SERVICE"
+    })));
+}
+
+#[test]
+fn validate_owner_references_and_finalizers() {
+    let meta = |extra: Value| {
+        let mut v = with_spec(json!({}));
+        if let (Some(m), Value::Object(extra)) = (v["metadata"].as_object_mut(), extra) {
+            m.extend(extra);
+        }
+        v
+    };
+    let owner = |api_version: &str, kind: &str| json!({"ownerReferences": [{"apiVersion": api_version, "kind": kind, "name": "o", "uid": "1"}]});
+    rejects(
+        meta(owner("apps/v1", "")),
+        "metadata.ownerReferences.kind: Invalid value: \"\": must not be empty",
+    );
+    rejects(
+        meta(owner("a/b/v1", "Thing")),
+        "metadata.ownerReferences.apiVersion: Invalid value: \"a/b/v1\": version must not be empty",
+    );
+    rejects(
+        meta(owner("v1", "Event")),
+        "metadata.ownerReferences: Invalid value: ",
+    );
+    rejects(
+        meta(json!({"finalizers": ["cleanup"]})),
+        "metadata.finalizers[0]: Invalid value: \"cleanup\": name is neither a standard finalizer name nor is it fully qualified",
+    );
+    rejects(
+        meta(json!({"finalizers": ["orphan", "foregroundDeletion"]})),
+        "metadata.finalizers: Invalid value: ",
+    );
+    accepts(meta(owner("example.com/v1", "Agent")));
+    accepts(meta(
+        json!({"finalizers": ["example.com/cleanup", "orphan"]}),
+    ));
+}
+
+#[test]
+fn validate_resize_policy() {
+    let resize = |policy: Value| with_container(json!({"resizePolicy": policy}));
+    rejects(
+        resize(json!([{"resourceName": "cpu", "restartPolicy": "Sometimes"}])),
+        &format!(
+            "{T}.containers[0].resizePolicy: Unsupported value: \"Sometimes\": supported values: \"NotRequired\", \"RestartContainer\""
+        ),
+    );
+    rejects(
+        resize(json!([{"resourceName": "gpu", "restartPolicy": "NotRequired"}])),
+        &format!(
+            "{T}.containers[0].resizePolicy: Unsupported value: \"gpu\": supported values: \"cpu\", \"memory\""
+        ),
+    );
+    rejects(
+        resize(json!([
+            {"resourceName": "cpu", "restartPolicy": "NotRequired"},
+            {"resourceName": "cpu", "restartPolicy": "RestartContainer"}
+        ])),
+        &format!("{T}.containers[0].resizePolicy[1]: Duplicate value: \"cpu\""),
+    );
+    accepts(resize(json!([
+        {"resourceName": "cpu", "restartPolicy": "NotRequired"},
+        {"resourceName": "memory", "restartPolicy": "RestartContainer"}
+    ])));
 }
 
 #[test]
