@@ -11,7 +11,9 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
-use super::meta::{validate_label_name, validate_label_selector};
+use super::meta::{
+    invalid_operator, set_operator_values, validate_label_name, validate_label_selector,
+};
 use super::names::{dns1123_label, dns1123_subdomain, label_value};
 use super::{Errs, FieldPath, invalid_each};
 use crate::manifest::FieldError;
@@ -115,22 +117,6 @@ fn validate_node_selector_requirement(
 ) {
     let values = req.values.as_deref().unwrap_or(&[]);
     match req.operator.as_str() {
-        "In" | "NotIn" => {
-            if values.is_empty() {
-                errs.push(FieldError::required(
-                    path.child("values"),
-                    "must be specified when `operator` is 'In' or 'NotIn'",
-                ));
-            }
-        }
-        "Exists" | "DoesNotExist" => {
-            if !values.is_empty() {
-                errs.push(FieldError::forbidden(
-                    path.child("values"),
-                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                ));
-            }
-        }
         "Gt" | "Lt" => {
             if values.len() != 1 {
                 errs.push(FieldError::required(
@@ -139,11 +125,11 @@ fn validate_node_selector_requirement(
                 ));
             }
         }
-        other => errs.push(FieldError::invalid(
-            path.child("operator"),
-            quote(other),
-            "not a valid selector operator",
-        )),
+        other => {
+            if !set_operator_values(other, values, path, errs) {
+                errs.push(invalid_operator(other, path));
+            }
+        }
     }
     validate_label_name(&req.key, &path.child("key"), errs);
     if !allow_invalid_values {
@@ -169,11 +155,7 @@ fn validate_node_field_selector_requirement(
                 ));
             }
         }
-        other => errs.push(FieldError::invalid(
-            path.child("operator"),
-            quote(other),
-            "not a valid selector operator",
-        )),
+        other => errs.push(invalid_operator(other, path)),
     }
     if req.key != crate::model::NODE_NAME_FIELD {
         errs.push(FieldError::invalid(

@@ -86,26 +86,14 @@ fn validate_owner_references(meta: &ObjectMeta, path: &FieldPath, errs: &mut Err
                 "version must not be empty",
             ));
         }
-        if r.kind.is_empty() {
-            errs.push(FieldError::invalid(
-                path.child("kind"),
-                quote(&r.kind),
-                "must not be empty",
-            ));
-        }
-        if r.name.is_empty() {
-            errs.push(FieldError::invalid(
-                path.child("name"),
-                quote(&r.name),
-                "must not be empty",
-            ));
-        }
-        if r.uid.is_empty() {
-            errs.push(FieldError::invalid(
-                path.child("uid"),
-                quote(&r.uid),
-                "must not be empty",
-            ));
+        for (field, value) in [("kind", &r.kind), ("name", &r.name), ("uid", &r.uid)] {
+            if value.is_empty() {
+                errs.push(FieldError::invalid(
+                    path.child(field),
+                    "\"\"",
+                    "must not be empty",
+                ));
+            }
         }
         if r.api_version == "v1" && r.kind == "Event" {
             errs.push(FieldError::invalid(
@@ -208,6 +196,23 @@ fn validate_selector_requirement(
     errs: &mut Errs,
 ) {
     let values = values.unwrap_or(&[]);
+    if !set_operator_values(operator, values, path, errs) {
+        errs.push(invalid_operator(operator, path));
+    }
+    validate_label_name(key, &path.child("key"), errs);
+    for (i, v) in values.iter().enumerate() {
+        invalid_each(errs, &path.child("values").index(i), v, label_value(v));
+    }
+}
+
+/// The value rules label and node selector requirements share: `In` and `NotIn` need values,
+/// `Exists` and `DoesNotExist` take none. `false` for any other operator.
+pub(super) fn set_operator_values(
+    operator: &str,
+    values: &[String],
+    path: &FieldPath,
+    errs: &mut Errs,
+) -> bool {
     match operator {
         "In" | "NotIn" => {
             if values.is_empty() {
@@ -216,6 +221,7 @@ fn validate_selector_requirement(
                     "must be specified when `operator` is 'In' or 'NotIn'",
                 ));
             }
+            true
         }
         "Exists" | "DoesNotExist" => {
             if !values.is_empty() {
@@ -224,17 +230,19 @@ fn validate_selector_requirement(
                     "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
                 ));
             }
+            true
         }
-        other => errs.push(FieldError::invalid(
-            path.child("operator"),
-            quote(other),
-            "not a valid selector operator",
-        )),
+        _ => false,
     }
-    validate_label_name(key, &path.child("key"), errs);
-    for (i, v) in values.iter().enumerate() {
-        invalid_each(errs, &path.child("values").index(i), v, label_value(v));
-    }
+}
+
+/// An operator no selector knows.
+pub(super) fn invalid_operator(operator: &str, path: &FieldPath) -> FieldError {
+    FieldError::invalid(
+        path.child("operator"),
+        quote(operator),
+        "not a valid selector operator",
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
