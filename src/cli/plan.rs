@@ -101,8 +101,8 @@ pub struct PlanArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
     pub output: Output,
-    /// Honour Lt/Gt toleration operators (the cluster has the TaintTolerationComparisonOperators
-    /// feature gate on).
+    /// Accept and honour Lt/Gt toleration operators (the cluster has the
+    /// TaintTolerationComparisonOperators feature gate on).
     #[arg(long)]
     pub taint_comparison_operators: bool,
     /// Nodes listed per state in the table before "... and N more".
@@ -175,9 +175,12 @@ impl PlanArgs {
             Some(s) => parse_now(s)?,
             None => Timestamp::now(),
         };
+        let mut load = self.source.load_options();
+        // A cluster that honours Lt/Gt tolerations also accepts them.
+        load.gates.taint_toleration_comparison_operators = self.taint_comparison_operators;
         Ok(PlanOptions {
             source: self.source.source(),
-            load: self.source.load_options(),
+            load,
             cluster: self.cluster.clone(),
             now,
             policy: Policy {

@@ -20,6 +20,10 @@ pub enum FieldErrorKind {
     Duplicate,
     /// "Not found": the value refers to something that does not exist (e.g. a volume).
     NotFound,
+    /// "Too long": the value is longer than allowed (the value itself is not printed).
+    TooLong,
+    /// "Too many": a list has more items than allowed (the value is the item count).
+    TooMany,
 }
 
 impl FieldErrorKind {
@@ -32,12 +36,17 @@ impl FieldErrorKind {
             FieldErrorKind::Forbidden => "Forbidden",
             FieldErrorKind::Duplicate => "Duplicate value",
             FieldErrorKind::NotFound => "Not found",
+            FieldErrorKind::TooLong => "Too long",
+            FieldErrorKind::TooMany => "Too many",
         }
     }
 
     /// Whether the API server prints the offending value for this kind.
     fn shows_value(self) -> bool {
-        !matches!(self, FieldErrorKind::Required | FieldErrorKind::Forbidden)
+        !matches!(
+            self,
+            FieldErrorKind::Required | FieldErrorKind::Forbidden | FieldErrorKind::TooLong
+        )
     }
 }
 
@@ -135,6 +144,35 @@ impl FieldError {
             detail: String::new(),
         }
     }
+
+    /// A "Too long" error for a value longer than `max` bytes (`field.TooLong`).
+    pub fn too_long(path: impl Into<String>, max: usize) -> Self {
+        let unit = if max == 1 { "byte" } else { "bytes" };
+        FieldError {
+            path: path.into(),
+            kind: FieldErrorKind::TooLong,
+            value: None,
+            detail: format!("may not be more than {max} {unit}"),
+        }
+    }
+
+    /// A "Too many" error for a list of `actual` items where at most `max` are allowed
+    /// (`field.TooMany`).
+    pub fn too_many(path: impl Into<String>, actual: usize, max: usize) -> Self {
+        let unit = if max == 1 { "item" } else { "items" };
+        FieldError {
+            path: path.into(),
+            kind: FieldErrorKind::TooMany,
+            value: Some(actual.to_string()),
+            detail: format!("must have at most {max} {unit}"),
+        }
+    }
+
+    /// Adds detail to an error (e.g. the supported values of a "Not found").
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = detail.into();
+        self
+    }
 }
 
 impl fmt::Display for FieldError {
@@ -150,9 +188,34 @@ impl fmt::Display for FieldError {
     }
 }
 
-/// Render a string the way Go's `%q` does (close enough for printable text).
+/// Render a string the way Go's `%q` (`strconv.Quote`) does: printable characters as they are,
+/// the usual backslash escapes, other control characters as `\xNN` or `\uNNNN`.
 pub(crate) fn quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+    use std::fmt::Write;
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn doc_suffix(document: &Option<usize>) -> String {

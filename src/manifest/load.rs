@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::error::quote;
 use super::{
     DocRef, FieldError, InvalidDaemonSet, Limits, LoadError, LoadOptions, Manifest, Manifests,
-    OtherObject, Overrun, RawDocument, ReadBudget, apply_defaults, validate,
+    OtherObject, Overrun, RawDocument, ReadBudget, apply_defaults, validate_with,
 };
 
 /// Split one file's text into objects.
@@ -490,7 +490,7 @@ fn out_daemonset(doc: RawDocument, opts: &LoadOptions, out: &mut Manifests) {
         spec.selector.match_labels = Some(BTreeMap::new());
     }
     apply_defaults(&mut ds);
-    let errors = validate(&ds);
+    let errors = validate_with(&ds, &opts.gates);
     if errors.is_empty() {
         out.daemonsets.push(Manifest {
             source: doc.source,

@@ -21,7 +21,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 pub use defaults::{apply_defaults, apply_pod_defaults};
 pub use error::{FieldError, FieldErrorKind, LoadError};
 pub use load::{load_paths, load_str, read_documents};
-pub use validate::{next_generations, validate, validate_update};
+pub use validate::{Gates, next_generations, validate, validate_update, validate_with};
 
 /// Where an object came from: file, document number, start line and `List` item index.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -238,6 +238,8 @@ pub struct LoadOptions {
     pub default_namespace: String,
     /// Resource limits.
     pub limits: Limits,
+    /// The cluster's feature gates that change what validation accepts (v1.35 defaults).
+    pub gates: Gates,
 }
 
 impl Default for LoadOptions {
@@ -245,6 +247,7 @@ impl Default for LoadOptions {
         LoadOptions {
             default_namespace: "default".to_string(),
             limits: Limits::default(),
+            gates: Gates::default(),
         }
     }
 }

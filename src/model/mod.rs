@@ -6,11 +6,13 @@
 
 mod node;
 mod pod;
+mod quantity;
 mod selector;
 mod toleration;
 
 pub use node::{Node, Taint, TaintEffect};
 pub use pod::{OwnerRef, Pod, PodPhase, ReadyCondition};
+pub use quantity::{Quantity, QuantityError, QuantityFormat, canonical_quantity};
 pub use selector::{LabelSelector, SelectorOp, SelectorRequirement};
 pub use toleration::{Toleration, TolerationOp};
 

@@ -13,10 +13,13 @@
 //! ascending name order (then vanished nodes by name), and pods of one node in upstream order
 //! (bound first, oldest first, then by name). Plans of the same input are byte-identical.
 
+#[cfg(test)]
+mod adoption;
 mod classify;
 pub mod daemonset;
 pub mod eligibility;
 pub mod events;
+pub mod live;
 mod manage;
 mod pods;
 #[cfg(test)]
@@ -35,6 +38,7 @@ mod waves;
 
 pub use classify::{NodeState, Reason};
 pub use daemonset::{DaemonSetSpec, IntOrPercent, UpdateStrategy};
+pub use live::{FieldDifference, LiveDiff};
 pub use pods::{RECORD_API_VERSION, RECORD_GROUP, RECORD_KIND, is_pod_updated};
 pub use risks::{Risk, RiskKind};
 pub use rollout::{Budgets, allows_surge, budgets};
@@ -129,6 +133,9 @@ pub struct DaemonSetPlan {
     pub revision: String,
     /// How the desired template compares with a live `apps/v1` DaemonSet of the same name.
     pub live: LiveComparison,
+    /// When `live` is `Differs`: the fields that differ, as the API server would store them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub live_diff: Option<LiveDiff>,
     /// The update strategy as written (after defaulting).
     pub strategy: StrategySummary,
     /// Budgets resolved against `desiredNumberScheduled`.
@@ -160,7 +167,8 @@ pub struct DaemonSetPlan {
 pub enum LiveComparison {
     /// No live `apps/v1` DaemonSet of this name.
     None,
-    /// Equivalent after defaulting: pods the live controller counts as updated are current.
+    /// Equivalent once both are defaulted and canonical as the API server stores them: pods
+    /// the live controller counts as updated are current.
     Equivalent,
     /// Different: every existing pod is out of date.
     Differs,
@@ -359,19 +367,21 @@ impl<'a> Context<'a> {
 
     /// Compiles a desired DaemonSet; when the built-in controller runs one of the same name,
     /// its template generation decides which of its pods count as updated.
-    fn spec(&self, desired: &Desired) -> (DaemonSetSpec, LiveComparison) {
+    fn spec(&self, desired: &Desired) -> (DaemonSetSpec, (LiveComparison, Option<LiveDiff>)) {
         let ds = &desired.daemonset;
         let mut spec = DaemonSetSpec::compile(ds);
         let comparison = match self.live(&spec.namespace, &spec.name) {
-            None => LiveComparison::None,
-            Some(live) if same_template(ds, live) => {
-                spec.template_generation = template_generation(live);
-                LiveComparison::Equivalent
-            }
-            Some(_) => {
-                spec.template_generation = None;
-                LiveComparison::Differs
-            }
+            None => (LiveComparison::None, None),
+            Some(live) => match live::live_diff(live::template_differences(ds, live)) {
+                None => {
+                    spec.template_generation = template_generation(live);
+                    (LiveComparison::Equivalent, None)
+                }
+                Some(diff) => {
+                    spec.template_generation = None;
+                    (LiveComparison::Differs, Some(diff))
+                }
+            },
         };
         (spec, comparison)
     }
@@ -397,7 +407,7 @@ impl<'a> Context<'a> {
         &self,
         desired: &Desired,
         spec: DaemonSetSpec,
-        comparison: LiveComparison,
+        (comparison, live_diff): (LiveComparison, Option<LiveDiff>),
         eligibility: Vec<Eligibility>,
         now: Timestamp,
         rolling_only: bool,
@@ -549,6 +559,7 @@ impl<'a> Context<'a> {
             source: desired.source.clone(),
             revision: spec.revision.clone(),
             live: comparison,
+            live_diff,
             strategy: strategy_summary(&spec),
             budgets,
             status,
@@ -685,17 +696,4 @@ fn template_generation(ds: &DaemonSet) -> Option<i64> {
         .get(crate::model::TEMPLATE_GENERATION_ANNOTATION)?
         .parse()
         .ok()
-}
-
-/// Whether two DaemonSets have the same pod template once both are defaulted.
-fn same_template(desired: &DaemonSet, live: &DaemonSet) -> bool {
-    let (mut desired, mut live) = (desired.clone(), live.clone());
-    crate::manifest::apply_defaults(&mut desired);
-    crate::manifest::apply_defaults(&mut live);
-    let a = desired.spec.as_ref().map(|s| &s.template);
-    let b = live.spec.as_ref().map(|s| &s.template);
-    match (a, b) {
-        (Some(a), Some(b)) => revision::revision_hash(a, None) == revision::revision_hash(b, None),
-        _ => false,
-    }
 }

@@ -28,12 +28,8 @@ const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 /// Equal templates hash equally whatever the key order of their source; any change to a
 /// non-empty value (image, env, toleration, label, ...) changes the hash.
 pub fn revision_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -> String {
-    let value = serde_json::to_value(template).unwrap_or(Value::Null);
     let mut canonical = String::new();
-    match canonicalize(value) {
-        Some(v) => write_canonical(&v, &mut canonical),
-        None => canonical.push_str("{}"),
-    }
+    write_canonical(&canonical_template(template), &mut canonical);
     let mut hash = fnv1a32(FNV_OFFSET, canonical.as_bytes());
     if let Some(c) = collision_count {
         let mut salt = [0u8; 8];
@@ -42,6 +38,14 @@ pub fn revision_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -
         hash = fnv1a32(hash, &salt);
     }
     safe_encode(hash)
+}
+
+/// The canonical JSON form of a template that [`revision_hash`] hashes: `null`s, empty lists
+/// and empty objects dropped (except the empty objects that carry meaning), `{}` when nothing
+/// is left. Two templates the API server stores alike have equal canonical forms.
+pub fn canonical_template(template: &PodTemplateSpec) -> Value {
+    let value = serde_json::to_value(template).unwrap_or(Value::Null);
+    canonicalize(value).unwrap_or_else(|| Value::Object(serde_json::Map::new()))
 }
 
 const FNV_OFFSET: u32 = 0x811c_9dc5;

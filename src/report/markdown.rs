@@ -596,6 +596,28 @@ fn section(ds: &DaemonSetPlan, diff: Option<&str>, manifest_only: bool) -> Strin
     if !ds.risks.is_empty() || !ds.warnings.is_empty() {
         out.push('\n');
     }
+    if let Some(diff) = &ds.live_diff {
+        let total = diff.fields.len() + diff.more;
+        let _ = writeln!(
+            out,
+            "The live DaemonSet differs from git in {} (live → git):\n",
+            count(total, "field")
+        );
+        for f in &diff.fields {
+            let side = |v: &Option<String>| v.as_deref().map_or("(unset)".to_string(), code);
+            let _ = writeln!(
+                out,
+                "- {}: {} → {}",
+                code(&f.path),
+                side(&f.live),
+                side(&f.git)
+            );
+        }
+        if diff.more > 0 {
+            let _ = writeln!(out, "- … and {} more", diff.more);
+        }
+        out.push('\n');
+    }
     let budget = PART_BUDGET - 4_096;
     if let Some(diff) = diff {
         out.push_str(&diff_block(diff, budget / 2));

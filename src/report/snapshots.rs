@@ -168,3 +168,40 @@ fn manifest_only_pull_request() {
     );
     insta::assert_snapshot!("manifest_only.json", super::to_json(&p));
 }
+
+#[test]
+fn live_daemonset_differs() {
+    // The built-in controller runs agent:1 with a limit written as 0.5Gi; git has agent:2 and
+    // 512Mi. Only the image is a difference: 0.5Gi is stored as 512Mi.
+    let mut d = daemonset("infra", "agent", rolling(json!(1), json!(0)));
+    let container = |image: &str, memory: &str| {
+        serde_json::from_value(json!({"name": "c", "image": image,
+            "resources": {"limits": {"memory": memory}}}))
+        .unwrap()
+    };
+    let mut live = d.daemonset.clone();
+    for (ds, image, memory) in [
+        (&mut d.daemonset, "agent:2", "512Mi"),
+        (&mut live, "agent:1", "0.5Gi"),
+    ] {
+        let spec = ds
+            .spec
+            .as_mut()
+            .and_then(|s| s.template.spec.as_mut())
+            .unwrap();
+        spec.containers = vec![container(image, memory)];
+    }
+    live.metadata.annotations = Some(
+        [(
+            crate::model::TEMPLATE_GENERATION_ANNOTATION.to_string(),
+            "1".to_string(),
+        )]
+        .into(),
+    );
+    let mut o = running(2, "old");
+    o.daemonsets.push(live);
+    let p = plan_of(d, &o);
+    let diff = p.daemonsets[0].live_diff.as_ref().expect("differences");
+    assert_eq!(diff.fields.len(), 1, "{diff:?}");
+    assert_renderings("live_differs", &p);
+}

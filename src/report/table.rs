@@ -225,6 +225,9 @@ fn details(
         );
         let _ = writeln!(out, "  {label} {w}");
     }
+    if let Some(diff) = &ds.live_diff {
+        live_differences(out, diff);
+    }
     if opts.wide {
         wide_nodes(out, ds, paint);
         return;
@@ -250,6 +253,23 @@ fn details(
         if nodes.len() > shown.len() {
             let _ = writeln!(out, "      ... and {} more", nodes.len() - shown.len());
         }
+    }
+}
+
+/// Why a live DaemonSet's pods are out of date: the fields git changes, live value first.
+fn live_differences(out: &mut String, diff: &crate::plan::LiveDiff) {
+    let total = diff.fields.len() + diff.more;
+    let _ = writeln!(
+        out,
+        "  live DaemonSet differs from git in {}:",
+        count(total, "field")
+    );
+    for f in &diff.fields {
+        let side = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unset)".into());
+        let _ = writeln!(out, "    {}: {} -> {}", f.path, side(&f.live), side(&f.git));
+    }
+    if diff.more > 0 {
+        let _ = writeln!(out, "    ... and {} more", diff.more);
     }
 }
 

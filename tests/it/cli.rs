@@ -554,3 +554,33 @@ fn secrets_in_manifests_are_never_printed() {
         }
     }
 }
+
+#[test]
+fn lt_tolerations_are_valid_only_where_the_cluster_has_the_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("agent.yaml");
+    let manifest = crate::support::ds_with(
+        "agent",
+        "agent:1",
+        "",
+        "{key: example.com/generation, operator: Lt, value: \"5\", effect: NoSchedule}",
+    );
+    std::fs::write(&file, manifest).unwrap();
+    let run = |extra: &[&str]| {
+        let mut c = bin();
+        c.arg("plan")
+            .arg("-m")
+            .arg(&file)
+            .arg("-c")
+            .arg(seven_nodes())
+            .args(["--now", NOW])
+            .args(extra);
+        c.assert()
+    };
+    // `TaintTolerationComparisonOperators` is off by default in v1.35: the API server refuses.
+    run(&[]).code(1).stderr(predicate::str::contains(
+        "spec.template.spec.tolerations[0].operator: Unsupported value: \"Lt\"",
+    ));
+    // A cluster with the gate on accepts the DaemonSet, and daemonsync plans it.
+    run(&["--taint-comparison-operators"]).code(2);
+}
