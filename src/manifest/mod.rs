@@ -1,7 +1,7 @@
 //! Manifests: multi-document YAML / JSON, `kind: List`, defaulting and validation.
 //!
-//! Flow: [`load_paths`] / [`load_str`] read files into [`RawDocument`]s ([`read_documents`]),
-//! classify each object, set the default namespace, deserialize `apps/v1` DaemonSets,
+//! Flow: sources ([`crate::source`]) read the files; [`load_str`] splits a file's text into
+//! [`RawDocument`]s ([`read_documents`]), classifies each object, set the default namespace, deserialize `apps/v1` DaemonSets,
 //! apply the API server's defaulting ([`apply_defaults`]) and validation ([`validate`]).
 //! Valid DaemonSets become [`Manifest`]s, invalid ones [`InvalidDaemonSet`]s (with
 //! API-server style [`FieldError`]s), everything else an [`OtherObject`].
@@ -20,7 +20,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 
 pub use defaults::{apply_defaults, apply_pod_defaults};
 pub use error::{FieldError, FieldErrorKind, LoadError};
-pub use load::{load_paths, load_str, read_documents};
+pub use load::{load_str, read_documents};
 pub use validate::{Gates, next_generations, validate, validate_update, validate_with};
 
 /// Where an object came from: file, document number, start line and `List` item index.
@@ -105,7 +105,8 @@ pub struct Manifests {
 }
 
 impl Manifests {
-    fn extend(&mut self, other: Manifests) {
+    /// Appends `other`'s objects (files are loaded one at a time, in order).
+    pub fn extend(&mut self, other: Manifests) {
         self.daemonsets.extend(other.daemonsets);
         self.invalid.extend(other.invalid);
         self.others.extend(other.others);
@@ -118,9 +119,9 @@ impl Manifests {
 pub struct Limits {
     /// Largest single file accepted, checked before reading (default 8 MiB).
     pub max_file_bytes: u64,
-    /// Most files accepted from [`load_paths`] (default 10 000).
+    /// Most files accepted from one source (default 10 000).
     pub max_files: usize,
-    /// Most bytes accepted over all files of one [`load_paths`] call (default 64 MiB).
+    /// Most bytes accepted over all files of one source (default 64 MiB).
     pub max_total_bytes: u64,
     /// Deepest YAML nesting accepted (default 64).
     pub max_depth: usize,
@@ -231,7 +232,7 @@ impl Default for Limits {
     }
 }
 
-/// Options for [`load_str`] and [`load_paths`].
+/// Options for [`load_str`] and the sources.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadOptions {
     /// Namespace given to objects without `metadata.namespace` (as kubectl does); `"default"`.

@@ -312,10 +312,7 @@ pub(crate) fn load_files(
     }
     let mut out = Manifests::default();
     for (label, text) in files {
-        let m = crate::manifest::load_str(label, text, opts)?;
-        out.daemonsets.extend(m.daemonsets);
-        out.invalid.extend(m.invalid);
-        out.others.extend(m.others);
+        out.extend(crate::manifest::load_str(label, text, opts)?);
     }
     if out.daemonsets.is_empty() && out.invalid.is_empty() {
         return Err(SourceError::Empty {

@@ -380,23 +380,11 @@ impl Sim {
 
 /// Reads the DaemonSets of a `running:` entry (a manifest file or directory).
 pub(crate) fn load_running(manifest: &Path) -> Result<Vec<crate::plan::Desired>> {
-    let loaded = crate::manifest::load_paths(
-        &[manifest.to_path_buf()],
-        &crate::manifest::LoadOptions::default(),
-    )?;
-    anyhow::ensure!(
-        loaded.invalid.is_empty() && !loaded.daemonsets.is_empty(),
-        "running: {} has no valid DaemonSet",
-        manifest.display()
-    );
-    Ok(loaded
-        .daemonsets
-        .into_iter()
-        .map(|m| crate::plan::Desired {
-            source: m.source.to_string(),
-            daemonset: m.daemonset,
-        })
-        .collect())
+    use crate::source::{LocalSource, Source};
+    let rendered = LocalSource::new([manifest])
+        .load(&crate::manifest::LoadOptions::default())
+        .with_context(|| format!("running: {}", manifest.display()))?;
+    Ok(rendered.desired()?)
 }
 
 impl Cluster for Sim {
