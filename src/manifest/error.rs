@@ -1,7 +1,6 @@
 //! Error types: API-server style field errors and load errors.
 
 use std::fmt;
-use std::path::PathBuf;
 
 use super::DocRef;
 
@@ -231,15 +230,6 @@ fn doc_suffix(document: &Option<usize>) -> String {
 /// [`super::InvalidDaemonSet`]. A `LoadError` means the input itself could not be read or parsed.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    /// A file or directory could not be read.
-    #[error("{}: cannot read: {source}; check that the path exists and is readable", path.display())]
-    Io {
-        /// The path that failed.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
-    },
     /// A file is not valid UTF-8 text.
     #[error("{file}: not UTF-8 text (invalid byte at offset {offset}); save the manifest as UTF-8")]
     NotUtf8 {
@@ -277,27 +267,15 @@ pub enum LoadError {
         /// The limit in bytes.
         limit: u64,
     },
-    /// More files than [`super::Limits::max_files`] were found.
+    /// A file holds more documents than [`super::Limits::max_documents`].
     #[error(
-        "more than {limit} manifest files found (stopped at {path}); point at a narrower directory or raise the file count limit"
+        "{file}: more than {limit} documents in one file; split it into several files (or raise the document limit if the file is legitimate)"
     )]
-    TooManyFiles {
+    TooManyDocuments {
+        /// File label.
+        file: String,
         /// The limit.
         limit: usize,
-        /// The first file over the limit.
-        path: String,
-    },
-    /// The files together are bigger than [`super::Limits::max_total_bytes`].
-    #[error(
-        "{file}: manifests read so far total {total} bytes, more than the limit of {limit} bytes; load fewer files at once or raise the total size limit"
-    )]
-    TotalTooLarge {
-        /// The file that crossed the limit.
-        file: String,
-        /// Bytes read including this file.
-        total: u64,
-        /// The limit in bytes.
-        limit: u64,
     },
     /// A YAML resource budget was exceeded: too deep, too many nodes, or alias expansion
     /// ("billion laughs").

@@ -1,16 +1,13 @@
 //! Reading files into documents and classifying the objects in them.
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::path::{Path, PathBuf};
-
 use k8s_openapi::api::apps::v1::DaemonSet;
 use serde_json::Value;
 
 use super::error::quote;
 use super::{
     DocRef, FieldError, InvalidDaemonSet, Limits, LoadError, LoadOptions, Manifest, Manifests,
-    OtherObject, Overrun, RawDocument, ReadBudget, apply_defaults, validate_with,
+    OtherObject, RawDocument, apply_defaults, validate_with,
 };
 
 /// Split one file's text into objects.
@@ -36,7 +33,7 @@ pub fn read_documents(
     }
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let docs = if file_label.to_ascii_lowercase().ends_with(".json") {
-        parse_json(file_label, text)?
+        parse_json(file_label, text, limits)?
     } else {
         parse_yaml(file_label, text, limits)?
     };
@@ -79,7 +76,7 @@ impl DocMarkers {
 
     /// 1-based document number of content at `line`.
     fn document_at(&self, line: usize) -> usize {
-        let before = self.lines.iter().take_while(|&&m| m < line).count();
+        let before = self.lines.partition_point(|&m| m < line);
         let n = if self.first_opens_doc_one && !self.lines.is_empty() {
             before
         } else {
@@ -128,8 +125,23 @@ fn clean_message(message: &str) -> String {
     m.replace(", set DuplicateKeyPolicy in Options if acceptable", "")
 }
 
-fn yaml_error(file_label: &str, markers: &DocMarkers, err: &serde_saphyr::Error) -> LoadError {
+fn yaml_error(
+    file_label: &str,
+    markers: &DocMarkers,
+    err: &serde_saphyr::Error,
+    max_documents: usize,
+) -> LoadError {
     let inner = innermost(err);
+    if let serde_saphyr::Error::Budget {
+        breach: serde_saphyr::budget::BudgetBreach::Documents { .. },
+        ..
+    } = inner
+    {
+        return LoadError::TooManyDocuments {
+            file: file_label.to_string(),
+            limit: max_documents,
+        };
+    }
     let message = clean_message(&inner.to_string());
     let is_budget = matches!(
         inner,
@@ -165,7 +177,7 @@ fn parse_yaml(
     let markers = DocMarkers::scan(text);
     let docs: Vec<serde_saphyr::Spanned<Value>> =
         serde_saphyr::from_multiple_with_options(text, yaml_options(limits))
-            .map_err(|e| yaml_error(file_label, &markers, &e))?;
+            .map_err(|e| yaml_error(file_label, &markers, &e, limits.max_documents))?;
     let mut out = Vec::new();
     let mut last_doc = 0;
     for doc in docs {
@@ -192,49 +204,169 @@ fn parse_yaml(
     Ok(out)
 }
 
-fn line_of_offset(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+/// Counts lines incrementally while a JSON stream is read, so finding each document's line
+/// costs the bytes since the previous document, not a rescan from the start.
+struct LineCounter<'t> {
+    text: &'t str,
+    offset: usize,
+    line: usize,
 }
 
-fn parse_json(file_label: &str, text: &str) -> Result<Vec<(DocRef, Value)>, LoadError> {
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+impl LineCounter<'_> {
+    /// The 1-based line of byte `offset` (offsets only move forward).
+    fn line_at(&mut self, offset: usize) -> usize {
+        let end = offset.clamp(self.offset, self.text.len());
+        self.line += self.text.as_bytes()[self.offset..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        self.offset = end;
+        self.line
+    }
+}
+
+/// One or more concatenated JSON values. Duplicate keys are refused with their path (the API
+/// server's strict decoding does; serde_json alone would keep the last silently), and the
+/// document budget applies as it does to YAML.
+fn parse_json(
+    file_label: &str,
+    text: &str,
+    limits: &Limits,
+) -> Result<Vec<(DocRef, Value)>, LoadError> {
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<json_strict::StrictValue>();
+    let mut lines = LineCounter {
+        text,
+        offset: 0,
+        line: 1,
+    };
     let mut out = Vec::new();
-    let mut start = 0;
     loop {
-        let skipped = text[start..]
-            .find(|c: char| !c.is_whitespace())
-            .map_or(text.len(), |i| start + i);
+        let start = text
+            .get(lines.offset..)
+            .and_then(|rest| rest.find(|c: char| !c.is_whitespace()))
+            .map(|i| lines.offset + i);
+        let Some(start) = start else { break };
+        let document = out.len() + 1;
+        if document > limits.max_documents {
+            return Err(LoadError::TooManyDocuments {
+                file: file_label.to_string(),
+                limit: limits.max_documents,
+            });
+        }
+        let line = lines.line_at(start);
         match stream.next() {
             None => break,
-            Some(Ok(value)) => {
-                let document = out.len() + 1;
-                out.push((
-                    DocRef {
-                        file: file_label.to_string(),
-                        document,
-                        line: Some(line_of_offset(text, skipped)),
-                        item: None,
-                    },
-                    value,
-                ));
-                start = stream.byte_offset();
-            }
+            Some(Ok(value)) => out.push((
+                DocRef {
+                    file: file_label.to_string(),
+                    document,
+                    line: Some(line),
+                    item: None,
+                },
+                value.0,
+            )),
             Some(Err(e)) => {
                 return Err(LoadError::Syntax {
                     file: file_label.to_string(),
-                    document: Some(out.len() + 1),
+                    document: Some(document),
                     line: e.line(),
                     column: e.column(),
-                    message: e.to_string(),
+                    message: json_error_message(&text[start..], e),
                 });
             }
         }
+        lines.line_at(stream.byte_offset());
     }
     Ok(out)
+}
+
+/// The message of a JSON error, with the field path where the document has one (a second
+/// pass over the failing document only: errors are the rare case).
+fn json_error_message(document: &str, err: serde_json::Error) -> String {
+    let mut de = serde_json::Deserializer::from_str(document);
+    let path = match serde_path_to_error::deserialize::<_, json_strict::StrictValue>(&mut de) {
+        Err(e) => e.path().to_string(),
+        Ok(_) => String::new(),
+    };
+    let message = err.to_string();
+    let message = match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message,
+    };
+    if path.is_empty() || path == "." {
+        message
+    } else {
+        format!("{path}: {message}")
+    }
+}
+
+/// A JSON value that refuses duplicate object keys.
+mod json_strict {
+    use serde::de::{Deserialize, Deserializer, Error, MapAccess, SeqAccess, Visitor};
+    use serde_json::{Map, Value};
+    use std::fmt;
+
+    pub(super) struct StrictValue(pub Value);
+
+    impl<'de> Deserialize<'de> for StrictValue {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_any(StrictVisitor).map(StrictValue)
+        }
+    }
+
+    struct StrictVisitor;
+
+    impl<'de> Visitor<'de> for StrictVisitor {
+        type Value = Value;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON value")
+        }
+        fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+            Ok(Value::Bool(v))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+            Ok(Value::from(v))
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+            Ok(Value::from(v))
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+            Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+            Ok(Value::String(v.to_string()))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Value, E> {
+            Ok(Value::String(v))
+        }
+        fn visit_unit<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+        fn visit_none<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            let mut items = Vec::new();
+            while let Some(StrictValue(v)) = seq.next_element()? {
+                items.push(v);
+            }
+            Ok(Value::Array(items))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut out = Map::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if out.contains_key(&key) {
+                    return Err(A::Error::custom(format_args!(
+                        "duplicate key {key:?}; a JSON object may name each field once"
+                    )));
+                }
+                let StrictValue(v) = map.next_value()?;
+                out.insert(key, v);
+            }
+            Ok(Value::Object(out))
+        }
+    }
 }
 
 fn describe(value: &Value) -> &'static str {
@@ -521,105 +653,3 @@ fn json_pointer(path: &serde_path_to_error::Path) -> String {
     s
 }
 
-fn is_manifest_file(path: &Path) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .map(|e| e.to_ascii_lowercase())
-        .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
-}
-
-fn is_hidden(path: &Path) -> bool {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with('.'))
-}
-
-fn io_err(path: &Path, source: std::io::Error) -> LoadError {
-    LoadError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
-/// The loader's wording of a file that does not fit the budget.
-fn overrun_error(file: &str, o: Overrun) -> LoadError {
-    match o {
-        Overrun::File { size, limit } => LoadError::TooLarge {
-            file: file.to_string(),
-            size,
-            limit,
-        },
-        Overrun::Total { total, limit } => LoadError::TotalTooLarge {
-            file: file.to_string(),
-            total,
-            limit,
-        },
-    }
-}
-
-fn push_file(files: &mut Vec<PathBuf>, path: PathBuf, limits: &Limits) -> Result<(), LoadError> {
-    if files.len() >= limits.max_files {
-        return Err(LoadError::TooManyFiles {
-            limit: limits.max_files,
-            path: path.display().to_string(),
-        });
-    }
-    files.push(path);
-    Ok(())
-}
-
-fn walk(dir: &Path, files: &mut Vec<PathBuf>, limits: &Limits) -> Result<(), LoadError> {
-    let mut entries: Vec<PathBuf> = fs::read_dir(dir)
-        .map_err(|e| io_err(dir, e))?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()
-        .map_err(|e| io_err(dir, e))?;
-    entries.sort();
-    for path in entries {
-        if is_hidden(&path) {
-            continue;
-        }
-        let meta = fs::symlink_metadata(&path).map_err(|e| io_err(&path, e))?;
-        if meta.is_dir() {
-            walk(&path, files, limits)?;
-        } else if is_manifest_file(&path) {
-            // Symlinks to files are followed; symlinks to directories are not (no cycles).
-            let target = fs::metadata(&path).map_err(|e| io_err(&path, e))?;
-            if target.is_file() {
-                push_file(files, path, limits)?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Load files and directory trees.
-///
-/// Directories are walked recursively in sorted order, skipping hidden entries, taking
-/// `*.yaml`, `*.yml` and `*.json`; files named explicitly are read whatever their extension.
-/// Results are merged in path order, so output is deterministic.
-pub fn load_paths(paths: &[PathBuf], opts: &LoadOptions) -> Result<Manifests, LoadError> {
-    let limits = &opts.limits;
-    let mut files = Vec::new();
-    for path in paths {
-        let meta = fs::metadata(path).map_err(|e| io_err(path, e))?;
-        if meta.is_dir() {
-            walk(path, &mut files, limits)?;
-        } else {
-            push_file(&mut files, path.clone(), limits)?;
-        }
-    }
-    let mut budget = ReadBudget::new(limits);
-    let mut out = Manifests::default();
-    for path in &files {
-        let label = path.display().to_string();
-        let (bytes, size) = budget.read_capped(path).map_err(|e| io_err(path, e))?;
-        budget.admit(size).map_err(|o| overrun_error(&label, o))?;
-        let text = String::from_utf8(bytes).map_err(|e| LoadError::NotUtf8 {
-            file: label.clone(),
-            offset: e.utf8_error().valid_up_to(),
-        })?;
-        out.extend(load_str(&label, &text, opts)?);
-    }
-    Ok(out)
-}

@@ -8,6 +8,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::json;
 
 use super::*;
+use crate::source::SourceError;
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -64,6 +65,17 @@ fn with_rolling(max_unavailable: serde_json::Value, max_surge: serde_json::Value
 
 // ---------------------------------------------------------------------------------------------
 // Validation scenarios (spec 9.G)
+
+
+/// Loads files and directories through the one local reader (what `--manifests` uses).
+fn load_paths(paths: &[std::path::PathBuf], opts: &LoadOptions) -> Result<Manifests, SourceError> {
+    let files = crate::source::LocalSource::new(paths.to_vec()).read_files(&opts.limits)?;
+    let mut out = Manifests::default();
+    for (label, text) in &files {
+        out.extend(load_str(label, text, opts)?);
+    }
+    Ok(out)
+}
 
 #[test]
 fn v1_base_is_valid_also_with_host_network_and_port() {
@@ -816,7 +828,7 @@ fn directory_walk_is_sorted_and_skips_hidden_and_foreign_files() {
     )
     .unwrap_err();
     assert!(
-        matches!(err, LoadError::TooManyFiles { limit: 2, .. }),
+        matches!(err, SourceError::TooManyFiles { limit: 2, .. }),
         "{err}"
     );
 
@@ -1186,4 +1198,90 @@ fn read_budget_refuses_a_large_file_and_a_large_total() {
             limit: 25
         })
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// hardening: JSON and document budgets
+
+fn cm_json(name: &str) -> String {
+    format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}"}}}}"#)
+}
+
+#[test]
+fn json_duplicate_keys_are_refused_with_their_path() {
+    let text = r#"{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"a","name":"b"}}"#;
+    let err = read_documents("dup.json", text, &Limits::default()).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, LoadError::Syntax { .. }), "{msg}");
+    assert!(msg.contains("metadata: duplicate key \"name\""), "{msg}");
+    // The same in a later document of a stream names that document.
+    let text = format!("{}\n{}\n", cm_json("x"), r#"{"kind":"A","kind":"B"}"#);
+    let err = read_documents("dup.json", &text, &Limits::default()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LoadError::Syntax {
+                document: Some(2),
+                line: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn json_document_budget_applies_and_says_documents_not_aliases() {
+    let limits = Limits {
+        max_documents: 3,
+        ..Limits::default()
+    };
+    let text: String = (0..4).map(|i| cm_json(&format!("c{i}")) + "\n").collect();
+    let err = read_documents("many.json", &text, &limits).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, LoadError::TooManyDocuments { limit: 3, .. }), "{msg}");
+    assert!(!msg.contains("alias"), "{msg}");
+    assert!(msg.contains("more than 3 documents"), "{msg}");
+    let text: String = (0..3).map(|i| cm_json(&format!("c{i}")) + "\n").collect();
+    assert_eq!(read_documents("ok.json", &text, &limits).unwrap().len(), 3);
+}
+
+#[test]
+fn yaml_document_budget_says_documents_not_aliases() {
+    let limits = Limits {
+        max_documents: 2,
+        ..Limits::default()
+    };
+    let text = "a: 1\n---\nb: 2\n---\nc: 3\n";
+    let err = read_documents("many.yaml", text, &limits).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, LoadError::TooManyDocuments { limit: 2, .. }), "{msg}");
+    assert!(!msg.contains("alias"), "{msg}");
+}
+
+#[test]
+fn json_stream_lines_are_found_for_every_document() {
+    // Each document on its own line, some pretty-printed over several lines: the line of each
+    // document is where it starts (counted once, not by rescanning the file per document).
+    let mut text = String::new();
+    let mut want = Vec::new();
+    let mut line = 1;
+    for i in 0..500 {
+        want.push(line);
+        if i % 2 == 0 {
+            text.push_str(&cm_json(&format!("c{i}")));
+            text.push('\n');
+            line += 1;
+        } else {
+            text.push_str(&format!(
+                "{{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"ConfigMap\",\n  \"metadata\": {{\"name\": \"c{i}\"}}\n}}\n\n"
+            ));
+            line += 6;
+        }
+    }
+    let docs = read_documents("stream.json", &text, &Limits::default()).unwrap();
+    let got: Vec<usize> = docs.iter().map(|d| d.source.line.unwrap()).collect();
+    assert_eq!(got, want);
+    let numbers: Vec<usize> = docs.iter().map(|d| d.source.document).collect();
+    assert_eq!(numbers, (1..=500).collect::<Vec<_>>());
 }
