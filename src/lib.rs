@@ -18,7 +18,7 @@
 //! * [`github`]: GitHub Actions: the job summary, step outputs and the sticky pull-request
 //!   comment of `plan --github`.
 //! * [`cli`]: the command line, reachable from tests through the library.
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod apply;

@@ -44,6 +44,10 @@ pub struct SourceArgs {
     /// known_hosts file used to verify SSH host keys (default ~/.ssh/known_hosts).
     #[arg(long, value_name = "FILE")]
     pub known_hosts: Option<PathBuf>,
+    /// Connect and read timeout of git network operations (e.g. 30s, 2m): a server that
+    /// accepts the connection and never answers fails the fetch after this long.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_timeout)]
+    pub git_timeout: std::time::Duration,
     /// Namespace for manifests that name none (as kubectl does).
     #[arg(
         long,
@@ -63,6 +67,7 @@ impl SourceArgs {
     /// The git source named by `--repo`, if any.
     pub fn git(&self) -> Option<GitSource> {
         let repo = self.repo.as_ref()?;
+        crate::source::register_url(repo);
         let mut auth = GitAuth::from_env();
         if let Some(key) = &self.ssh_key {
             auth.ssh_key = Some(key.clone());
@@ -75,6 +80,7 @@ impl SourceArgs {
             cache_dir: self.cache_dir.clone().unwrap_or_else(default_cache_dir),
             auth,
             progress: true,
+            timeout: self.git_timeout,
         })
     }
 
@@ -129,5 +135,14 @@ pub fn load_desired_paths(paths: &[PathBuf], namespace: &str) -> Result<Vec<Desi
 pub fn print_notes(r: &Rendered) {
     for n in &r.notes {
         eprintln!("note: {n}");
+    }
+}
+
+/// A positive duration for `--git-timeout`.
+fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
+    let d = crate::cluster::sim::config::parse_duration(s)?;
+    match std::time::Duration::try_from(d) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => Err(format!("{s:?} is not a positive duration (e.g. 30s, 2m)")),
     }
 }

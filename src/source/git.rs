@@ -88,6 +88,29 @@ pub struct GitSource {
     pub auth: GitAuth,
     /// Show fetch progress on stderr (only when it is a terminal).
     pub progress: bool,
+    /// Connect and read timeout of every network operation ([`DEFAULT_NETWORK_TIMEOUT`]): a
+    /// server that accepts the connection and then says nothing fails the fetch instead of
+    /// hanging it.
+    pub timeout: std::time::Duration,
+}
+
+/// The default `--git-timeout`.
+pub const DEFAULT_NETWORK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Sets libgit2's process-wide connect and read timeouts (they apply to HTTP(S) and SSH).
+fn set_network_timeouts(timeout: std::time::Duration) -> Result<(), git2::Error> {
+    let ms = i32::try_from(timeout.as_millis())
+        .unwrap_or(i32::MAX)
+        .max(1);
+    // SAFETY: these options are plain integers libgit2 reads when it opens a connection;
+    // setting them has no other effect, and every fetch of this process sets the same value
+    // (`--git-timeout` is parsed once) before it connects.
+    #[allow(unsafe_code)]
+    unsafe {
+        git2::opts::set_server_connect_timeout_in_milliseconds(ms)?;
+        git2::opts::set_server_timeout_in_milliseconds(ms)?;
+    }
+    Ok(())
 }
 
 /// The default cache directory: `<user cache dir>/daemonsync`, where the user cache dir is
@@ -125,9 +148,10 @@ pub fn is_remote_url(url: &str) -> bool {
     if url.contains("://") {
         return true;
     }
-    // scp-like syntax: user@host:path (no slash before the colon).
-    match url.split_once(':') {
-        Some((host, _)) => !host.contains('/') && host.contains('@'),
+    // scp-like syntax: [user[:password]@]host:path, with no slash before the host's colon.
+    let first = url.split('/').next().unwrap_or(url);
+    match first.rfind('@') {
+        Some(at) => first[at + 1..].contains(':'),
         None => false,
     }
 }
@@ -140,13 +164,16 @@ impl GitSource {
         reference: impl Into<String>,
         path: impl Into<String>,
     ) -> Self {
+        let url = url.into();
+        super::register_url(&url);
         GitSource {
-            url: url.into(),
+            url,
             reference: reference.into(),
             path: path.into(),
             cache_dir: default_cache_dir(),
             auth: GitAuth::from_env(),
             progress: false,
+            timeout: DEFAULT_NETWORK_TIMEOUT,
         }
     }
 
@@ -207,6 +234,7 @@ impl GitSource {
             b.set_message(format!("fetching {url}"));
             b
         });
+        set_network_timeouts(self.timeout).map_err(|e| fetch_err(e.message().to_string()))?;
         let mut remote = repo
             .remote_anonymous(&self.url)
             .map_err(|e| fetch_err(e.message().to_string()))?;
@@ -251,10 +279,17 @@ impl GitSource {
                 bar.finish_and_clear();
             }
             if let Err(e) = result {
-                let msg = host_key_problem
-                    .borrow_mut()
-                    .take()
-                    .unwrap_or_else(|| e.message().to_string());
+                let msg = host_key_problem.borrow_mut().take().unwrap_or_else(|| {
+                    if e.message().to_ascii_lowercase().contains("timed out") {
+                        format!(
+                            "no answer within {}s ({}); check that the server is up, or raise --git-timeout",
+                            self.timeout.as_secs_f64(),
+                            e.message()
+                        )
+                    } else {
+                        e.message().to_string()
+                    }
+                });
                 return Err(fetch_err(msg));
             }
         }

@@ -1,34 +1,168 @@
 //! Removing credentials from URLs and from any text that may contain one.
+//!
+//! Passwords are not always URL-encoded by the people who paste them: an AWS CodeCommit
+//! password contains `/`, others contain `#`, `?`, `@` or a space. So the user-info of a URL
+//! does not end at the first such character; it ends at the **last** `@` of the URL. Two
+//! layers make sure nothing leaks:
+//!
+//! 1. every URL a source is built from has its user-info registered ([`register_url`]), and
+//!    every registered secret is replaced wherever it appears, whatever a library did to the
+//!    URL around it;
+//! 2. every `scheme://…@host` and scp-style `user:password@host:path` in any text loses its
+//!    user-info, registered or not.
 
-/// Replaces the userinfo of every `scheme://user:secret@host` in `text` with `***`, and every
-/// occurrence of the token in `DAEMONSYNC_GIT_TOKEN` (if set) with `***`.
+use std::sync::{Mutex, PoisonError};
+
+/// Secrets seen in URLs this process was given (user-info, as written and percent-decoded).
+static SECRETS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Shortest secret worth replacing everywhere (shorter ones would garble unrelated text; they
+/// are still removed from URLs by the structural pass).
+const MIN_SECRET_LEN: usize = 4;
+
+/// Remembers the user-info of `url` (if it has one) so that [`redact`] removes it from every
+/// message, even one where a library printed it without the rest of the URL.
+pub fn register_url(url: &str) {
+    let Some(userinfo) = userinfo(url) else {
+        return;
+    };
+    let mut found = vec![userinfo.to_string()];
+    if let Some((_, password)) = userinfo.split_once(':') {
+        found.push(password.to_string());
+    }
+    let decoded: Vec<String> = found.iter().filter_map(|s| percent_decode(s)).collect();
+    found.extend(decoded);
+    let mut secrets = SECRETS.lock().unwrap_or_else(PoisonError::into_inner);
+    for s in found {
+        if s.len() >= MIN_SECRET_LEN && !secrets.contains(&s) {
+            secrets.push(s);
+        }
+    }
+    // Longest first, so a secret containing another is replaced whole.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+}
+
+/// The user-info of a URL (`scheme://USERINFO@host…` or scp-style `USERINFO@host:path` with a
+/// password), ending at the last `@` of the URL.
+fn userinfo(url: &str) -> Option<&str> {
+    let rest = match url.find("://") {
+        Some(i) => &url[i + 3..],
+        None => url,
+    };
+    let at = rest.rfind('@')?;
+    let info = &rest[..at];
+    if url.contains("://") || info.contains(':') {
+        Some(info)
+    } else {
+        None // scp-style `git@host:path`: a user name, not a secret
+    }
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    if !s.contains('%') {
+        return None;
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                let v = hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0);
+                out.push(v as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Removes every credential from `text`: registered secrets, the user-info of every
+/// `scheme://user:secret@host` (up to the last `@` before the end of the line), scp-style
+/// `user:password@host:path`, and the token in `DAEMONSYNC_GIT_TOKEN` (if set).
 ///
 /// Used on every URL and every message that leaves the source module.
 pub fn redact(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
+    let mut out = text.to_string();
+    {
+        let secrets = SECRETS.lock().unwrap_or_else(PoisonError::into_inner);
+        for s in secrets.iter() {
+            if out.contains(s.as_str()) {
+                out = out.replace(s.as_str(), "***");
+            }
+        }
+    }
+    if let Ok(token) = std::env::var("DAEMONSYNC_GIT_TOKEN")
+        && token.len() >= MIN_SECRET_LEN
+    {
+        out = out.replace(&token, "***");
+    }
+    out.split_inclusive('\n').map(redact_line).collect()
+}
+
+/// The structural pass over one line.
+fn redact_line(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
     while let Some(i) = rest.find("://") {
         let (head, tail) = rest.split_at(i + 3);
-        out.push_str(head);
-        // The authority ends at the first '/', '?', '#' or whitespace.
-        let end = tail
-            .find(|c: char| c == '/' || c == '?' || c == '#' || c.is_whitespace())
-            .unwrap_or(tail.len());
-        let authority = &tail[..end];
-        match authority.rfind('@') {
-            Some(at) => {
+        out.push_str(&redact_scp_words(head));
+        // The user-info may hold '/', '?', '#', '@' or spaces: it ends at the last '@' before
+        // the next URL (or the end of the line).
+        let scope = tail.find("://").map_or(tail.len(), |j| {
+            tail[..j]
+                .rfind(|c: char| c.is_whitespace())
+                .map_or(0, |k| k + 1)
+        });
+        match tail[..scope].rfind('@') {
+            // `file:///path`: no authority, nothing to hide.
+            Some(at) if !tail.starts_with('/') && !tail[..at].ends_with("***") => {
                 out.push_str("***");
-                out.push_str(&authority[at..]);
+                rest = &tail[at..];
             }
-            None => out.push_str(authority),
+            _ => rest = tail,
         }
-        rest = &tail[end..];
+        // Copy the host part so the loop does not look at it again.
+        let end = rest
+            .find(|c: char| c == '/' || c.is_whitespace())
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..end]);
+        rest = &rest[end..];
     }
-    out.push_str(rest);
-    match std::env::var("DAEMONSYNC_GIT_TOKEN") {
-        Ok(token) if token.len() >= 4 => out.replace(&token, "***"),
-        _ => out,
+    out.push_str(&redact_scp_words(rest));
+    out
+}
+
+/// scp-style `user:password@host:path` words (no scheme): the part before the last `@` goes
+/// when it holds a `:` (a password); `git@host:path` is left alone.
+fn redact_scp_words(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for word in text.split_inclusive(char::is_whitespace) {
+        let trimmed = word.trim_end();
+        let redacted = match trimmed.rfind('@') {
+            Some(at)
+                if trimmed[..at].contains(':')
+                    && trimmed[at + 1..].contains(':')
+                    && !trimmed[..at].ends_with("***") =>
+            {
+                let start = trimmed[..at]
+                    .rfind(['"', '\'', '(', '`', '='])
+                    .map_or(0, |i| i + 1);
+                Some(format!("{}***{}", &trimmed[..start], &word[at..]))
+            }
+            _ => None,
+        };
+        match redacted {
+            Some(r) => out.push_str(&r),
+            None => out.push_str(word),
+        }
     }
+    out
 }
 
 /// [`redact`] for a single URL (or path).
@@ -38,7 +172,7 @@ pub fn redact_url(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::redact;
+    use super::{redact, register_url};
 
     #[test]
     fn strips_userinfo() {
@@ -54,11 +188,50 @@ mod tests {
     }
 
     #[test]
+    fn passwords_with_url_delimiters_are_removed_whole() {
+        for (url, secret) in [
+            ("https://u:pa#ss@h/r.git", "pa#ss"),
+            ("https://u:pa?ss@h/r.git", "pa?ss"),
+            (
+                "https://u:AbC/dEf+gh@git-codecommit.us-east-1.amazonaws.com/v1/repos/r",
+                "AbC/dEf+gh",
+            ),
+            ("https://u:p@ss@h/r.git", "p@ss"),
+            ("https://u:pa ss@h/r.git", "pa ss"),
+        ] {
+            let out = redact(&format!("cannot fetch {url}: refused"));
+            assert!(!out.contains(secret), "{url} -> {out}");
+            assert!(out.contains("***@"), "{url} -> {out}");
+            assert!(out.ends_with(": refused"), "{url} -> {out}");
+        }
+    }
+
+    #[test]
+    fn scp_style_passwords_are_removed() {
+        let out = redact("repository user:hunter22@git.example.com:org/repo.git: not found");
+        assert!(!out.contains("hunter22"), "{out}");
+        assert!(out.contains("***@git.example.com:org/repo.git"), "{out}");
+        // A user name alone is not a secret.
+        assert_eq!(redact("git@github.com:o/r.git"), "git@github.com:o/r.git");
+    }
+
+    #[test]
+    fn registered_secrets_are_removed_anywhere() {
+        register_url("https://bot:Zq9/xx#yy@h.example/r.git");
+        let out = redact("auth failed for bot with Zq9/xx#yy (and Zq9%2Fxx%23yy)");
+        assert!(!out.contains("Zq9/xx#yy"), "{out}");
+        register_url("https://bot:Zq9%2Fxx%23yy@h.example/r.git");
+        let out = redact("auth failed: Zq9%2Fxx%23yy / Zq9/xx#yy");
+        assert!(!out.contains("Zq9"), "{out}");
+    }
+
+    #[test]
     fn leaves_plain_urls_and_paths() {
         for s in [
             "https://example.com/x.git",
             "git@github.com:o/r.git",
             "/tmp/repo",
+            "https://example.com/x.git: ref main not found",
             "file:///tmp/a@b/repo",
         ] {
             assert_eq!(redact(s), s);

@@ -13,6 +13,7 @@ fn source(url: &str, reference: &str, path: &str, cache: &Path) -> GitSource {
         cache_dir: cache.to_path_buf(),
         auth: GitAuth::default(),
         progress: false,
+        timeout: daemonsync::source::git::DEFAULT_NETWORK_TIMEOUT,
     }
 }
 
