@@ -1,8 +1,8 @@
 //! Reading files into documents and classifying the objects in them.
 
-use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 use super::error::quote;
 use super::{
@@ -233,7 +233,8 @@ fn parse_json(
     text: &str,
     limits: &Limits,
 ) -> Result<Vec<(DocRef, Value)>, LoadError> {
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<json_strict::StrictValue>();
+    let mut stream =
+        serde_json::Deserializer::from_str(text).into_iter::<json_strict::StrictValue>();
     let mut lines = LineCounter {
         text,
         offset: 0,
@@ -652,4 +653,3 @@ fn json_pointer(path: &serde_path_to_error::Path) -> String {
     }
     s
 }
-

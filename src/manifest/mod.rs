@@ -133,6 +133,10 @@ pub struct Limits {
     pub max_alias_replayed_events: usize,
     /// Most documents per file (default 1 024).
     pub max_documents: usize,
+    /// Deepest directory nesting a source walks, in a local tree or a git tree (default 64).
+    pub max_dir_depth: usize,
+    /// Longest symlink target read, in bytes (default 4 096, Linux's `PATH_MAX`).
+    pub max_link_bytes: u64,
 }
 
 /// The size limits of one load, applied file by file as files are read: the single-file
@@ -228,6 +232,8 @@ impl Default for Limits {
             max_aliases: 1_000,
             max_alias_replayed_events: 10_000,
             max_documents: 1_024,
+            max_dir_depth: 64,
+            max_link_bytes: 4_096,
         }
     }
 }

@@ -66,7 +66,6 @@ fn with_rolling(max_unavailable: serde_json::Value, max_surge: serde_json::Value
 // ---------------------------------------------------------------------------------------------
 // Validation scenarios (spec 9.G)
 
-
 /// Loads files and directories through the one local reader (what `--manifests` uses).
 fn load_paths(paths: &[std::path::PathBuf], opts: &LoadOptions) -> Result<Manifests, SourceError> {
     let files = crate::source::LocalSource::new(paths.to_vec()).read_files(&opts.limits)?;
@@ -1239,7 +1238,10 @@ fn json_document_budget_applies_and_says_documents_not_aliases() {
     let text: String = (0..4).map(|i| cm_json(&format!("c{i}")) + "\n").collect();
     let err = read_documents("many.json", &text, &limits).unwrap_err();
     let msg = err.to_string();
-    assert!(matches!(err, LoadError::TooManyDocuments { limit: 3, .. }), "{msg}");
+    assert!(
+        matches!(err, LoadError::TooManyDocuments { limit: 3, .. }),
+        "{msg}"
+    );
     assert!(!msg.contains("alias"), "{msg}");
     assert!(msg.contains("more than 3 documents"), "{msg}");
     let text: String = (0..3).map(|i| cm_json(&format!("c{i}")) + "\n").collect();
@@ -1255,7 +1257,10 @@ fn yaml_document_budget_says_documents_not_aliases() {
     let text = "a: 1\n---\nb: 2\n---\nc: 3\n";
     let err = read_documents("many.yaml", text, &limits).unwrap_err();
     let msg = err.to_string();
-    assert!(matches!(err, LoadError::TooManyDocuments { limit: 2, .. }), "{msg}");
+    assert!(
+        matches!(err, LoadError::TooManyDocuments { limit: 2, .. }),
+        "{msg}"
+    );
     assert!(!msg.contains("alias"), "{msg}");
 }
 

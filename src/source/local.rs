@@ -43,8 +43,10 @@ fn read_paths(paths: &[PathBuf], limits: &Limits) -> Result<Vec<(String, String)
         if meta.is_dir() {
             let canon = fs::canonicalize(root).map_err(|e| io_err(root, e))?;
             walk(root, &canon, &mut files, limits)?;
-        } else {
+        } else if meta.is_file() {
             push_file(&mut files, root.clone(), limits)?;
+        } else {
+            return Err(not_a_file(root));
         }
     }
     let mut budget = ReadBudget::new(limits);
@@ -61,6 +63,12 @@ fn read_paths(paths: &[PathBuf], limits: &Limits) -> Result<Vec<(String, String)
         out.push((label, text));
     }
     Ok(out)
+}
+
+fn not_a_file(path: &Path) -> SourceError {
+    SourceError::NotAFile {
+        path: path.display().to_string(),
+    }
 }
 
 fn push_file(files: &mut Vec<PathBuf>, path: PathBuf, limits: &Limits) -> Result<(), SourceError> {
@@ -118,28 +126,40 @@ fn io_err(path: &Path, source: std::io::Error) -> SourceError {
     }
 }
 
+/// Collects the manifest files under `dir`, depth first in sorted order. Iterative, with a
+/// depth limit. Names are bytes: a file whose name is not UTF-8 is read like any other (its
+/// label shows it lossily). Symlinks to files are followed only when their target stays inside
+/// `root` (the canonical directory named on the command line); symlinks to directories are
+/// not followed. A manifest-named entry that is not a regular file is an error, never skipped.
 fn walk(
     dir: &Path,
     root: &Path,
     files: &mut Vec<PathBuf>,
     limits: &Limits,
 ) -> Result<(), SourceError> {
-    let mut entries: Vec<PathBuf> = fs::read_dir(dir)
-        .map_err(|e| io_err(dir, e))?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()
-        .map_err(|e| io_err(dir, e))?;
-    entries.sort();
-    for path in entries {
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+    let mut stack = vec![(0usize, sorted_entries(dir)?.into_iter())];
+    while let Some((depth, entries)) = stack.last_mut() {
+        let depth = *depth;
+        let Some(path) = entries.next() else {
+            stack.pop();
             continue;
         };
-        if name.starts_with('.') {
+        let Some(name) = path.file_name().map(|n| n.as_encoded_bytes()) else {
+            continue;
+        };
+        if name.first() == Some(&b'.') {
             continue;
         }
         let meta = fs::symlink_metadata(&path).map_err(|e| io_err(&path, e))?;
         if meta.is_dir() {
-            walk(&path, root, files, limits)?;
+            if depth + 1 > limits.max_dir_depth {
+                return Err(SourceError::TooDeep {
+                    path: path.display().to_string(),
+                    limit: limits.max_dir_depth,
+                });
+            }
+            let entries = sorted_entries(&path)?.into_iter();
+            stack.push((depth + 1, entries));
             continue;
         }
         if !is_manifest_name(name) {
@@ -155,13 +175,27 @@ fn walk(
             if !resolved.starts_with(root) {
                 return Err(escapes());
             }
-            if !resolved.is_file() {
+            let target_meta = fs::metadata(&resolved).map_err(|e| io_err(&path, e))?;
+            if target_meta.is_dir() {
                 continue;
             }
+            if !target_meta.is_file() {
+                return Err(not_a_file(&path));
+            }
         } else if !meta.is_file() {
-            continue;
+            return Err(not_a_file(&path));
         }
         push_file(files, path, limits)?;
     }
     Ok(())
+}
+
+fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, SourceError> {
+    let mut entries: Vec<PathBuf> = fs::read_dir(dir)
+        .map_err(|e| io_err(dir, e))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| io_err(dir, e))?;
+    entries.sort();
+    Ok(entries)
 }

@@ -22,7 +22,7 @@ pub mod watch;
 
 pub use git::{GitAuth, GitSource};
 pub use local::LocalSource;
-pub use redact::{redact, redact_url};
+pub use redact::{redact, redact_url, register_url};
 pub use tracked::{Refresh, Tracked};
 
 use crate::manifest::{InvalidDaemonSet, LoadError, LoadOptions, Manifests, Overrun};
@@ -142,9 +142,8 @@ pub trait Source {
 pub enum SourceError {
     /// Talking to the repository failed (unreachable, authentication refused, TLS, host key).
     #[error(
-        "cannot fetch {url}: {message}; nothing was planned and the last good commit stays in \
-         effect; check the URL, the network and the credentials (DAEMONSYNC_GIT_TOKEN, \
-         --ssh-key, --known-hosts)"
+        "cannot fetch {url}: {message}; nothing was planned or changed; check the URL, the \
+         network and the credentials (DAEMONSYNC_GIT_TOKEN, --ssh-key, --known-hosts)"
     )]
     Fetch {
         /// The redacted URL.
@@ -247,6 +246,40 @@ pub enum SourceError {
         /// The source description.
         source_name: String,
     },
+    /// Directories nested deeper than [`crate::manifest::Limits::max_dir_depth`].
+    #[error(
+        "{path}: directories nested more than {limit} levels deep; point --path or --manifests \
+         at the manifests themselves"
+    )]
+    TooDeep {
+        /// The directory at which the limit was reached.
+        path: String,
+        /// The limit.
+        limit: usize,
+    },
+    /// A symlink whose target is longer than [`crate::manifest::Limits::max_link_bytes`].
+    #[error(
+        "{link}: symlink target is {size} bytes, more than {limit}; it cannot be a path inside \
+         the repository; replace the link with the file itself"
+    )]
+    LinkTooLong {
+        /// The link.
+        link: String,
+        /// The target's size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// Something that is not a regular file (a FIFO, socket or device) where a manifest was
+    /// expected: reading it could block for ever.
+    #[error(
+        "{path}: not a regular file (a FIFO, socket or device); name manifest files or \
+         directories"
+    )]
+    NotAFile {
+        /// The path.
+        path: String,
+    },
     /// A file is not valid UTF-8.
     #[error("{file}: not UTF-8 text; save the manifest as UTF-8")]
     NotUtf8 {
@@ -327,10 +360,11 @@ pub(crate) fn load_files(
     Ok(out)
 }
 
-/// True for `*.yaml`, `*.yml` and `*.json` (any case).
-pub(crate) fn is_manifest_name(name: &str) -> bool {
+/// True for `*.yaml`, `*.yml` and `*.json` (any case). Names are bytes: a name that is not
+/// UTF-8 is still a manifest when its extension says so (and is read, never skipped).
+pub(crate) fn is_manifest_name(name: &[u8]) -> bool {
     let lower = name.to_ascii_lowercase();
-    lower.ends_with(".yaml") || lower.ends_with(".yml") || lower.ends_with(".json")
+    lower.ends_with(b".yaml") || lower.ends_with(b".yml") || lower.ends_with(b".json")
 }
 
 impl SourceError {

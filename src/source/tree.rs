@@ -94,6 +94,15 @@ impl<'r> TreeReader<'r> {
             let mode = entry.filemode();
             if mode == SYMLINK_MODE {
                 let link = components[..=i].join("/");
+                let odb = self.repo.odb().map_err(|e| self.git_err(e))?;
+                let (size, _) = odb.read_header(entry.id()).map_err(|e| self.git_err(e))?;
+                if size as u64 > self.limits.max_link_bytes {
+                    return Err(SourceError::LinkTooLong {
+                        link,
+                        size: size as u64,
+                        limit: self.limits.max_link_bytes,
+                    });
+                }
                 let blob = self
                     .repo
                     .find_blob(entry.id())
@@ -137,34 +146,47 @@ impl<'r> TreeReader<'r> {
         Ok(Found::Tree(tree_id))
     }
 
-    /// Reads every manifest file under the tree `id` (labelled from `dir`), in sorted order.
+    /// Reads every manifest file under the tree `id` (labelled from `dir`), depth first in
+    /// sorted order. Iterative, with a depth limit: a hostile tree thousands of levels deep
+    /// costs neither stack nor memory.
     pub(crate) fn read_dir(
         &self,
         id: Oid,
         dir: &[String],
         out: &mut TreeFiles,
     ) -> Result<(), SourceError> {
-        let tree = self.repo.find_tree(id).map_err(|e| self.git_err(e))?;
-        let mut entries: Vec<_> = tree.iter().collect();
-        entries.sort_by(|a, b| a.name_bytes().cmp(b.name_bytes()));
-        for entry in entries {
-            let Ok(name) = entry.name() else { continue };
-            if name.starts_with('.') {
+        // One frame per open directory: its path and its remaining entries (ids, not objects).
+        let mut stack = vec![(dir.to_vec(), self.sorted_entries(id)?.into_iter())];
+        while let Some((path, entries)) = stack.last_mut() {
+            let Some((name_bytes, mode, kind, oid)) = entries.next() else {
+                stack.pop();
+                continue;
+            };
+            if name_bytes.first() == Some(&b'.') {
                 continue;
             }
-            let mut path = dir.to_vec();
-            path.push(name.to_string());
-            let label = path.join("/");
-            let mode = entry.filemode();
-            if mode == SUBMODULE_MODE || entry.kind() == Some(ObjectType::Commit) {
+            let name = String::from_utf8_lossy(&name_bytes).into_owned();
+            let mut entry_path = path.clone();
+            entry_path.push(name);
+            let label = entry_path.join("/");
+            if mode == SUBMODULE_MODE || kind == Some(ObjectType::Commit) {
                 out.notes.push(format!(
                     "{label}: submodule not followed (daemonsync reads only this repository)"
                 ));
             } else if mode == SYMLINK_MODE {
-                if !is_manifest_name(name) {
+                if !is_manifest_name(&name_bytes) {
                     continue; // links to directories (or other files) are not followed
                 }
-                match self.lookup(&path)? {
+                if entry_path
+                    .iter()
+                    .any(|c| c.contains(char::REPLACEMENT_CHARACTER))
+                {
+                    return Err(SourceError::SymlinkEscapes {
+                        link: label,
+                        target: "(a path that is not UTF-8)".into(),
+                    });
+                }
+                match self.lookup(&entry_path)? {
                     Found::Blob(oid) => self.read_blob(oid, label, out)?,
                     Found::Missing => {
                         return Err(SourceError::PathNotFound {
@@ -175,16 +197,40 @@ impl<'r> TreeReader<'r> {
                     Found::Tree(_) | Found::Submodule => {}
                 }
             } else {
-                match entry.kind() {
-                    Some(ObjectType::Tree) => self.read_dir(entry.id(), &path, out)?,
-                    Some(ObjectType::Blob) if is_manifest_name(name) => {
-                        self.read_blob(entry.id(), label, out)?
+                match kind {
+                    Some(ObjectType::Tree) => {
+                        if entry_path.len() > self.limits.max_dir_depth {
+                            return Err(SourceError::TooDeep {
+                                path: label,
+                                limit: self.limits.max_dir_depth,
+                            });
+                        }
+                        let entries = self.sorted_entries(oid)?.into_iter();
+                        stack.push((entry_path, entries));
+                    }
+                    Some(ObjectType::Blob) if is_manifest_name(&name_bytes) => {
+                        self.read_blob(oid, label, out)?
                     }
                     _ => {}
                 }
             }
         }
         Ok(())
+    }
+
+    /// A tree's entries (name bytes, mode, kind, id), sorted by name.
+    #[allow(clippy::type_complexity)]
+    fn sorted_entries(
+        &self,
+        id: Oid,
+    ) -> Result<Vec<(Vec<u8>, i32, Option<ObjectType>, Oid)>, SourceError> {
+        let tree = self.repo.find_tree(id).map_err(|e| self.git_err(e))?;
+        let mut entries: Vec<_> = tree
+            .iter()
+            .map(|e| (e.name_bytes().to_vec(), e.filemode(), e.kind(), e.id()))
+            .collect();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(entries)
     }
 
     /// Reads one blob, enforcing the limits before its content is loaded.

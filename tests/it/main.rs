@@ -10,6 +10,7 @@ mod dir;
 mod examples;
 mod fake_github;
 mod git;
+mod hardening_sources;
 mod plan;
 mod revision;
 mod serve_http;
