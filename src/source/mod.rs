@@ -280,6 +280,21 @@ pub enum SourceError {
         /// The path.
         path: String,
     },
+    /// Two definitions of one DaemonSet (two files, a file and a symlink to it, two
+    /// documents): applying both would flap between them for ever.
+    #[error(
+        "DaemonSet {name} is defined twice: {first} and {second}; kubectl would apply one over \
+         the other; keep one definition (a symlink to a manifest in the same tree counts as a \
+         second one)"
+    )]
+    Duplicate {
+        /// `namespace/name`.
+        name: String,
+        /// The first definition.
+        first: crate::manifest::DocRef,
+        /// The second one.
+        second: crate::manifest::DocRef,
+    },
     /// A file is not valid UTF-8.
     #[error("{file}: not UTF-8 text; save the manifest as UTF-8")]
     NotUtf8 {
@@ -347,6 +362,7 @@ pub(crate) fn load_files(
     for (label, text) in files {
         out.extend(crate::manifest::load_str(label, text, opts)?);
     }
+    refuse_duplicates(&out)?;
     if out.daemonsets.is_empty() && out.invalid.is_empty() {
         return Err(SourceError::Empty {
             what: format!(
@@ -358,6 +374,44 @@ pub(crate) fn load_files(
         });
     }
     Ok(out)
+}
+
+/// Every DaemonSet (valid or not) once: the first second definition found is an error naming
+/// both places.
+fn refuse_duplicates(m: &Manifests) -> Result<(), SourceError> {
+    let mut seen: std::collections::HashMap<String, &crate::manifest::DocRef> =
+        std::collections::HashMap::new();
+    let valid = m.daemonsets.iter().map(|d| {
+        let meta = &d.daemonset.metadata;
+        (
+            format!(
+                "{}/{}",
+                meta.namespace.as_deref().unwrap_or_default(),
+                meta.name.as_deref().unwrap_or_default()
+            ),
+            &d.source,
+        )
+    });
+    let invalid = m
+        .invalid
+        .iter()
+        .filter(|i| i.name != "<unnamed>")
+        .map(|i| (i.name.clone(), &i.source));
+    for (name, source) in valid.chain(invalid) {
+        if let Some(first) = seen.insert(name.clone(), source) {
+            let (first, second) = if first <= source {
+                (first, source)
+            } else {
+                (source, first)
+            };
+            return Err(SourceError::Duplicate {
+                name,
+                first: first.clone(),
+                second: second.clone(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// True for `*.yaml`, `*.yml` and `*.json` (any case). Names are bytes: a name that is not

@@ -279,7 +279,7 @@ fn unreachable_repository_names_the_problem_and_redacts() {
         "{msg}"
     );
     assert!(
-        msg.contains("127.0.0.1") && msg.contains("last good commit"),
+        msg.contains("127.0.0.1") && msg.contains("nothing was planned"),
         "{msg}"
     );
     // The credential is not written to the mirror either.

@@ -287,3 +287,45 @@ fn symlink_into_the_repository_is_still_followed() {
         .unwrap();
     assert_eq!(rendered.manifests.daemonsets.len(), 1);
 }
+
+#[test]
+fn same_daemonset_in_two_files_is_an_error_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.yaml"), ds("agent", "agent:1")).unwrap();
+    std::fs::write(dir.path().join("b.yaml"), ds("agent", "agent:2")).unwrap();
+    let err = LocalSource::new([dir.path()])
+        .load(&LoadOptions::default())
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, SourceError::Duplicate { .. }), "{msg}");
+    assert!(msg.contains("a.yaml") && msg.contains("b.yaml"), "{msg}");
+    assert!(msg.contains("kube-system/agent"), "{msg}");
+    // plan refuses too, with exit 1 and nothing planned.
+    daemonsync()
+        .args(["plan", "--cluster", "none", "--manifests"])
+        .arg(dir.path())
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("defined twice"));
+}
+
+#[cfg(unix)]
+#[test]
+fn symlink_to_a_manifest_in_the_same_tree_is_a_duplicate() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("agent.yaml"), ds("agent", "agent:1")).unwrap();
+    std::os::unix::fs::symlink("agent.yaml", dir.path().join("copy.yaml")).unwrap();
+    let err = LocalSource::new([dir.path()])
+        .load(&LoadOptions::default())
+        .unwrap_err();
+    assert!(matches!(err, SourceError::Duplicate { .. }), "{err}");
+    // The same in a git tree.
+    let repo = Repo::new();
+    repo.write("agent.yaml", &ds("agent", "agent:1"));
+    repo.symlink("copy.yaml", "agent.yaml");
+    repo.commit("dup");
+    let err = GitSource::new(repo.path().display().to_string(), "HEAD", "")
+        .load(&LoadOptions::default())
+        .unwrap_err();
+    assert!(matches!(err, SourceError::Duplicate { .. }), "{err}");
+}
