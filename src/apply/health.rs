@@ -85,7 +85,10 @@ impl Health {
                         && spec.min_ready_seconds > 0
                     {
                         wake(
-                            t + SignedDuration::from_secs(i64::from(spec.min_ready_seconds)),
+                            crate::model::later(
+                                t,
+                                SignedDuration::from_secs(i64::from(spec.min_ready_seconds)),
+                            ),
                             &mut h,
                         );
                     }
@@ -104,7 +107,7 @@ impl Health {
                     continue;
                 }
                 let created = pod.creation_timestamp.unwrap_or(now);
-                let expires = created + deadline;
+                let expires = crate::model::later(created, deadline);
                 if expires <= now {
                     let reason = match &pod.waiting_reason {
                         Some(r) => format!("{r} (not ready after {deadline:#})"),

@@ -211,8 +211,17 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
     }
 }
 
-/// Steps allowed at one instant before the executor gives up (a step that changes nothing).
+/// Steps allowed at one instant before the executor gives up (a step that changes nothing),
+/// beyond the steps the burst limit itself needs (see [`max_steps_at_instant`]).
 const MAX_STEPS_PER_INSTANT: usize = 64;
+
+/// Steps one instant may legitimately take: a step writes at most
+/// [`plan::BURST_REPLICAS`] pods per DaemonSet, so a fleet of `nodes` needs up to
+/// `nodes / BURST_REPLICAS` steps to create (and as many to delete) before anything becomes
+/// ready; the margin on top catches a loop that makes no progress.
+fn max_steps_at_instant(nodes: usize) -> usize {
+    MAX_STEPS_PER_INSTANT.saturating_add(nodes.div_ceil(plan::BURST_REPLICAS).saturating_mul(2))
+}
 /// Consecutive steps with failed writes before the executor gives up.
 const MAX_FAILING_STEPS: usize = 5;
 
@@ -235,7 +244,7 @@ pub async fn apply<C: Cluster>(
         .collect();
     let mut state = cluster.observe().await?;
     let started = state.now;
-    let deadline = opts.timeout.map(|t| started + t);
+    let deadline = opts.timeout.map(|t| crate::model::later(started, t));
     let mut counts = Counts::default();
     let mut last_instant = started;
     let mut steps_at_instant = 0;
@@ -313,7 +322,7 @@ pub async fn apply<C: Cluster>(
         if plan.has_changes() || !prune.is_empty() {
             if now == last_instant {
                 steps_at_instant += 1;
-                if steps_at_instant > MAX_STEPS_PER_INSTANT {
+                if steps_at_instant > max_steps_at_instant(state.observed.nodes.len()) {
                     return Err(ApplyError::NoProgress(steps_at_instant));
                 }
             } else {

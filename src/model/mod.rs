@@ -24,6 +24,17 @@ pub type Labels = BTreeMap<String, String>;
 /// A point in time. The planner never reads a clock: `now` is always passed in.
 pub type Timestamp = jiff::Timestamp;
 
+/// `t + d`, saturating at the ends of time (years -9999 and 9999) instead of panicking: input
+/// timestamps near the end of time and durations of ten thousand years are valid input, and
+/// "never" is the right reading of a deadline past the end of time.
+pub fn later(t: Timestamp, d: jiff::SignedDuration) -> Timestamp {
+    t.checked_add(d).unwrap_or(if d.is_negative() {
+        Timestamp::MIN
+    } else {
+        Timestamp::MAX
+    })
+}
+
 /// Label key of the revision hash on daemon pods (upstream `controller-revision-hash`).
 pub const REVISION_HASH_LABEL: &str = "controller-revision-hash";
 /// Legacy pod label carrying the DaemonSet template generation.

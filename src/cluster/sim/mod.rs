@@ -146,7 +146,10 @@ impl Sim {
 
     /// The virtual now.
     pub fn now(&self) -> Timestamp {
-        self.start + SignedDuration::from_millis(self.clock as i64)
+        crate::model::later(
+            self.start,
+            SignedDuration::from_millis(i64::try_from(self.clock).unwrap_or(i64::MAX)),
+        )
     }
 
     /// Virtual time since the start.
@@ -294,9 +297,12 @@ impl Sim {
 
     /// The instant of the next scheduled event, if any.
     pub fn next_due(&self) -> Option<Timestamp> {
-        self.queue
-            .first_key_value()
-            .map(|(&(at, _), _)| self.start + SignedDuration::from_millis(at as i64))
+        self.queue.first_key_value().map(|(&(at, _), _)| {
+            crate::model::later(
+                self.start,
+                SignedDuration::from_millis(i64::try_from(at).unwrap_or(i64::MAX)),
+            )
+        })
     }
 
     /// Applies every event due by `now`, in order, and moves the clock to `now`: how a wall
