@@ -341,10 +341,44 @@ impl Churn {
     }
 }
 
+/// Most nodes a sim file may define, its `nodes:` and churn additions together: twice the
+/// largest fleet benchmarked, far below what would exhaust memory.
+pub const MAX_SIM_NODES: usize = 200_000;
+
 impl SimConfig {
     /// Parses the YAML text of a sim file.
     pub fn parse(text: &str) -> Result<SimConfig> {
-        serde_saphyr::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))
+        let cfg: SimConfig = serde_saphyr::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        cfg.check_size()?;
+        Ok(cfg)
+    }
+
+    /// Refuses a fleet larger than [`MAX_SIM_NODES`] before anything is allocated for it, and a
+    /// cluster that starts without nodes (nothing to roll out to: it would "converge" at once).
+    fn check_size(&self) -> Result<()> {
+        let count = |n: &NodeSpec| n.count.unwrap_or(1);
+        let initial = self
+            .nodes
+            .iter()
+            .fold(0usize, |t, n| t.saturating_add(count(n)));
+        let total = self
+            .churn
+            .iter()
+            .filter_map(|c| c.add.as_ref())
+            .fold(initial, |t, n| t.saturating_add(count(n)));
+        if total > MAX_SIM_NODES {
+            bail!(
+                "nodes: the sim file defines {total} nodes (with churn additions), more than the \
+                 limit of {MAX_SIM_NODES}; lower the counts"
+            );
+        }
+        if initial == 0 {
+            bail!(
+                "nodes: the simulated cluster starts with no nodes, so there is nothing to roll \
+                 out to; add at least one node (churn can add more later)"
+            );
+        }
+        Ok(())
     }
 
     /// Reads a sim file; relative `running.manifest` paths are resolved against its directory.
