@@ -32,7 +32,9 @@ Examples:
 
 Kept: names, namespaces, labels, node taints and Ready condition, pod ownerReferences
 (controller), nodeName, node-affinity matchFields on metadata.name, phase, Ready condition,
-container waiting reasons, timestamps, and the live DaemonSets' metadata and spec.
+container waiting reasons, timestamps, and the live DaemonSets' metadata and spec with every
+env value, argument and command replaced by \"(redacted)\" (they may be secret; the plan then
+compares git's template with the same values blanked).
 
 Exit status:
   0  written
@@ -214,14 +216,24 @@ fn daemonset(ds: &DaemonSet) -> Value {
         .annotations
         .as_ref()
         .and_then(|a| a.get(crate::model::TEMPLATE_GENERATION_ANNOTATION));
+    let mut annotations = Map::new();
     if let Some(g) = generation {
         insert(
-            &mut meta,
-            "annotations",
-            json!({crate::model::TEMPLATE_GENERATION_ANNOTATION: g}),
+            &mut annotations,
+            crate::model::TEMPLATE_GENERATION_ANNOTATION,
+            json!(g),
         );
     }
-    json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": meta, "spec": ds.spec})
+    // Env values, args and commands may hold secrets: they never leave in a snapshot.
+    let mut redacted = ds.clone();
+    crate::plan::live::redact_template_values(&mut redacted);
+    insert(
+        &mut annotations,
+        crate::plan::live::REDACTED_ANNOTATION,
+        json!("env,args,command"),
+    );
+    insert(&mut meta, "annotations", Value::Object(annotations));
+    json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": meta, "spec": redacted.spec})
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ mod dir;
 mod examples;
 mod fake_github;
 mod git;
+mod hardening_inputs;
 mod hardening_sources;
 mod plan;
 mod revision;
