@@ -290,10 +290,10 @@ pub enum SourceError {
     Duplicate {
         /// `namespace/name`.
         name: String,
-        /// The first definition.
-        first: crate::manifest::DocRef,
+        /// The first definition (file, document, line).
+        first: String,
         /// The second one.
-        second: crate::manifest::DocRef,
+        second: String,
     },
     /// A file is not valid UTF-8.
     #[error("{file}: not UTF-8 text; save the manifest as UTF-8")]
@@ -406,8 +406,8 @@ fn refuse_duplicates(m: &Manifests) -> Result<(), SourceError> {
             };
             return Err(SourceError::Duplicate {
                 name,
-                first: first.clone(),
-                second: second.clone(),
+                first: first.to_string(),
+                second: second.to_string(),
             });
         }
     }
