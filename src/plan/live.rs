@@ -207,6 +207,60 @@ fn mask(v: &mut Value, in_env: bool) {
     }
 }
 
+/// Annotation a snapshot puts on a live DaemonSet whose env values, args and commands it
+/// replaced with [`REDACTED`].
+pub const REDACTED_ANNOTATION: &str = "daemonsync.io/redacted";
+
+/// What replaces a value that may be secret.
+pub const REDACTED: &str = "(redacted)";
+
+fn is_redacted(ds: &DaemonSet) -> bool {
+    ds.metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(REDACTED_ANNOTATION))
+}
+
+/// Replaces every env value, argument and command word of the pod template's containers (init
+/// and ephemeral ones included) with [`REDACTED`], keeping their number and the env names and
+/// references (which name objects, not values), and marks the DaemonSet with
+/// [`REDACTED_ANNOTATION`]. What a snapshot keeps of a live DaemonSet.
+pub fn redact_template_values(ds: &mut DaemonSet) {
+    let blank = |words: &mut Option<Vec<String>>| {
+        for w in words.iter_mut().flatten() {
+            *w = REDACTED.to_string();
+        }
+    };
+    if let Some(pod) = ds.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
+        let ephemeral = pod
+            .ephemeral_containers
+            .iter_mut()
+            .flatten()
+            .map(|c| (&mut c.env, &mut c.args, &mut c.command));
+        let regular = pod
+            .containers
+            .iter_mut()
+            .chain(pod.init_containers.iter_mut().flatten())
+            .map(|c| (&mut c.env, &mut c.args, &mut c.command));
+        for (env, args, command) in regular.chain(ephemeral) {
+            for e in env.iter_mut().flatten() {
+                if e.value.is_some() {
+                    e.value = Some(REDACTED.to_string());
+                }
+            }
+            blank(args);
+            blank(command);
+        }
+    }
+    ds.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(
+            REDACTED_ANNOTATION.to_string(),
+            "env,args,command".to_string(),
+        );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,58 +333,4 @@ mod tests {
         assert_eq!((d.fields.len(), d.more), (MAX_LISTED, 5));
         assert!(live_diff(Vec::new()).is_none());
     }
-}
-
-/// Annotation a snapshot puts on a live DaemonSet whose env values, args and commands it
-/// replaced with [`REDACTED`].
-pub const REDACTED_ANNOTATION: &str = "daemonsync.io/redacted";
-
-/// What replaces a value that may be secret.
-pub const REDACTED: &str = "(redacted)";
-
-fn is_redacted(ds: &DaemonSet) -> bool {
-    ds.metadata
-        .annotations
-        .as_ref()
-        .is_some_and(|a| a.contains_key(REDACTED_ANNOTATION))
-}
-
-/// Replaces every env value, argument and command word of the pod template's containers (init
-/// and ephemeral ones included) with [`REDACTED`], keeping their number and the env names and
-/// references (which name objects, not values), and marks the DaemonSet with
-/// [`REDACTED_ANNOTATION`]. What a snapshot keeps of a live DaemonSet.
-pub fn redact_template_values(ds: &mut DaemonSet) {
-    let blank = |words: &mut Option<Vec<String>>| {
-        for w in words.iter_mut().flatten() {
-            *w = REDACTED.to_string();
-        }
-    };
-    if let Some(pod) = ds.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
-        let ephemeral = pod
-            .ephemeral_containers
-            .iter_mut()
-            .flatten()
-            .map(|c| (&mut c.env, &mut c.args, &mut c.command));
-        let regular = pod
-            .containers
-            .iter_mut()
-            .chain(pod.init_containers.iter_mut().flatten())
-            .map(|c| (&mut c.env, &mut c.args, &mut c.command));
-        for (env, args, command) in regular.chain(ephemeral) {
-            for e in env.iter_mut().flatten() {
-                if e.value.is_some() {
-                    e.value = Some(REDACTED.to_string());
-                }
-            }
-            blank(args);
-            blank(command);
-        }
-    }
-    ds.metadata
-        .annotations
-        .get_or_insert_with(Default::default)
-        .insert(
-            REDACTED_ANNOTATION.to_string(),
-            "env,args,command".to_string(),
-        );
 }
