@@ -83,10 +83,20 @@ pub struct PlanArgs {
     #[arg(long, requires = "manifests")]
     pub watch: bool,
     /// Pull-request mode: the base ref (e.g. the target branch). Needs --head.
-    #[arg(long, value_name = "REF", requires_all = ["repo", "head"], conflicts_with = "reference")]
+    #[arg(
+        long,
+        value_name = "REF",
+        requires_all = ["repo", "head"],
+        conflicts_with_all = ["reference", "manifests"]
+    )]
     pub base: Option<String>,
     /// Pull-request mode: the head ref (the proposed change). Needs --base.
-    #[arg(long, value_name = "REF", requires_all = ["repo", "base"])]
+    #[arg(
+        long,
+        value_name = "REF",
+        requires_all = ["repo", "base"],
+        conflicts_with = "manifests"
+    )]
     pub head: Option<String>,
     /// Where the observed state comes from: `snapshot:FILE` (output of
     /// `kubectl get nodes,pods,daemonsets -A -o yaml`), `sim:FILE` (a simulated cluster at

@@ -368,6 +368,7 @@ impl Reader {
         match (api_version.as_str(), id.kind.as_str()) {
             ("v1", "Node") => {
                 let node: k8s_openapi::api::core::v1::Node = convert(value, &id)?;
+                check_taint_effects(&node, &id)?;
                 self.remember(&id)?;
                 self.snapshot.observed.nodes.push(Node::from_k8s(&node));
             }
@@ -457,6 +458,29 @@ fn describe(v: &Value) -> &'static str {
         Value::Array(_) => "a sequence",
         Value::Object(_) => "a mapping",
     }
+}
+
+/// A taint effect the API server does not know would otherwise be read as "does not block":
+/// refuse it with its path instead.
+fn check_taint_effects(
+    node: &k8s_openapi::api::core::v1::Node,
+    id: &ItemId,
+) -> Result<(), SnapshotError> {
+    let taints = node.spec.as_ref().and_then(|s| s.taints.as_ref());
+    for (i, t) in taints.into_iter().flatten().enumerate() {
+        if crate::model::TaintEffect::parse(&t.effect).is_none() {
+            return Err(SnapshotError::Convert {
+                item: Box::new(id.clone()),
+                field: format!("spec.taints[{i}].effect"),
+                message: format!(
+                    "unsupported value {:?}: supported values: \"NoSchedule\", \
+                     \"PreferNoSchedule\", \"NoExecute\"",
+                    t.effect
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
