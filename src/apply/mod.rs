@@ -330,7 +330,17 @@ pub async fn apply<C: Cluster>(
                 steps_at_instant = 1;
             }
             counts.steps += 1;
+            tracing::info!(
+                step = counts.steps,
+                at = %now,
+                creates = plan.daemonsets.iter().map(|d| d.step.create.len()).sum::<usize>(),
+                deletes = plan.daemonsets.iter().map(|d| d.step.delete.len()).sum::<usize>() + prune.len(),
+                "executing step"
+            );
             let result = execute(cluster, &plan, &specs, &prune, opts, &mut counts).await;
+            if let Err(e) = &result {
+                tracing::warn!(step = counts.steps, error = %e, "step had failed writes");
+            }
             match result {
                 Ok(Executed::Done) => failing_steps = 0,
                 Ok(Executed::Interrupted) => {

@@ -85,6 +85,19 @@ pub fn parse_now(s: &str) -> Result<Timestamp> {
     })
 }
 
+/// Logs to stderr as `RUST_LOG` says (e.g. `RUST_LOG=daemonsync=debug`); off when it is
+/// unset, so the CLI prints only its report and its errors. Log lines never carry credentials:
+/// URLs are redacted before they are logged.
+pub fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("off"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
 /// Runs the command line and returns the exit code. Errors are printed to stderr.
 pub fn run(cli: Cli) -> i32 {
     let result = match cli.command {

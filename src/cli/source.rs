@@ -114,7 +114,17 @@ pub struct Loaded {
 /// Reads the desired DaemonSets from `source`; what the source noticed goes to stderr. Fails,
 /// and so plans nothing, on any invalid DaemonSet or an empty render.
 pub fn load(source: &ManifestSource, opts: &LoadOptions) -> Result<Loaded> {
+    let started = std::time::Instant::now();
     let rendered = source.load(opts)?;
+    tracing::info!(
+        source = %crate::source::redact(&crate::source::Source::describe(source)),
+        revision = %rendered.revision,
+        files = rendered.files,
+        daemonsets = rendered.manifests.daemonsets.len(),
+        invalid = rendered.manifests.invalid.len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "source read"
+    );
     print_notes(&rendered);
     Ok(Loaded {
         desired: rendered.desired()?,

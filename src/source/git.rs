@@ -235,6 +235,7 @@ impl GitSource {
             b
         });
         set_network_timeouts(self.timeout).map_err(|e| fetch_err(e.message().to_string()))?;
+        tracing::debug!(url = %url, timeout_s = self.timeout.as_secs(), "fetching");
         let mut remote = repo
             .remote_anonymous(&self.url)
             .map_err(|e| fetch_err(e.message().to_string()))?;

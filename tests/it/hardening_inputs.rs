@@ -257,3 +257,30 @@ fn snapshot_never_writes_env_values_args_or_commands() {
     assert!(!out.contains("liveDiff"), "{out}");
     assert!(!out.contains("sekrit"), "{out}");
 }
+
+#[test]
+fn rust_log_turns_on_logging_which_is_off_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ds.yaml", AGENT);
+    write(
+        dir.path(),
+        "sim.yaml",
+        "nodes: [{name: 'n-{i}', count: 2}]\n",
+    );
+    let args = ["apply", "-m", "ds.yaml", "--cluster", "sim:sim.yaml"];
+    let (code, _, quiet) = run(dir.path(), &args);
+    assert_eq!(code, Some(0), "{quiet}");
+    assert!(!quiet.contains("source read"), "{quiet}");
+    let out = daemonsync()
+        .current_dir(dir.path())
+        .args(args)
+        .env("RUST_LOG", "daemonsync=info")
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let logs = String::from_utf8_lossy(&out.stderr);
+    assert!(logs.contains("source read"), "{logs}");
+    assert!(logs.contains("executing step"), "{logs}");
+    // Secrets in manifests never reach the logs.
+    assert!(!logs.contains("sekrit"), "{logs}");
+}
