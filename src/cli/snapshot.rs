@@ -44,8 +44,9 @@ Exit status:
 /// Flags of `daemonsync snapshot`.
 #[derive(Debug, clap::Args)]
 pub struct SnapshotArgs {
-    /// Where the observed state comes from: `snapshot:FILE`.
-    #[arg(long, short = 'c', value_name = "SOURCE")]
+    /// Where the observed state comes from: `kube` (the default), `kube:CONTEXT`,
+    /// `snapshot:FILE` or `sim:FILE`.
+    #[arg(long, short = 'c', value_name = "SOURCE", default_value = "kube")]
     pub cluster: ClusterSpec,
     /// Output file (`-` for stdout).
     #[arg(long, short = 'o', value_name = "FILE")]

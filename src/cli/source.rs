@@ -109,6 +109,8 @@ pub struct Loaded {
     pub line: Option<String>,
     /// The short commit id, for a git source.
     pub commit: Option<String>,
+    /// Where the DaemonSets were read from, as the in-cluster records keep it.
+    pub record: crate::cluster::RecordSource,
 }
 
 /// Reads the desired DaemonSets from `source`; what the source noticed goes to stderr. Fails,
@@ -126,11 +128,24 @@ pub fn load(source: &ManifestSource, opts: &LoadOptions) -> Result<Loaded> {
         "source read"
     );
     print_notes(&rendered);
+    let record = match source {
+        ManifestSource::Git(g) => crate::cluster::RecordSource {
+            repository: Some(crate::source::redact(&g.url)),
+            path: Some(g.path.clone()).filter(|p| !p.is_empty()),
+            commit: Some(rendered.revision.clone()),
+        },
+        ManifestSource::Local(_) => crate::cluster::RecordSource {
+            repository: None,
+            path: Some(crate::source::redact(&Source::describe(source))),
+            commit: None,
+        },
+    };
     Ok(Loaded {
         desired: rendered.desired()?,
         line: source.origin_line(&rendered),
         commit: matches!(source, ManifestSource::Git(_))
             .then(|| rendered.short_revision().to_string()),
+        record,
     })
 }
 
