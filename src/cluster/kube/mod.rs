@@ -18,6 +18,8 @@
 
 pub mod cache;
 pub mod record;
+#[cfg(test)]
+mod tests;
 
 pub use record::{ManagedDaemonSet, ManagedDaemonSetSpec, ManagedDaemonSetStatus, RecordSource};
 
@@ -596,18 +598,9 @@ impl Cluster for KubeCluster {
         }
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
         let target = self.target.clone();
-        let created = self
-            .run(async move {
-                let params = PostParams {
-                    field_manager: Some(FIELD_MANAGER.into()),
-                    ..PostParams::default()
-                };
-                with_retries(|| api.create(&params, &pod))
-                    .await
-                    .map_err(|e| ClusterError::Rejected(describe(&target, &e)))
-            })
+        let name = self
+            .run(async move { requests::create_pod(&api, &pod, &target).await })
             .await?;
-        let name = created.metadata.name.unwrap_or_default();
         self.expected.creates.push((namespace, name.clone()));
         Ok(name)
     }
@@ -629,29 +622,9 @@ impl Cluster for KubeCluster {
         };
         let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let target = self.target.clone();
-        let (ns, n) = key.clone();
-        let preconditions = Preconditions {
-            uid: Some(uid.clone()),
-            resource_version: Some(resource_version),
-        };
+        let (ns, n, u) = (key.0.clone(), key.1.clone(), uid.clone());
         self.run(async move {
-            let params = DeleteParams {
-                preconditions: Some(preconditions),
-                ..DeleteParams::default()
-            };
-            match with_retries(|| api.delete(&n, &params)).await {
-                Ok(_) => Ok(()),
-                Err(e) if is_code(&e, 404) => Err(ClusterError::NotFound {
-                    kind: "pod",
-                    namespace: ns,
-                    name: n,
-                }),
-                Err(e) if is_code(&e, 409) => Err(ClusterError::Rejected(format!(
-                    "pod {ns}/{n} changed since it was observed (delete precondition failed); \
-                     the next step re-plans"
-                ))),
-                Err(e) => Err(ClusterError::Rejected(describe(&target, &e))),
-            }
+            requests::delete_pod(&api, (&ns, &n), (&u, &resource_version), &target).await
         })
         .await?;
         self.expected.deletes.push((key, uid));
@@ -693,20 +666,8 @@ impl Cluster for KubeCluster {
         let api: Api<ManagedDaemonSet> = Api::namespaced(self.client.clone(), namespace);
         let target = self.target.clone();
         let name = name.to_string();
-        self.run(async move {
-            let patch = serde_json::json!({
-                "apiVersion": RECORD_API_VERSION,
-                "kind": RECORD_KIND,
-                "status": written,
-            });
-            let params = PatchParams::apply(FIELD_MANAGER).force();
-            let patch = Patch::Apply(&patch);
-            with_retries(|| api.patch_status(&name, &params, &patch))
-                .await
-                .map(|_| ())
-                .map_err(|e| ClusterError::Rejected(describe(&target, &e)))
-        })
-        .await
+        self.run(async move { requests::write_status(&api, &name, &written, &target).await })
+            .await
     }
 
     async fn emit_event(&mut self, event: Event) -> Result<(), ClusterError> {
@@ -751,6 +712,78 @@ impl Cluster for KubeCluster {
                 .is_ok())
         })
         .await
+    }
+}
+
+/// The API requests of the writes, apart from the backend's state, so their shape is tested
+/// against a mock API server.
+pub mod requests {
+    use super::*;
+
+    /// Creates a pod; returns the name the server gave it.
+    pub async fn create_pod(
+        api: &Api<Pod>,
+        pod: &Pod,
+        target: &Target,
+    ) -> Result<String, ClusterError> {
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PostParams::default()
+        };
+        with_retries(|| api.create(&params, pod))
+            .await
+            .map(|created| created.metadata.name.unwrap_or_default())
+            .map_err(|e| ClusterError::Rejected(describe(target, &e)))
+    }
+
+    /// Deletes a pod only if it is still the one observed: `(uid, resourceVersion)`
+    /// preconditions, so a stale view never deletes a pod that replaced it.
+    pub async fn delete_pod(
+        api: &Api<Pod>,
+        (namespace, name): (&str, &str),
+        (uid, resource_version): (&str, &str),
+        target: &Target,
+    ) -> Result<(), ClusterError> {
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: Some(uid.into()),
+                resource_version: Some(resource_version.into()),
+            }),
+            ..DeleteParams::default()
+        };
+        match with_retries(|| api.delete(name, &params)).await {
+            Ok(_) => Ok(()),
+            Err(e) if is_code(&e, 404) => Err(ClusterError::NotFound {
+                kind: "pod",
+                namespace: namespace.into(),
+                name: name.into(),
+            }),
+            Err(e) if is_code(&e, 409) => Err(ClusterError::Rejected(format!(
+                "pod {namespace}/{name} changed since it was observed (delete precondition \
+                 failed); the next step re-plans"
+            ))),
+            Err(e) => Err(ClusterError::Rejected(describe(target, &e))),
+        }
+    }
+
+    /// Writes a record's status through the `status` subresource (server-side apply).
+    pub async fn write_status(
+        api: &Api<ManagedDaemonSet>,
+        name: &str,
+        status: &ManagedDaemonSetStatus,
+        target: &Target,
+    ) -> Result<(), ClusterError> {
+        let patch = serde_json::json!({
+            "apiVersion": RECORD_API_VERSION,
+            "kind": RECORD_KIND,
+            "status": status,
+        });
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let patch = Patch::Apply(&patch);
+        with_retries(|| api.patch_status(name, &params, &patch))
+            .await
+            .map(|_| ())
+            .map_err(|e| ClusterError::Rejected(describe(target, &e)))
     }
 }
 
