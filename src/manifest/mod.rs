@@ -13,6 +13,8 @@ mod validate;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod yaml_compat;
 
 use std::fmt;
 
