@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use super::error::quote;
 use super::{
-    DocRef, FieldError, InvalidDaemonSet, Limits, LoadError, LoadOptions, Manifest, Manifests,
-    OtherObject, RawDocument, apply_defaults, validate_with,
+    DocRef, FieldError, FieldValidation, InvalidDaemonSet, Limits, LoadError, LoadOptions,
+    Manifest, Manifests, OtherObject, RawDocument, apply_defaults, validate_with,
 };
 
 /// Split one file's text into objects.
@@ -592,11 +592,76 @@ fn render_value(value: &Value) -> String {
     }
 }
 
+/// Deserializes a DaemonSet, collecting the paths (API server format) of the fields its schema
+/// does not have when `check` is set. k8s-openapi skips such fields; `serde_ignored` sees each
+/// skip with its path, in one pass.
+fn typed_daemonset(
+    value: &Value,
+    check: bool,
+) -> (
+    Result<DaemonSet, serde_path_to_error::Error<serde_json::Error>>,
+    Vec<String>,
+) {
+    if !check {
+        return (serde_path_to_error::deserialize(value), Vec::new());
+    }
+    let mut unknown: Vec<String> = Vec::new();
+    let mut record = |path: serde_ignored::Path<'_>| {
+        let path = api_path(&path);
+        if !unknown.contains(&path) {
+            unknown.push(path);
+        }
+    };
+    let result =
+        serde_path_to_error::deserialize(serde_ignored::Deserializer::new(value, &mut record));
+    (result, unknown)
+}
+
+/// A `serde_ignored` path as the API server prints field paths:
+/// `spec.template.spec.volumes[0].projected.sources[0].itmes`.
+fn api_path(path: &serde_ignored::Path<'_>) -> String {
+    use serde_ignored::Path;
+    let mut segments: Vec<&Path<'_>> = Vec::new();
+    let mut p = path;
+    loop {
+        match p {
+            Path::Root => break,
+            Path::Seq { parent, .. } | Path::Map { parent, .. } => {
+                segments.push(p);
+                p = parent;
+            }
+            Path::Some { parent }
+            | Path::NewtypeStruct { parent }
+            | Path::NewtypeVariant { parent } => p = parent,
+        }
+    }
+    let mut out = String::new();
+    for seg in segments.iter().rev() {
+        match seg {
+            Path::Seq { index, .. } => {
+                out.push('[');
+                out.push_str(&index.to_string());
+                out.push(']');
+            }
+            Path::Map { key, .. } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 fn out_daemonset(doc: RawDocument, opts: &LoadOptions, out: &mut Manifests) {
     let value = with_default_namespace(doc.value, &opts.default_namespace);
     let name = display_name(&value);
     let explicit_empty_selector = matches!(value.pointer("/spec/selector"), Some(Value::Object(_)));
-    let mut ds: DaemonSet = match serde_path_to_error::deserialize(&value) {
+    let (result, unknown) =
+        typed_daemonset(&value, opts.field_validation != FieldValidation::Ignore);
+    let mut ds: DaemonSet = match result {
         Ok(ds) => ds,
         Err(err) => {
             let path = err.path().to_string();
@@ -614,6 +679,20 @@ fn out_daemonset(doc: RawDocument, opts: &LoadOptions, out: &mut Manifests) {
             return;
         }
     };
+    // The API server decodes strictly before it validates: unknown fields are the only errors
+    // it reports for such an object.
+    if opts.field_validation == FieldValidation::Strict && !unknown.is_empty() {
+        out.invalid.push(InvalidDaemonSet {
+            source: doc.source,
+            name,
+            errors: unknown.iter().map(FieldError::unknown_field).collect(),
+        });
+        return;
+    }
+    let warnings: Vec<String> = unknown
+        .iter()
+        .map(|p| FieldError::unknown_field_message(p))
+        .collect();
     if explicit_empty_selector
         && let Some(spec) = ds.spec.as_mut()
         && spec.selector.match_labels.is_none()
@@ -628,6 +707,7 @@ fn out_daemonset(doc: RawDocument, opts: &LoadOptions, out: &mut Manifests) {
         out.daemonsets.push(Manifest {
             source: doc.source,
             daemonset: ds,
+            warnings,
         });
     } else {
         out.invalid.push(InvalidDaemonSet {

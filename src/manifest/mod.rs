@@ -67,6 +67,9 @@ pub struct Manifest {
     pub source: DocRef,
     /// The DaemonSet after namespace defaulting, [`apply_defaults`] and a clean [`validate`].
     pub daemonset: DaemonSet,
+    /// Fields of the document the DaemonSet schema does not have, in the API server's words
+    /// (`unknown field "spec.template.spec.foo"`), kept only with [`FieldValidation::Warn`].
+    pub warnings: Vec<String>,
 }
 
 /// A DaemonSet the API server would reject, with the reasons.
@@ -240,6 +243,22 @@ impl Default for Limits {
     }
 }
 
+/// What happens to a field of an `apps/v1` DaemonSet document that the DaemonSet schema does
+/// not have (a misspelt or mis-indented key), as the API server's `fieldValidation` and
+/// kubectl's `--validate` have it. Other kinds are never checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldValidation {
+    /// The DaemonSet is invalid: each unknown field is an error with its path (the API
+    /// server's `strict decoding error: unknown field "spec.foo"`). The default, as in kubectl.
+    #[default]
+    Strict,
+    /// Each unknown field is a warning ([`Manifest::warnings`]); the field is dropped, as the
+    /// API server drops it, and the DaemonSet is used.
+    Warn,
+    /// Unknown fields are dropped silently.
+    Ignore,
+}
+
 /// Options for [`load_str`] and the sources.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadOptions {
@@ -249,6 +268,8 @@ pub struct LoadOptions {
     pub limits: Limits,
     /// The cluster's feature gates that change what validation accepts (v1.35 defaults).
     pub gates: Gates,
+    /// Unknown fields in DaemonSets: refused (default), warned about, or ignored.
+    pub field_validation: FieldValidation,
 }
 
 impl Default for LoadOptions {
@@ -257,6 +278,7 @@ impl Default for LoadOptions {
             default_namespace: "default".to_string(),
             limits: Limits::default(),
             gates: Gates::default(),
+            field_validation: FieldValidation::default(),
         }
     }
 }
