@@ -1,6 +1,8 @@
 //! `daemonsync plan`: what reconciling the manifests would do, node by node.
 
-use super::source::{Loaded, SourceArgs, load, print_notes};
+use super::source::{
+    Loaded, SourceArgs, add_warnings, field_warnings, load, print_notes, print_warnings,
+};
 use super::{EXIT_CHANGES, EXIT_OK, parse_now};
 use crate::cluster::ClusterSpec;
 use crate::manifest::LoadOptions;
@@ -293,7 +295,8 @@ fn plan_desired(desired: &[Desired], observed: Option<&Observed>, opts: &PlanOpt
 
 /// The run of a plain (not pull-request) source.
 fn plan_loaded(loaded: Loaded, observed: Option<&Observed>, opts: &PlanOptions) -> PlanRun {
-    let plan = plan_desired(&loaded.desired, observed, opts);
+    let mut plan = plan_desired(&loaded.desired, observed, opts);
+    add_warnings(&mut plan, &loaded.warnings);
     let exit_code = if plan.has_changes() {
         EXIT_CHANGES
     } else {
@@ -368,6 +371,8 @@ fn pull_request(
         head.short_revision()
     );
     print_notes(&head);
+    let head_warnings = field_warnings(&head.manifests);
+    print_warnings(&head_warnings);
     let key = |d: &DaemonSet| {
         (
             d.metadata.namespace.clone().unwrap_or_default(),
@@ -421,7 +426,8 @@ fn pull_request(
         before.push('\n');
     }
     let desired = head.desired()?;
-    let head_plan = plan_desired(&desired, observed, opts);
+    let mut head_plan = plan_desired(&desired, observed, opts);
+    add_warnings(&mut head_plan, &head_warnings);
     if let Some(observed) = observed {
         let base_plan = plan::plan(&base.valid_desired(), observed, &opts.policy, opts.now);
         let changes = report::diff::node_changes(&base_plan, &head_plan);

@@ -1,7 +1,7 @@
 //! `daemonsync render`: the DaemonSets as daemonsync sees them (validated and defaulted), or
 //! the pod one of them would create on a given node.
 
-use super::source::load_desired_paths;
+use super::source::{LoadArgs, load_desired_paths};
 use crate::cluster::ClusterSpec;
 use crate::plan::eligibility;
 use crate::plan::render::{PodOwner, pod_for_node};
@@ -41,14 +41,9 @@ pub struct RenderArgs {
     /// Only this DaemonSet (`NAME` or `NAMESPACE/NAME`).
     #[arg(long, short = 'd', value_name = "NAME")]
     pub daemonset: Option<String>,
-    /// Namespace for manifests that name none (as kubectl does).
-    #[arg(
-        long,
-        short = 'n',
-        default_value = "default",
-        env = "DAEMONSYNC_NAMESPACE"
-    )]
-    pub namespace: String,
+    /// How the manifests are read.
+    #[command(flatten)]
+    pub load: LoadArgs,
 }
 
 /// Runs `daemonsync render`; returns the exit code.
@@ -58,7 +53,7 @@ pub fn run(args: &RenderArgs) -> Result<i32> {
     {
         bail!("--node must name a node");
     }
-    let mut desired = load_desired_paths(&args.manifests, &args.namespace)?;
+    let mut desired = load_desired_paths(&args.manifests, &args.load.load_options())?;
     if let Some(want) = &args.daemonset {
         desired.retain(|d| matches_name(d, want));
         if desired.is_empty() {
