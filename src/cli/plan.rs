@@ -49,11 +49,17 @@ Examples:
   # Every node with its state and reason
   daemonsync plan -m ./deploy -c snapshot:cluster.yaml -o wide
 
+  # A field the DaemonSet schema lacks (a typo such as `itmes`, a key at the wrong
+  # indentation) is refused with its path, as `kubectl apply` refuses it. Plan anyway, the
+  # field dropped and listed in the plan's warnings, or drop such fields silently:
+  daemonsync plan -m ./deploy -c snapshot:cluster.yaml --validate=warn
+  daemonsync plan -m ./deploy -c snapshot:cluster.yaml --validate=ignore
+
 Exit status:
   0  nothing would change
   2  the plan has changes
-  1  error (bad manifests, unreadable snapshot, unreachable repository, bad flags); nothing
-     was planned and nothing would be deleted";
+  1  error (bad manifests, an unknown field with --validate=strict, unreadable snapshot,
+     unreachable repository, bad flags); nothing was planned and nothing would be deleted";
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -22,9 +22,14 @@ Examples:
   # when it does not qualify for a DaemonSet)
   daemonsync render -m ./deploy --node worker-1 --cluster snapshot:cluster.yaml
 
+  # What the API server would keep of DaemonSets with fields their schema lacks (each is
+  # named on stderr and dropped; without --validate=warn they are refused)
+  daemonsync render -m ./deploy --validate=warn
+
 Exit status:
   0  rendered
-  1  error (bad manifests, unknown node or DaemonSet, unreadable snapshot)";
+  1  error (bad manifests, an unknown field with --validate=strict, unknown node or
+     DaemonSet, unreadable snapshot)";
 
 /// Flags of `daemonsync render`.
 #[derive(Debug, clap::Args)]

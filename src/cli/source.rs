@@ -91,8 +91,9 @@ pub struct LoadArgs {
         env = "DAEMONSYNC_NAMESPACE"
     )]
     pub namespace: String,
-    /// What a field the DaemonSet schema does not have does (kubectl's --validate; other kinds
-    /// are not checked). `--validate` alone is strict.
+    /// How fields the DaemonSet schema does not have (a typo, a key at the wrong indentation)
+    /// are treated, as by kubectl's --validate; other kinds are not checked. `--validate`
+    /// alone means strict.
     #[arg(
         long,
         value_enum,

@@ -26,6 +26,9 @@ Examples:
   # As JSON (the Plan schema of docs/plan-json.md)
   daemonsync status -c snapshot:cluster.yaml -o json
 
+  # Manifests with fields their schema lacks: read them without those fields, silently
+  daemonsync status -c snapshot:cluster.yaml -m ./deploy --validate=ignore
+
 Exit status:
   0  status shown
   1  error (unreadable snapshot, bad manifests)";

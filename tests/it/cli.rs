@@ -729,3 +729,19 @@ fn validate_refuses_a_mode_kubectl_does_not_have() {
         "possible values: strict, warn, ignore",
     ));
 }
+
+#[test]
+fn every_command_that_reads_manifests_documents_validate_with_an_example() {
+    for cmd in ["plan", "apply", "render", "status"] {
+        bin()
+            .args([cmd, "--help"])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("--validate [<MODE>]"))
+            .stdout(predicate::str::contains("strict:").and(predicate::str::contains("warn:")))
+            .stdout(
+                predicate::str::contains(format!("daemonsync {cmd} "))
+                    .and(predicate::str::is_match(r"--validate=(warn|ignore)\n").unwrap()),
+            );
+    }
+}
