@@ -372,3 +372,47 @@ fn block_scalars_literal_strip_and_folded_keep() {
         ])
     );
 }
+
+#[test]
+fn tab_after_a_colon_or_a_dash_or_on_a_blank_line_is_refused_as_go_yaml_does() {
+    // libyaml eats a tab between tokens only in flow context or where a simple key cannot
+    // start; at the start of a line and after `:`, `-` or `?` the tab "cannot start any token".
+    let cases = [
+        ("        imagePullPolicy:\tAlways\n", (16, 25)),
+        ("        imagePullPolicy: \tAlways\n", (16, 26)),
+        ("        args:\n        -\t--verbose\n", (17, 10)),
+        ("        args: [a]\n\t\n        tty: true\n", (17, 1)),
+        ("        args: [a]\n  \t# a comment\n", (17, 3)),
+    ];
+    for (extra, at) in cases {
+        let text = daemonset(extra, "");
+        let (line, column, message) = syntax_error(&text);
+        assert_eq!((line, column), at, "{extra:?}");
+        assert!(message.contains("tab"), "{message}");
+    }
+    let err = load_str(
+        "compat.yaml",
+        &daemonset("        imagePullPolicy:\tAlways\n", ""),
+        &LoadOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with("compat.yaml, document 1, line 16, column 25: syntax error: found a tab"),
+        "{err}"
+    );
+}
+
+#[test]
+fn tabs_where_go_yaml_takes_them_as_white_space_are_accepted() {
+    let text = daemonset(
+        "        imagePullPolicy: Always\t# trailing tab, then a comment\n        workingDir: \"/srv\"\t\n        args: [a,\tb]\n        env:\n        - {name: A,\tvalue: x}\n        - name: B\n          value: &b\tx\n        command:\n        - |\n          one\ttwo\n# a comment\twith a tab\n",
+        "",
+    );
+    let ds = only_daemonset(&text);
+    let c = &ds["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(c["args"], json!(["a", "b"]));
+    assert_eq!(c["env"][1]["value"], json!("x"));
+    assert_eq!(c["command"], json!(["one\ttwo\n"]));
+    assert_eq!(c["workingDir"], json!("/srv"));
+}
