@@ -672,7 +672,8 @@ fn render_value(value: &Value) -> String {
 
 /// Deserializes a DaemonSet, collecting the paths (API server format) of the fields its schema
 /// does not have when `check` is set. k8s-openapi skips such fields; `serde_ignored` sees each
-/// skip with its path, in one pass.
+/// skip with its path, in the same pass. The path of a type error is found by a second pass
+/// only when there is one (the rare case), so the common case pays for one wrapper, not two.
 fn typed_daemonset(
     value: &Value,
     check: bool,
@@ -680,19 +681,22 @@ fn typed_daemonset(
     Result<DaemonSet, serde_path_to_error::Error<serde_json::Error>>,
     Vec<String>,
 ) {
-    if !check {
-        return (serde_path_to_error::deserialize(value), Vec::new());
-    }
+    use serde::Deserialize as _;
     let mut unknown: Vec<String> = Vec::new();
-    let mut record = |path: serde_ignored::Path<'_>| {
-        let path = api_path(&path);
-        if !unknown.contains(&path) {
-            unknown.push(path);
-        }
+    let first = if check {
+        serde_ignored::deserialize(value, |path| {
+            let path = api_path(&path);
+            if !unknown.contains(&path) {
+                unknown.push(path);
+            }
+        })
+    } else {
+        DaemonSet::deserialize(value)
     };
-    let result =
-        serde_path_to_error::deserialize(serde_ignored::Deserializer::new(value, &mut record));
-    (result, unknown)
+    match first {
+        Ok(ds) => (Ok(ds), unknown),
+        Err(_) => (serde_path_to_error::deserialize(value), Vec::new()),
+    }
 }
 
 /// A `serde_ignored` path as the API server prints field paths:
