@@ -5,7 +5,7 @@ use super::source::{
 };
 use super::{EXIT_CHANGES, EXIT_OK, parse_now};
 use crate::cluster::ClusterSpec;
-use crate::manifest::LoadOptions;
+use crate::manifest::{FieldValidation, LoadOptions};
 use crate::model::Timestamp;
 use crate::plan::{self, Desired, Observed, Plan, Policy};
 use crate::report::markdown::DEFAULT_COMMENT_KEY;
@@ -279,7 +279,14 @@ impl PlanRun {
 /// Reads the manifests and the cluster and plans, once (no `--watch`).
 pub fn compute(opts: &PlanOptions) -> Result<PlanRun> {
     if let (ManifestSource::Git(src), Some((base, head))) = (&opts.source, &opts.pull_request) {
-        let rendered = src.load_refs(&[base, head], &opts.load)?;
+        // The base side is only compared with: a DaemonSet there with a field its schema
+        // lacks is read without it (as the API server stored it), not dropped as invalid,
+        // so fixing the field reads as a change, not as an addition.
+        let mut base_load = opts.load.clone();
+        if base_load.field_validation == FieldValidation::Strict {
+            base_load.field_validation = FieldValidation::Warn;
+        }
+        let rendered = src.load_refs_with(&[(base, &base_load), (head, &opts.load)])?;
         let [base_r, head_r]: [Rendered; 2] = rendered
             .try_into()
             .map_err(|_| anyhow::anyhow!("internal error: expected two renders"))?;
