@@ -1433,3 +1433,22 @@ fn unknown_fields_in_json_manifests_are_refused_too() {
         ["spec.template.spec.containers[0].imagee"]
     );
 }
+
+#[test]
+fn unknown_fields_of_a_daemonset_in_a_list_name_the_item() {
+    let item = PROJECTED_TYPO
+        .lines()
+        .map(|l| format!("    {l}\n"))
+        .collect::<String>()
+        .replacen("    apiVersion", "  - apiVersion", 1);
+    let text = format!("apiVersion: v1\nkind: List\nitems:\n{item}");
+    let m = load_str("list.yaml", &text, &LoadOptions::default()).unwrap();
+    assert_eq!(
+        m.invalid[0].source.to_string(),
+        "list.yaml, document 1 (line 1), items[0]"
+    );
+    assert_eq!(
+        paths(&m.invalid[0].errors),
+        ["spec.template.spec.volumes[0].projected.sources[0].itmes"]
+    );
+}
