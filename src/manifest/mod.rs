@@ -1,8 +1,10 @@
 //! Manifests: multi-document YAML / JSON, `kind: List`, defaulting and validation.
 //!
 //! Flow: sources ([`crate::source`]) read the files; [`load_str`] splits a file's text into
-//! [`RawDocument`]s ([`read_documents`]), classifies each object, set the default namespace, deserialize `apps/v1` DaemonSets,
-//! apply the API server's defaulting ([`apply_defaults`]) and validation ([`validate`]).
+//! [`RawDocument`]s ([`read_documents`]: YAML as kubectl reads it, or JSON), classifies each
+//! object, sets the default namespace, deserializes `apps/v1` DaemonSets (fields their schema
+//! lacks refused, warned about or dropped as [`FieldValidation`] says), and applies the API
+//! server's defaulting ([`apply_defaults`]) and validation ([`validate`]).
 //! Valid DaemonSets become [`Manifest`]s, invalid ones [`InvalidDaemonSet`]s (with
 //! API-server style [`FieldError`]s), everything else an [`OtherObject`].
 
