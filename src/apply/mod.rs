@@ -16,7 +16,9 @@ mod tests;
 
 pub use health::{FailedNode, Health};
 
-use crate::cluster::{Cluster, ClusterError, ClusterState, Event, EventType};
+use crate::cluster::{
+    Cluster, ClusterError, ClusterState, Event, EventType, RecordSource, RecordStatus,
+};
 use crate::model::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, Timestamp};
 use crate::plan::{self, DaemonSetSpec, Desired, NodeState, Plan, Policy};
 use jiff::SignedDuration;
@@ -42,6 +44,8 @@ pub struct ApplyOptions {
     pub timeout: Option<SignedDuration>,
     /// Fault injection: stop (as if killed) after this many writes.
     pub stop_after_writes: Option<usize>,
+    /// Where the manifests were read from, for the records.
+    pub source: RecordSource,
 }
 
 impl Default for ApplyOptions {
@@ -54,6 +58,7 @@ impl Default for ApplyOptions {
             policy: Policy::default(),
             timeout: None,
             stop_after_writes: None,
+            source: RecordSource::default(),
         }
     }
 }
@@ -287,7 +292,7 @@ pub async fn apply<C: Cluster>(
         if opts.dry_run {
             return Ok(report(Outcome::DryRun, plan, &counts, &health, orphans));
         }
-        match write_statuses(cluster, &plan, &state).await {
+        match write_statuses(cluster, &plan, &state, &specs, &health, &opts.source).await {
             Ok(()) => {
                 failing_status = 0;
                 status_error = None;
@@ -368,6 +373,22 @@ pub async fn apply<C: Cluster>(
             return Err(ApplyError::StatusFailing(e));
         }
         if health.converged(&plan) && (!opts.prune || orphans.is_empty()) {
+            if counts.steps > 0 {
+                for ds in &plan.daemonsets {
+                    cluster
+                        .emit_event(Event {
+                            namespace: ds.namespace.clone(),
+                            name: ds.name.clone(),
+                            type_: EventType::Normal,
+                            reason: "RolloutComplete".into(),
+                            message: format!(
+                                "revision {} runs on all {} nodes",
+                                ds.revision, ds.status.desired_number_scheduled
+                            ),
+                        })
+                        .await?;
+                }
+            }
             return Ok(report(Outcome::Converged, plan, &counts, &health, orphans));
         }
         if deadline.is_some_and(|d| now >= d) {
@@ -421,12 +442,19 @@ async fn execute<C: Cluster>(
         let Some((desired, spec)) = specs.get(&(ds.namespace.clone(), ds.name.clone())) else {
             continue;
         };
-        let (mut created, mut deleted) = (0, 0);
+        cluster
+            .ensure_record(&desired.daemonset, &opts.source)
+            .await?;
+        let (mut created, mut deleted, mut failed_pods) = (Vec::new(), Vec::new(), Vec::new());
+        let mut create_error = None;
         for d in &ds.step.delete {
             match cluster.delete_pod(&d.namespace, &d.name).await {
                 Ok(()) | Err(ClusterError::NotFound { .. }) => {
                     counts.deletes += 1;
-                    deleted += 1;
+                    deleted.push(d.name.clone());
+                    if d.reason == plan::DeleteReason::Failed {
+                        failed_pods.push(format!("{} on node {}", d.name, d.node));
+                    }
                 }
                 Err(e) => {
                     first_error.get_or_insert(e);
@@ -445,12 +473,13 @@ async fn execute<C: Cluster>(
             for node in &ds.step.create[next..end] {
                 let pod = plan::render::pod_for_node(&desired.daemonset, spec, node, &owner);
                 match cluster.create_pod(pod).await {
-                    Ok(_) => {
+                    Ok(name) => {
                         counts.creates += 1;
-                        created += 1;
+                        created.push(name);
                     }
                     Err(e) => {
                         failed = true;
+                        create_error.get_or_insert_with(|| e.to_string());
                         first_error.get_or_insert(e);
                     }
                 }
@@ -464,15 +493,46 @@ async fn execute<C: Cluster>(
             next = end;
             batch *= 2;
         }
-        cluster
-            .emit_event(Event {
-                namespace: ds.namespace.clone(),
-                name: ds.name.clone(),
-                type_: EventType::Normal,
-                reason: "Step".into(),
-                message: format!("created {created} pod(s), deleted {deleted} pod(s)"),
-            })
-            .await?;
+        let events = [
+            (
+                EventType::Warning,
+                "FailedDaemonPod",
+                "found failed daemon pod(s), deleted",
+                failed_pods,
+            ),
+            (
+                EventType::Normal,
+                "SuccessfulDelete",
+                "deleted pod(s)",
+                deleted,
+            ),
+            (
+                EventType::Normal,
+                "SuccessfulCreate",
+                "created pod(s)",
+                created,
+            ),
+            (
+                EventType::Warning,
+                "FailedCreate",
+                "error creating pods",
+                create_error.into_iter().collect(),
+            ),
+        ];
+        for (type_, reason, what, items) in events {
+            if items.is_empty() {
+                continue;
+            }
+            cluster
+                .emit_event(Event {
+                    namespace: ds.namespace.clone(),
+                    name: ds.name.clone(),
+                    type_,
+                    reason: reason.into(),
+                    message: event_message(what, &items),
+                })
+                .await?;
+        }
     }
     for (namespace, name) in prune {
         match cluster.delete_pod(namespace, name).await {
@@ -491,21 +551,48 @@ async fn execute<C: Cluster>(
     }
 }
 
-/// Writes each DaemonSet's status to its record when it differs from what the record shows.
+/// An event message naming the first few items: `created pod(s): a, b, c and 7 more`.
+fn event_message(what: &str, items: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut text = format!("{what}: {}", items[..items.len().min(SHOWN)].join(", "));
+    if items.len() > SHOWN {
+        text.push_str(&format!(" and {} more", items.len() - SHOWN));
+    }
+    text
+}
+
+/// Writes each DaemonSet's status (counters, revision, halt) to its record when it differs
+/// from what the record shows, making sure the record exists first.
 async fn write_statuses<C: Cluster>(
     cluster: &mut C,
     plan: &Plan,
     state: &ClusterState,
+    specs: &BTreeMap<(String, String), (&Desired, DaemonSetSpec)>,
+    health: &Health,
+    source: &RecordSource,
 ) -> Result<(), ClusterError> {
     for ds in &plan.daemonsets {
+        let halted = health
+            .failed
+            .iter()
+            .find(|f| f.namespace == ds.namespace && f.daemonset == ds.name)
+            .map(|f| format!("pod {} on node {}: {}", f.pod, f.node, f.reason));
+        let status = RecordStatus {
+            counters: ds.status,
+            revision: ds.revision.clone(),
+            halted,
+        };
         let current = state
             .records
             .iter()
             .find(|r| r.namespace == ds.namespace && r.name == ds.name)
-            .and_then(|r| r.status);
-        if current != Some(ds.status) {
+            .and_then(|r| r.status.as_ref());
+        if current != Some(&status) {
+            if let Some((desired, _)) = specs.get(&(ds.namespace.clone(), ds.name.clone())) {
+                cluster.ensure_record(&desired.daemonset, source).await?;
+            }
             cluster
-                .write_status(&ds.namespace, &ds.name, &ds.status)
+                .write_status(&ds.namespace, &ds.name, &status)
                 .await?;
         }
     }

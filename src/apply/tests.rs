@@ -623,7 +623,7 @@ impl Cluster for Faulty {
         &mut self,
         namespace: &str,
         name: &str,
-        status: &crate::plan::Status,
+        status: &crate::cluster::RecordStatus,
     ) -> Result<(), ClusterError> {
         if self.fail_status {
             return Err(ClusterError::Backend("status refused".into()));

@@ -1,12 +1,12 @@
 //! `daemonsync apply`: converge once, showing progress, then exit with a summary.
 
-use super::source::{SourceArgs, load};
+use super::source::{Loaded, SourceArgs, load};
 use super::{EXIT_OK, parse_now};
 use crate::apply::{self, ApplyOptions, ApplyReport, Outcome, Progress, ProgressUpdate};
 use crate::cluster::ClusterSpec;
 use crate::cluster::sim::parse_duration;
 use crate::model::Timestamp;
-use crate::plan::{Desired, Policy};
+use crate::plan::Policy;
 use crate::report;
 use anyhow::{Result, anyhow, bail};
 use jiff::SignedDuration;
@@ -54,9 +54,10 @@ pub struct ApplyArgs {
     /// Where the manifests come from.
     #[command(flatten)]
     pub source: SourceArgs,
-    /// The cluster: `sim:FILE` (a simulated cluster, see docs/sim.md) or `snapshot:FILE`
-    /// (read-only: only --dry-run works).
-    #[arg(long, short = 'c', value_name = "CLUSTER")]
+    /// The cluster: `kube` (the current kubeconfig context, or the in-cluster config; the
+    /// default), `kube:CONTEXT`, `sim:FILE` (a simulated cluster, see docs/sim.md) or
+    /// `snapshot:FILE` (read-only: only --dry-run works).
+    #[arg(long, short = 'c', value_name = "CLUSTER", default_value = "kube")]
     pub cluster: ClusterSpec,
     /// Plan the first step and write nothing.
     #[arg(long)]
@@ -87,12 +88,12 @@ pub struct ApplyArgs {
 /// The desired DaemonSets of `apply`: from a git repository at a ref (`--repo`), or the
 /// manifests on disk. Any error (unreadable source, an invalid DaemonSet, none at all) stops
 /// `apply` before it observes or writes anything, so nothing is ever pruned on a bad source.
-pub fn load_desired(args: &ApplyArgs) -> Result<Vec<Desired>> {
+pub fn load_desired(args: &ApplyArgs) -> Result<Loaded> {
     let loaded = load(&args.source.source(), &args.source.load_options())?;
     if let Some(line) = &loaded.line {
         eprintln!("{line}");
     }
-    Ok(loaded.desired)
+    Ok(loaded)
 }
 
 /// Runs `daemonsync apply`; returns the exit code.
@@ -101,11 +102,14 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
         Some(s) => parse_now(s)?,
         None => Timestamp::now(),
     };
-    let mut cluster = apply::block_on(args.cluster.connect(now))?;
+    let Loaded {
+        desired, record, ..
+    } = load_desired(args)?;
+    let adopt = crate::cluster::kube::adoption_selectors(&desired);
+    let mut cluster = apply::block_on(args.cluster.connect(now, adopt))?;
     if cluster.is_read_only() && !args.dry_run {
-        bail!("a snapshot cluster is read-only: add --dry-run, or use --cluster sim:FILE");
+        bail!("a snapshot cluster is read-only: add --dry-run, or use --cluster sim:FILE or kube");
     }
-    let desired = load_desired(args)?;
     let opts = ApplyOptions {
         dry_run: args.dry_run,
         progress_deadline: args.progress_deadline,
@@ -114,6 +118,7 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
         policy: Policy::default(),
         timeout: args.timeout,
         stop_after_writes: None,
+        source: record,
     };
     if !args.dry_run {
         let names: Vec<&str> = desired
@@ -364,6 +369,7 @@ pub(crate) fn render_report(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::Desired;
     use clap::Parser;
 
     fn args(extra: &[&str]) -> ApplyArgs {
@@ -385,8 +391,9 @@ mod tests {
         let mut all = vec!["--cluster", &cluster];
         all.extend(extra);
         let a = args(&all);
-        let mut sim = apply::block_on(a.cluster.connect(Timestamp::now())).expect("sim");
-        let desired = load_desired(&a).expect("manifests");
+        let mut sim =
+            apply::block_on(a.cluster.connect(Timestamp::now(), Vec::new())).expect("sim");
+        let desired = load_desired(&a).expect("manifests").desired;
         let opts = ApplyOptions {
             dry_run: a.dry_run,
             progress_deadline: a.progress_deadline,
@@ -458,8 +465,12 @@ mod tests {
                 .filter_map(|d| d.daemonset.metadata.name)
                 .collect()
         };
-        let git = names(load_desired(&a).expect("git source"));
-        let dir = names(load_desired(&args(&["-c", "sim:x"])).expect("directory"));
+        let git = names(load_desired(&a).expect("git source").desired);
+        let dir = names(
+            load_desired(&args(&["-c", "sim:x"]))
+                .expect("directory")
+                .desired,
+        );
         assert_eq!(git.len(), 3);
         let (mut git, mut dir) = (git, dir);
         git.sort();
@@ -508,7 +519,7 @@ mod tests {
             "--allow-mass-prune",
         ]);
         assert!(bad.is_err(), "--allow-mass-prune requires --prune");
-        assert!("kube:foo".parse::<ClusterSpec>().is_err());
+        assert!("kube:".parse::<ClusterSpec>().is_err());
     }
 
     #[test]

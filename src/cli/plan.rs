@@ -106,11 +106,12 @@ pub struct PlanArgs {
         conflicts_with = "manifests"
     )]
     pub head: Option<String>,
-    /// Where the observed state comes from: `snapshot:FILE` (output of
+    /// Where the observed state comes from: `kube` (the current kubeconfig context, or the
+    /// in-cluster config; the default), `kube:CONTEXT`, `snapshot:FILE` (output of
     /// `kubectl get nodes,pods,daemonsets -A -o yaml`), `sim:FILE` (a simulated cluster at
     /// its start, see docs/sim.md), or `none` (the manifests alone: diff, validation and
     /// risks, no per-node plan).
-    #[arg(long, short = 'c', value_name = "SOURCE")]
+    #[arg(long, short = 'c', value_name = "SOURCE", default_value = "kube")]
     pub cluster: ClusterSpec,
     /// The instant to plan for (RFC 3339); minReadySeconds is measured against it.
     /// Defaults to the current time.

@@ -33,8 +33,9 @@ Examples:
 Kept: names, namespaces, labels, node taints and Ready condition, pod ownerReferences
 (controller), nodeName, node-affinity matchFields on metadata.name, phase, Ready condition,
 container waiting reasons, timestamps, and the live DaemonSets' metadata and spec with every
-env value, argument and command replaced by \"(redacted)\" (they may be secret; the plan then
-compares git's template with the same values blanked).
+env value, argument and command replaced by \"(redacted)\" (they may be secret) and their
+SHA-256 digests, one per container and field, recorded in the daemonsync.io/redacted
+annotation, so a plan still sees where git's values differ without ever showing them.
 
 Exit status:
   0  written
@@ -43,8 +44,9 @@ Exit status:
 /// Flags of `daemonsync snapshot`.
 #[derive(Debug, clap::Args)]
 pub struct SnapshotArgs {
-    /// Where the observed state comes from: `snapshot:FILE`.
-    #[arg(long, short = 'c', value_name = "SOURCE")]
+    /// Where the observed state comes from: `kube` (the default), `kube:CONTEXT`,
+    /// `snapshot:FILE` or `sim:FILE`.
+    #[arg(long, short = 'c', value_name = "SOURCE", default_value = "kube")]
     pub cluster: ClusterSpec,
     /// Output file (`-` for stdout).
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -227,10 +229,15 @@ fn daemonset(ds: &DaemonSet) -> Value {
     // Env values, args and commands may hold secrets: they never leave in a snapshot.
     let mut redacted = ds.clone();
     crate::plan::live::redact_template_values(&mut redacted);
+    let digests = redacted
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(crate::plan::live::REDACTED_ANNOTATION));
     insert(
         &mut annotations,
         crate::plan::live::REDACTED_ANNOTATION,
-        json!("env,args,command"),
+        json!(digests),
     );
     insert(&mut meta, "annotations", Value::Object(annotations));
     json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": meta, "spec": redacted.spec})

@@ -161,6 +161,8 @@ pub struct Loaded {
     pub line: Option<String>,
     /// The short commit id, for a git source.
     pub commit: Option<String>,
+    /// Where the DaemonSets were read from, as the in-cluster records keep it.
+    pub record: crate::cluster::RecordSource,
 }
 
 /// Reads the desired DaemonSets from `source`; what the source noticed goes to stderr. Fails,
@@ -180,12 +182,25 @@ pub fn load(source: &ManifestSource, opts: &LoadOptions) -> Result<Loaded> {
     print_notes(&rendered);
     let warnings = field_warnings(&rendered.manifests);
     print_warnings(&warnings);
+    let record = match source {
+        ManifestSource::Git(g) => crate::cluster::RecordSource {
+            repository: Some(crate::source::redact(&g.url)),
+            path: Some(g.path.clone()).filter(|p| !p.is_empty()),
+            commit: Some(rendered.revision.clone()),
+        },
+        ManifestSource::Local(_) => crate::cluster::RecordSource {
+            repository: None,
+            path: Some(crate::source::redact(&Source::describe(source))),
+            commit: None,
+        },
+    };
     Ok(Loaded {
         desired: rendered.desired()?,
         warnings,
         line: source.origin_line(&rendered),
         commit: matches!(source, ManifestSource::Git(_))
             .then(|| rendered.short_revision().to_string()),
+        record,
     })
 }
 

@@ -1,7 +1,8 @@
 //! `daemonsync status`: the observed state of DaemonSets, per node on request.
 //!
-//! The DaemonSets are those of `--manifests` (as daemonsync would manage them) and every live
-//! `apps/v1` DaemonSet in the observed state. Their status counters and node states are computed
+//! The DaemonSets are those of `--manifests` (as daemonsync would manage them), those a live
+//! cluster's ManagedDaemonSet records hold, and every live `apps/v1` DaemonSet in the observed
+//! state. Their status counters and node states are computed
 //! by the planner from the observed nodes and pods, so they read the same for both.
 
 use super::plan::color_enabled;
@@ -17,6 +18,9 @@ use std::path::PathBuf;
 
 pub(crate) const STATUS_HELP: &str = "\
 Examples:
+  # Every DaemonSet daemonsync manages in the current kubeconfig context, and the built-in ones
+  daemonsync status
+
   # Every DaemonSet in a cluster snapshot, like `kubectl get ds -A`
   daemonsync status --cluster snapshot:cluster.yaml
 
@@ -45,8 +49,9 @@ pub enum StatusOutput {
 /// Flags of `daemonsync status`.
 #[derive(Debug, clap::Args)]
 pub struct StatusArgs {
-    /// Where the observed state comes from: `snapshot:FILE`.
-    #[arg(long, short = 'c', value_name = "SOURCE")]
+    /// Where the observed state comes from: `kube` (the default), `kube:CONTEXT`,
+    /// `snapshot:FILE` or `sim:FILE`.
+    #[arg(long, short = 'c', value_name = "SOURCE", default_value = "kube")]
     pub cluster: ClusterSpec,
     /// Manifest files or directories of managed DaemonSets (optional; the live DaemonSets of
     /// the cluster are always shown).
@@ -77,8 +82,13 @@ pub fn run(args: &StatusArgs) -> Result<i32> {
     } else {
         load_desired_paths(&args.manifests, &args.load.load_options())?
     };
-    let observed = args.cluster.observe()?;
-    desired.extend(live_only(&desired, &observed));
+    let (observed, managed) = args.cluster.observe_with_managed()?;
+    let managed = as_desired(managed, "record");
+    desired.extend(not_given(&desired, managed));
+    desired.extend(not_given(
+        &desired,
+        as_desired(observed.daemonsets.clone(), "live"),
+    ));
     let plan = plan::plan(&desired, &observed, &Policy::default(), now);
     let text = match args.output {
         StatusOutput::Json => report::to_json(&plan),
@@ -97,30 +107,35 @@ pub fn run(args: &StatusArgs) -> Result<i32> {
     Ok(super::EXIT_OK)
 }
 
-/// Live DaemonSets not also given as manifests, defaulted, as desired DaemonSets: planning
-/// them against the cluster reproduces their status.
-fn live_only(desired: &[Desired], observed: &plan::Observed) -> Vec<Desired> {
-    let key = |ds: &k8s_openapi::api::apps::v1::DaemonSet| {
-        (
-            ds.metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".into()),
-            ds.metadata.name.clone().unwrap_or_default(),
-        )
-    };
-    let given: std::collections::HashSet<_> = desired.iter().map(|d| key(&d.daemonset)).collect();
-    observed
-        .daemonsets
-        .iter()
-        .filter(|ds| !given.contains(&key(ds)))
-        .map(|ds| {
-            let mut ds = ds.clone();
+/// Cluster DaemonSets (live `apps/v1` ones, or the spec of daemonsync's records), defaulted,
+/// as desired DaemonSets: planning them against the cluster reproduces their status.
+fn as_desired(
+    daemonsets: Vec<k8s_openapi::api::apps::v1::DaemonSet>,
+    source: &str,
+) -> Vec<Desired> {
+    daemonsets
+        .into_iter()
+        .map(|mut ds| {
             manifest::apply_defaults(&mut ds);
             Desired {
-                source: "live".into(),
+                source: source.into(),
                 daemonset: ds,
             }
         })
+        .collect()
+}
+
+/// Those of `more` whose namespace and name none of `desired` has.
+fn not_given(desired: &[Desired], more: Vec<Desired>) -> Vec<Desired> {
+    let key = |d: &Desired| {
+        let m = &d.daemonset.metadata;
+        (
+            m.namespace.clone().unwrap_or_else(|| "default".into()),
+            m.name.clone().unwrap_or_default(),
+        )
+    };
+    let given: std::collections::HashSet<_> = desired.iter().map(key).collect();
+    more.into_iter()
+        .filter(|d| !given.contains(&key(d)))
         .collect()
 }

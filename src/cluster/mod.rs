@@ -10,13 +10,17 @@
 //!   read-only, so `plan` can run in CI without cluster credentials ([`SnapshotCluster`]
 //!   refuses every write with a clear error).
 //! * [`sim`]: an in-memory cluster with a virtual clock, a scheduler and a kubelet model.
+//! * [`kube`]: a live cluster through kube-rs (watch-driven caches, API writes, the
+//!   `ManagedDaemonSet` record).
 //! * [`synthetic`]: deterministic generated fleets of any size, shared by tests and benchmarks.
 
+pub mod kube;
 pub mod sim;
 pub mod snapshot;
 pub mod spec;
 pub mod synthetic;
 
+pub use kube::RecordSource;
 pub use snapshot::{
     ItemId, MAX_SNAPSHOT_BYTES, Snapshot, SnapshotError, load_snapshot, observed_from_documents,
 };
@@ -65,7 +69,33 @@ pub struct Record {
     /// Name (the DaemonSet's).
     pub name: String,
     /// The last status written.
-    pub status: Option<Status>,
+    pub status: Option<RecordStatus>,
+}
+
+/// What the executor writes to a managed DaemonSet's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordStatus {
+    /// The upstream status counters.
+    pub counters: Status,
+    /// The revision hash of the DaemonSet's current template.
+    pub revision: String,
+    /// Why the rollout halted, while it is halted.
+    pub halted: Option<String>,
+}
+
+impl RecordStatus {
+    /// What a live record's status says.
+    pub fn from_record(status: &kube::ManagedDaemonSetStatus) -> Self {
+        RecordStatus {
+            counters: status.counters(),
+            revision: status.current_revision.clone().unwrap_or_default(),
+            halted: status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "Halted" && c.status == "True")
+                .map(|c| c.message.clone()),
+        }
+    }
 }
 
 /// What a cluster shows at one instant: the planner's input, plus the records.
@@ -127,12 +157,26 @@ pub trait Cluster: Send {
         name: &str,
     ) -> impl Future<Output = Result<(), ClusterError>> + Send;
 
-    /// Writes the status of a managed DaemonSet's record (creating the record if needed).
+    /// Makes sure the record of a managed DaemonSet exists and holds `daemonset` (the
+    /// DaemonSet from the source) and where it came from. The executor calls it before it
+    /// writes the DaemonSet's pods or status. Backends whose records need no spec keep the
+    /// default, which does nothing.
+    fn ensure_record(
+        &mut self,
+        daemonset: &k8s_openapi::api::apps::v1::DaemonSet,
+        source: &RecordSource,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send {
+        let _ = (daemonset, source);
+        async { Ok(()) }
+    }
+
+    /// Writes the status of a managed DaemonSet's record (the sim creates the record if
+    /// needed; a live backend needs [`Cluster::ensure_record`] first).
     fn write_status(
         &mut self,
         namespace: &str,
         name: &str,
-        status: &Status,
+        status: &RecordStatus,
     ) -> impl Future<Output = Result<(), ClusterError>> + Send;
 
     /// Emits an Event on a managed DaemonSet's record.
@@ -193,7 +237,7 @@ impl Cluster for SnapshotCluster {
         &mut self,
         namespace: &str,
         name: &str,
-        _status: &Status,
+        _status: &RecordStatus,
     ) -> Result<(), ClusterError> {
         Self::refuse(format!("write status of {namespace}/{name}"))
     }

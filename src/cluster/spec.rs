@@ -1,11 +1,15 @@
 //! Which cluster a command talks to, as `--cluster` names it, and the connected backend.
 
+use super::kube::{KubeCluster, KubeOptions};
 use super::sim::Sim;
 use super::snapshot::load_snapshot;
-use super::{Cluster, ClusterError, ClusterState, Event, SnapshotCluster};
+use super::{
+    Cluster, ClusterError, ClusterState, Event, RecordSource, RecordStatus, SnapshotCluster,
+};
 use crate::model::Timestamp;
-use crate::plan::{Observed, Status};
+use crate::plan::Observed;
 use anyhow::{Result, bail};
+use k8s_openapi::api::apps::v1::DaemonSet;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -21,6 +25,9 @@ pub enum ClusterSpec {
     Snapshot(PathBuf),
     /// `sim:FILE`: a simulated cluster at its start (docs/sim.md), with a virtual clock.
     Sim(PathBuf),
+    /// `kube` (the current kubeconfig context, or the in-cluster config) or `kube:CONTEXT`:
+    /// a live cluster through kube-rs. The default.
+    Kube(Option<String>),
     /// `none`: no cluster. `plan` shows the manifests alone (diff, validation and the risks
     /// visible in them) without per-node state; commands that need a cluster refuse it.
     None,
@@ -30,15 +37,21 @@ impl std::str::FromStr for ClusterSpec {
     type Err = anyhow::Error;
 
     fn from_str(s: &str) -> Result<Self> {
-        if s == "none" {
-            return Ok(ClusterSpec::None);
+        match s {
+            "none" => return Ok(ClusterSpec::None),
+            "kube" => return Ok(ClusterSpec::Kube(None)),
+            _ => {}
         }
         match s.split_once(':') {
+            Some(("kube", context)) if !context.is_empty() => {
+                Ok(ClusterSpec::Kube(Some(context.into())))
+            }
             Some(("snapshot", path)) if !path.is_empty() => Ok(ClusterSpec::Snapshot(path.into())),
             Some(("sim", path)) if !path.is_empty() => Ok(ClusterSpec::Sim(path.into())),
             _ => bail!(
-                "unsupported cluster {s:?}: use snapshot:FILE, where FILE is the output of \
-                 `kubectl get nodes,pods,daemonsets -A -o yaml`, or sim:FILE for a simulated \
+                "unsupported cluster {s:?}: use kube (the current kubeconfig context) or \
+                 kube:CONTEXT for a live cluster, snapshot:FILE, where FILE is the output of \
+                 `kubectl get nodes,pods,daemonsets -A -o yaml`, sim:FILE for a simulated \
                  cluster (docs/sim.md), or none to plan the manifests alone"
             ),
         }
@@ -50,18 +63,51 @@ impl fmt::Display for ClusterSpec {
         match self {
             ClusterSpec::Snapshot(p) => write!(f, "snapshot:{}", p.display()),
             ClusterSpec::Sim(p) => write!(f, "sim:{}", p.display()),
+            ClusterSpec::Kube(None) => f.write_str("kube"),
+            ClusterSpec::Kube(Some(context)) => write!(f, "kube:{context}"),
             ClusterSpec::None => f.write_str("none"),
         }
     }
 }
 
 impl ClusterSpec {
+    /// The observed state and the DaemonSets the cluster's records say daemonsync manages
+    /// (a live cluster's; none for a snapshot or sim), for `status`.
+    pub fn observe_with_managed(&self) -> Result<(Observed, Vec<DaemonSet>)> {
+        let ClusterSpec::Kube(context) = self else {
+            return Ok((self.observe()?, Vec::new()));
+        };
+        let observe = async {
+            let mut live = KubeCluster::connect(Self::look_options(context)).await?;
+            let observed = live.observe().await?.observed;
+            Ok::<_, ClusterError>((observed, live.managed_daemonsets()))
+        };
+        Ok(crate::apply::block_on(observe)?)
+    }
+
+    /// A one-off look at a live cluster: the pods of every live DaemonSet are watched too, so
+    /// a DaemonSet being adopted shows its nodes.
+    fn look_options(context: &Option<String>) -> KubeOptions {
+        KubeOptions {
+            context: context.clone(),
+            all_daemonset_pods: true,
+            ..KubeOptions::default()
+        }
+    }
+
     /// Reads the observed state once, for commands that only look (`plan`, `status`, `render`,
     /// `snapshot`). A sim shows its state at the start.
     pub fn observe(&self) -> Result<Observed> {
         match self {
             ClusterSpec::Snapshot(path) => Ok(load_snapshot(path)?),
             ClusterSpec::Sim(path) => Ok(Sim::load(path)?.observed()),
+            ClusterSpec::Kube(context) => {
+                let observe = async {
+                    let mut live = KubeCluster::connect(Self::look_options(context)).await?;
+                    live.observe().await.map(|s| s.observed)
+                };
+                Ok(crate::apply::block_on(observe)?)
+            }
             ClusterSpec::None => bail!("{NO_CLUSTER}"),
         }
     }
@@ -75,14 +121,29 @@ impl ClusterSpec {
     }
 
     /// Connects to the cluster for commands that write (`apply`). `now` is the instant a
-    /// snapshot is judged at; a sim keeps its own clock.
-    pub async fn connect(&self, now: Timestamp) -> Result<AnyCluster> {
+    /// snapshot is judged at; a sim keeps its own clock. `adopt` names the DaemonSets
+    /// (namespace, label selector) whose pods a live backend watches besides the managed ones.
+    pub async fn connect(
+        &self,
+        now: Timestamp,
+        adopt: Vec<(String, String)>,
+    ) -> Result<AnyCluster> {
         match self {
             ClusterSpec::Snapshot(path) => Ok(AnyCluster::Snapshot(SnapshotCluster::new(
                 load_snapshot(path)?,
                 now,
             ))),
             ClusterSpec::Sim(path) => Ok(AnyCluster::Sim(Box::new(Sim::load(path)?))),
+            ClusterSpec::Kube(context) => {
+                let options = KubeOptions {
+                    context: context.clone(),
+                    adopt,
+                    ..KubeOptions::default()
+                };
+                Ok(AnyCluster::Kube(Box::new(
+                    KubeCluster::connect(options).await?,
+                )))
+            }
             ClusterSpec::None => bail!("{NO_CLUSTER}"),
         }
     }
@@ -95,6 +156,8 @@ pub enum AnyCluster {
     Snapshot(SnapshotCluster),
     /// The simulated cluster.
     Sim(Box<Sim>),
+    /// A live cluster.
+    Kube(Box<KubeCluster>),
 }
 
 impl AnyCluster {
@@ -115,6 +178,7 @@ macro_rules! forward {
         match $self {
             AnyCluster::Snapshot($c) => $call.await,
             AnyCluster::Sim($c) => $call.await,
+            AnyCluster::Kube($c) => $call.await,
         }
     };
 }
@@ -139,9 +203,17 @@ impl Cluster for AnyCluster {
         &mut self,
         namespace: &str,
         name: &str,
-        status: &Status,
+        status: &RecordStatus,
     ) -> Result<(), ClusterError> {
         forward!(self, c => c.write_status(namespace, name, status))
+    }
+
+    async fn ensure_record(
+        &mut self,
+        daemonset: &k8s_openapi::api::apps::v1::DaemonSet,
+        source: &RecordSource,
+    ) -> Result<(), ClusterError> {
+        forward!(self, c => c.ensure_record(daemonset, source))
     }
 
     async fn emit_event(&mut self, event: Event) -> Result<(), ClusterError> {
@@ -159,7 +231,13 @@ mod tests {
 
     #[test]
     fn cluster_specs_parse_and_print_back() {
-        for s in ["snapshot:a/b.yaml", "sim:examples/sim/demo.yaml", "none"] {
+        for s in [
+            "snapshot:a/b.yaml",
+            "sim:examples/sim/demo.yaml",
+            "none",
+            "kube",
+            "kube:prod-eu",
+        ] {
             let spec: ClusterSpec = s.parse().expect(s);
             assert_eq!(spec.to_string(), s);
         }
@@ -168,13 +246,17 @@ mod tests {
             "snapshot:",
             "sim:",
             "kind:x",
+            "kube:",
             "cluster.yaml",
             "None",
             "none:x",
         ] {
             let err = bad.parse::<ClusterSpec>().unwrap_err().to_string();
             assert!(
-                err.contains("snapshot:FILE") && err.contains("sim:FILE") && err.contains("none"),
+                err.contains("snapshot:FILE")
+                    && err.contains("sim:FILE")
+                    && err.contains("kube:CONTEXT")
+                    && err.contains("none"),
                 "{err}"
             );
         }
@@ -186,7 +268,7 @@ mod tests {
         assert!(none.observe_if_any().unwrap().is_none());
         let err = none.observe().unwrap_err().to_string();
         assert!(err.contains("only `plan` accepts it"), "{err}");
-        let err = crate::apply::block_on(none.connect(Timestamp::now()))
+        let err = crate::apply::block_on(none.connect(Timestamp::now(), Vec::new()))
             .unwrap_err()
             .to_string();
         assert!(err.contains("--cluster snapshot:FILE"), "{err}");

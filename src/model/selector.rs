@@ -34,6 +34,27 @@ pub enum SelectorOp {
     DoesNotExist,
 }
 
+/// The selector in the API's query syntax (`app=agent,tier in (a,b),!legacy`), for list and
+/// watch requests.
+impl std::fmt::Display for LabelSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, r) in self.requirements.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            let key = &r.key;
+            match (r.op, r.values.as_slice()) {
+                (SelectorOp::In, [one]) => write!(f, "{key}={one}")?,
+                (SelectorOp::In, values) => write!(f, "{key} in ({})", values.join(","))?,
+                (SelectorOp::NotIn, values) => write!(f, "{key} notin ({})", values.join(","))?,
+                (SelectorOp::Exists, _) => write!(f, "{key}")?,
+                (SelectorOp::DoesNotExist, _) => write!(f, "!{key}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
 impl LabelSelector {
     /// Compiles an API label selector. Returns `None` when an expression uses an unknown
     /// operator or a wrong number of values (validation reports those with field paths).

@@ -4,11 +4,14 @@
 //! [`crate::manifest::apply_defaults`]: canonical quantities, `divisor: "0"`, `service: ""`,
 //! `volumeMode: Filesystem`, zero values dropped, …) and then compared in the canonical JSON
 //! form the revision hash uses, so that only what would make the cluster change is reported.
-//! Environment variable values are never shown: the values of a live object may be secret.
+//! Env values, args and commands are never shown, on either side (a live object's may be
+//! secret); they are compared through per-container digests instead.
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use serde::Serialize;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::revision::canonical_template;
 
@@ -56,37 +59,73 @@ pub struct LiveDiff {
 
 /// The differences between the pod templates of `desired` and `live` once both are defaulted
 /// as the API server stores them; empty when applying git would not change the template.
+///
+/// Env values, args and commands may be secret, on either side: they are never shown, and are
+/// compared through their digests ([`secret_digests`]), so a live object whose values a
+/// snapshot blanked ([`redact_template_values`]) compares exactly as the object itself would.
 pub fn template_differences(desired: &DaemonSet, live: &DaemonSet) -> Vec<FieldDifference> {
-    // A snapshot carries no env values, args or commands (they may be secret): compare git's
-    // template with the same values blanked, so only what the snapshot shows can differ.
-    let redacted = is_redacted(live);
-    let canonical = |ds: &DaemonSet| {
-        let mut ds = ds.clone();
-        if redacted {
-            redact_template_values(&mut ds);
-        }
-        crate::manifest::apply_defaults(&mut ds);
-        let template = ds.spec.map(|s| s.template).unwrap_or_default();
-        canonical_template(&template)
-    };
-    let (git, live) = (canonical(desired), canonical(live));
-    let (git_shown, live_shown) = (masked(&git), masked(&live));
+    let (mut git, mut live_tree) = (canonical(desired), canonical(live));
+    let git_digests = secret_digests(&git);
+    let live_digests = recorded_digests(live).unwrap_or_else(|| secret_digests(&live_tree));
+    blank_secret_values(&mut git);
+    blank_secret_values(&mut live_tree);
     let mut paths = Vec::new();
     diff(
         &git,
-        &live,
+        &live_tree,
         &mut Vec::new(),
         "spec.template".to_string(),
         &mut paths,
     );
-    paths
+    let mut differences: Vec<FieldDifference> = paths
         .into_iter()
         .map(|path| FieldDifference {
-            git: shown_at(&git_shown, &path),
-            live: shown_at(&live_shown, &path),
+            git: shown_at(&git, &path),
+            live: shown_at(&live_tree, &path),
             path: path.text,
         })
-        .collect()
+        .collect();
+    let fields: BTreeSet<&String> = git_digests.keys().chain(live_digests.keys()).collect();
+    for field in fields {
+        if git_digests.get(field) == live_digests.get(field) {
+            continue;
+        }
+        let path = format!("spec.template.spec.{field}");
+        let nested = |inner: &str, outer: &str| {
+            inner
+                .strip_prefix(outer)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+        };
+        if differences
+            .iter()
+            .any(|d| nested(&d.path, &path) || nested(&path, &d.path))
+        {
+            continue; // already listed, with its shape or as part of a larger difference
+        }
+        let hidden = |digests: &BTreeMap<String, String>| {
+            digests
+                .contains_key(field)
+                .then(|| format!("\"{REDACTED}\""))
+        };
+        let at = differences.partition_point(|d| d.path < path);
+        differences.insert(
+            at,
+            FieldDifference {
+                git: hidden(&git_digests),
+                live: hidden(&live_digests),
+                path,
+            },
+        );
+    }
+    differences
+}
+
+/// A DaemonSet's pod template, defaulted as the API server stores it, in canonical JSON.
+fn canonical(ds: &DaemonSet) -> Value {
+    let mut ds = ds.clone();
+    crate::manifest::apply_defaults(&mut ds);
+    let template = ds.spec.map(|s| s.template).unwrap_or_default();
+    canonical_template(&template)
 }
 
 /// [`template_differences`] cut to the first [`MAX_LISTED`], or `None` when there are none.
@@ -180,52 +219,100 @@ fn shown_at(tree: &Value, path: &Located) -> Option<String> {
     }
 }
 
-/// A copy of a template with every environment variable value replaced, for display.
-fn masked(v: &Value) -> Value {
-    let mut v = v.clone();
-    mask(&mut v, false);
-    v
-}
-
-fn mask(v: &mut Value, in_env: bool) {
-    match v {
-        Value::Object(map) => {
-            for (k, child) in map.iter_mut() {
-                if in_env && k == "value" {
-                    *child = Value::String("(redacted)".into());
-                } else {
-                    mask(child, k == "env");
-                }
-            }
-        }
-        Value::Array(items) => {
-            for item in items {
-                mask(item, in_env);
-            }
-        }
-        _ => {}
-    }
-}
-
 /// Annotation a snapshot puts on a live DaemonSet whose env values, args and commands it
-/// replaced with [`REDACTED`].
+/// replaced with [`REDACTED`]: a JSON object of their digests ([`secret_digests`]), so that
+/// git's values can still be compared with them.
 pub const REDACTED_ANNOTATION: &str = "daemonsync.io/redacted";
 
 /// What replaces a value that may be secret.
 pub const REDACTED: &str = "(redacted)";
 
-fn is_redacted(ds: &DaemonSet) -> bool {
-    ds.metadata
-        .annotations
-        .as_ref()
-        .is_some_and(|a| a.contains_key(REDACTED_ANNOTATION))
+/// The container lists of a pod spec, and the fields of a container whose values may be secret.
+const CONTAINER_LISTS: [&str; 3] = ["initContainers", "containers", "ephemeralContainers"];
+const SECRET_FIELDS: [&str; 3] = ["env", "args", "command"];
+
+/// Every secret-bearing field of a canonical template (`containers[0].env`, …), with the
+/// value at it.
+fn secret_fields(template: &Value) -> impl Iterator<Item = (String, &Value)> {
+    CONTAINER_LISTS.into_iter().flat_map(move |list| {
+        let containers = template
+            .pointer(&format!("/spec/{list}"))
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        containers.iter().enumerate().flat_map(move |(i, c)| {
+            SECRET_FIELDS.into_iter().filter_map(move |field| {
+                c.get(field)
+                    .map(|value| (format!("{list}[{i}].{field}"), value))
+            })
+        })
+    })
 }
 
-/// Replaces every env value, argument and command word of the pod template's containers (init
-/// and ephemeral ones included) with [`REDACTED`], keeping their number and the env names and
-/// references (which name objects, not values), and marks the DaemonSet with
-/// [`REDACTED_ANNOTATION`]. What a snapshot keeps of a live DaemonSet.
+/// The SHA-256 digest of each secret-bearing field of a canonical template, by field: one
+/// per container and field (all of a container's env together), never one per value, so a
+/// short value is not guessable from its own digest.
+fn secret_digests(template: &Value) -> BTreeMap<String, String> {
+    secret_fields(template)
+        .map(|(field, value)| {
+            let digest = Sha256::digest(value.to_string().as_bytes());
+            let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+            (field, format!("sha256:{hex}"))
+        })
+        .collect()
+}
+
+/// The digests a snapshot recorded for a DaemonSet it redacted; `None` when it is not
+/// redacted. A redaction whose record cannot be read compares as "every field differs".
+fn recorded_digests(ds: &DaemonSet) -> Option<BTreeMap<String, String>> {
+    let recorded = ds.metadata.annotations.as_ref()?.get(REDACTED_ANNOTATION)?;
+    Some(serde_json::from_str(recorded).unwrap_or_default())
+}
+
+/// Replaces every env value, argument and command word of a canonical template with
+/// [`REDACTED`], keeping their number and the env names and references (which name objects,
+/// not values).
+fn blank_secret_values(template: &mut Value) {
+    let Some(spec) = template.get_mut("spec") else {
+        return;
+    };
+    for list in CONTAINER_LISTS {
+        for c in spec
+            .get_mut(list)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            for e in c
+                .get_mut("env")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(v) = e.get_mut("value") {
+                    *v = Value::String(REDACTED.into());
+                }
+            }
+            for field in ["args", "command"] {
+                for w in c
+                    .get_mut(field)
+                    .and_then(Value::as_array_mut)
+                    .into_iter()
+                    .flatten()
+                {
+                    *w = Value::String(REDACTED.into());
+                }
+            }
+        }
+    }
+}
+
+/// What a snapshot keeps of a live DaemonSet: every env value, argument and command word of
+/// its pod template (init and ephemeral containers included) replaced with [`REDACTED`], and
+/// [`REDACTED_ANNOTATION`] recording their digests, so a plan against the snapshot still sees
+/// when git's values differ without the values ever leaving the cluster.
 pub fn redact_template_values(ds: &mut DaemonSet) {
+    let digests = secret_digests(&canonical(ds));
     let blank = |words: &mut Option<Vec<String>>| {
         for w in words.iter_mut().flatten() {
             *w = REDACTED.to_string();
@@ -257,7 +344,7 @@ pub fn redact_template_values(ds: &mut DaemonSet) {
         .get_or_insert_with(Default::default)
         .insert(
             REDACTED_ANNOTATION.to_string(),
-            "env,args,command".to_string(),
+            serde_json::to_string(&digests).unwrap_or_default(),
         );
 }
 
@@ -314,10 +401,83 @@ mod tests {
             !text.contains("s3cret") && !text.contains("hidden"),
             "{text}"
         );
-        assert_eq!(d[0].path, "spec.template.spec.containers[0].env[0].value");
-        assert_eq!(d[0].live.as_deref(), Some("\"(redacted)\""));
-        assert_eq!(d[1].path, "spec.template.spec.containers[0].env[1]");
-        assert_eq!(d[1].git, None);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].path, "spec.template.spec.containers[0].env[1]");
+        assert_eq!(d[0].git, None);
+        assert_eq!(
+            d[0].live.as_deref(),
+            Some(r#"{"name":"B","value":"(redacted)"}"#)
+        );
+    }
+
+    #[test]
+    fn a_changed_secret_value_is_a_difference_without_its_value() {
+        let with = |token: &str, args: &[&str]| {
+            ds(
+                json!({"containers": [{"name": "a", "image": "x", "args": args,
+                "env": [{"name": "TOKEN", "value": token}]}]}),
+            )
+        };
+        let d = template_differences(
+            &with("old-s3cret", &["--v=1"]),
+            &with("new-s3cret", &["--v=1"]),
+        );
+        assert_eq!(
+            d,
+            vec![FieldDifference {
+                path: "spec.template.spec.containers[0].env".into(),
+                git: Some(r#""(redacted)""#.into()),
+                live: Some(r#""(redacted)""#.into()),
+            }]
+        );
+        let d = template_differences(&with("t", &["--v=1"]), &with("t", &["--v=2"]));
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].path, "spec.template.spec.containers[0].args");
+        assert!(template_differences(&with("t", &["--v=1"]), &with("t", &["--v=1"])).is_empty());
+    }
+
+    #[test]
+    fn a_secret_field_inside_a_larger_difference_is_listed_once() {
+        let git = ds(json!({"containers": [{"name": "a", "image": "x"}],
+            "initContainers": [{"name": "i", "image": "y", "args": ["--copy"]}]}));
+        let live = ds(json!({"containers": [{"name": "a", "image": "x"}]}));
+        let d = template_differences(&git, &live);
+        let paths: Vec<&str> = d.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(paths, ["spec.template.spec.initContainers"]);
+        assert!(!d[0].git.as_deref().unwrap_or_default().contains("--copy"));
+    }
+
+    #[test]
+    fn a_redacted_live_object_compares_as_the_object_itself() {
+        let git = ds(
+            json!({"containers": [{"name": "a", "image": "x", "args": ["--v=2"],
+            "command": ["/agent"],
+            "env": [{"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                    {"name": "TOKEN", "value": "s3cret"}]}]}),
+        );
+        for live in [
+            git.clone(),
+            ds(
+                json!({"containers": [{"name": "a", "image": "x", "args": ["--v=1"],
+                "command": ["/agent"], "env": [{"name": "TOKEN", "value": "other"}]}]}),
+            ),
+        ] {
+            let mut redacted = live.clone();
+            redact_template_values(&mut redacted);
+            let shown = serde_json::to_string(&redacted).unwrap();
+            assert!(
+                !shown.contains("s3cret") && !shown.contains("--v="),
+                "{shown}"
+            );
+            assert_eq!(
+                template_differences(&git, &redacted),
+                template_differences(&git, &live),
+                "{shown}"
+            );
+        }
+        let mut same = git.clone();
+        redact_template_values(&mut same);
+        assert!(template_differences(&git, &same).is_empty());
     }
 
     #[test]

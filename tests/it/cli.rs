@@ -197,7 +197,8 @@ fn bad_cluster_source_exits_1_with_a_hint() {
         .stderr(predicate::str::contains(
             "unsupported cluster \"live:prod\"",
         ))
-        .stderr(predicate::str::contains("use snapshot:FILE"));
+        .stderr(predicate::str::contains("snapshot:FILE"))
+        .stderr(predicate::str::contains("kube:CONTEXT"));
 }
 
 #[test]
@@ -408,12 +409,21 @@ fn status_errors() {
         .args(["status", "-c", "s3://bucket"])
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("use snapshot:FILE"));
+        .stderr(predicate::str::contains("snapshot:FILE"));
+    // The default is the current kubeconfig context; without one, say where it was looked for.
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-kubeconfig");
     bin()
         .args(["status"])
+        .env("KUBECONFIG", &missing)
+        .env_remove("KUBERNETES_SERVICE_HOST")
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("--cluster"));
+        .stderr(predicate::str::contains(format!(
+            "KUBECONFIG={}",
+            missing.display()
+        )))
+        .stderr(predicate::str::contains("--cluster snapshot:FILE"));
 }
 
 #[test]

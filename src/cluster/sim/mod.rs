@@ -14,9 +14,9 @@ pub mod config;
 mod kubelet;
 pub mod serve;
 
-use super::{Cluster, ClusterError, ClusterState, Event, Record};
+use super::{Cluster, ClusterError, ClusterState, Event, Record, RecordStatus};
 use crate::model::{Node, Pod, Timestamp};
-use crate::plan::{Observed, Status};
+use crate::plan::Observed;
 use anyhow::{Context as _, Result};
 use config::{ChurnAction, SimConfig};
 use jiff::SignedDuration;
@@ -62,7 +62,7 @@ pub struct Sim {
     pub(crate) pods: BTreeMap<(String, String), SimPod>,
     queue: BTreeMap<(u64, u64), SimEvent>,
     seq: u64,
-    records: BTreeMap<(String, String), Option<Status>>,
+    records: BTreeMap<(String, String), Option<RecordStatus>>,
     events: Vec<(Timestamp, Event)>,
     probe: Option<Probe>,
     /// Writes accepted (creates and deletes), for reports and tests.
@@ -403,7 +403,7 @@ impl Cluster for Sim {
                 .map(|((ns, name), status)| Record {
                     namespace: ns.clone(),
                     name: name.clone(),
-                    status: *status,
+                    status: status.clone(),
                 })
                 .collect(),
             now: self.now(),
@@ -431,10 +431,10 @@ impl Cluster for Sim {
         &mut self,
         namespace: &str,
         name: &str,
-        status: &Status,
+        status: &RecordStatus,
     ) -> Result<(), ClusterError> {
         self.records
-            .insert((namespace.into(), name.into()), Some(*status));
+            .insert((namespace.into(), name.into()), Some(status.clone()));
         Ok(())
     }
 

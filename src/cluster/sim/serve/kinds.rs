@@ -189,7 +189,7 @@ const EVENT_V1_FIELDS: &[&str] = &[
 ];
 
 /// The built-in kinds: core nodes, pods, namespaces and events; `events.k8s.io` events (the
-/// same store); leases; CustomResourceDefinitions.
+/// same store); `apps/v1` DaemonSets (stored only); leases; CustomResourceDefinitions.
 pub fn builtins() -> Vec<Kind> {
     use Behaviour as B;
     let mut pods = builtin(
@@ -280,6 +280,20 @@ pub fn builtins() -> Vec<Kind> {
             B::Plain,
         ),
         events_v1,
+        // apps/v1 DaemonSets are stored as written (no controller runs them here): a team
+        // adopting daemonsync has them, and `plan` compares git with them.
+        builtin(
+            "apps",
+            "v1",
+            "daemonsets",
+            "DaemonSet",
+            true,
+            &["ds"],
+            true,
+            TableKind::Generic,
+            &[],
+            B::Plain,
+        ),
         builtin(
             "coordination.k8s.io",
             "v1",

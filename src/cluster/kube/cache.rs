@@ -1,0 +1,351 @@
+//! Watch-driven caches of the live backend: nodes, the pods of managed (and adopted)
+//! DaemonSets, live `apps/v1` DaemonSets and the ManagedDaemonSet records.
+//!
+//! Each kind is followed by one kube-runtime watcher (pods by one per label selector); objects
+//! are converted to the planner's small model values as they arrive, so a full `Pod` is never
+//! kept. A watcher lists once at its start and again only when the watch says so (410 Gone or
+//! a broken connection); there is no periodic list.
+
+use super::record::{ManagedDaemonSet, ManagedDaemonSetStatus};
+use crate::model::{Node, Pod};
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::DaemonSet;
+use kube::api::Api;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::Notify;
+
+/// `namespace/name` of an object.
+pub type Key = (String, String);
+
+/// A cached pod: the planner's view, plus what a precondition on delete needs.
+#[derive(Debug, Clone)]
+pub struct CachedPod {
+    /// The planner's view.
+    pub pod: Pod,
+    /// `metadata.uid`.
+    pub uid: String,
+    /// `metadata.resourceVersion`.
+    pub resource_version: String,
+}
+
+/// A cached record.
+#[derive(Debug, Clone)]
+pub struct CachedRecord {
+    /// `metadata.uid`: the controller ownerReference of its pods names it.
+    pub uid: String,
+    /// `metadata.generation`.
+    pub generation: Option<i64>,
+    /// The spec's DaemonSet, as last written.
+    pub daemon_set: serde_json::Value,
+    /// The status, as last written.
+    pub status: Option<ManagedDaemonSetStatus>,
+}
+
+/// What one watcher has seen: its objects, and whether its first list is complete.
+#[derive(Debug)]
+pub struct Feed<T> {
+    /// Objects by key.
+    pub items: BTreeMap<Key, T>,
+    /// The first list is complete.
+    pub synced: bool,
+    /// Objects of a list in progress (replaces `items` when it completes).
+    pending: Option<BTreeMap<Key, T>>,
+    /// The last error the watch met (cleared by the next success).
+    pub error: Option<kube::runtime::watcher::Error>,
+}
+
+impl<T> Default for Feed<T> {
+    fn default() -> Self {
+        Feed {
+            items: BTreeMap::new(),
+            synced: false,
+            pending: None,
+            error: None,
+        }
+    }
+}
+
+impl<T> Feed<T> {
+    fn apply(&mut self, event: Event<(Key, Option<T>)>) {
+        self.error = None;
+        match event {
+            Event::Init => self.pending = Some(BTreeMap::new()),
+            Event::InitApply((key, value)) => {
+                if let (Some(pending), Some(v)) = (self.pending.as_mut(), value) {
+                    pending.insert(key, v);
+                }
+            }
+            Event::InitDone => {
+                if let Some(items) = self.pending.take() {
+                    self.items = items;
+                }
+                self.synced = true;
+            }
+            Event::Apply((key, value)) => match value {
+                Some(v) => {
+                    self.items.insert(key, v);
+                }
+                None => {
+                    self.items.remove(&key);
+                }
+            },
+            Event::Delete((key, _)) => {
+                self.items.remove(&key);
+            }
+        }
+    }
+}
+
+/// Everything the watchers have seen.
+#[derive(Debug, Default)]
+pub struct State {
+    /// Nodes.
+    pub nodes: Feed<Node>,
+    /// Pods, one feed per label selector watched.
+    pub pods: Vec<Feed<CachedPod>>,
+    /// Live `apps/v1` DaemonSets.
+    pub daemonsets: Feed<DaemonSet>,
+    /// ManagedDaemonSet records.
+    pub records: Feed<CachedRecord>,
+    /// Bumped on every change, so a reader can tell whether anything happened since it looked.
+    pub version: u64,
+}
+
+impl State {
+    /// True when every watcher has completed its first list.
+    pub fn synced(&self) -> bool {
+        self.nodes.synced
+            && self.daemonsets.synced
+            && self.records.synced
+            && self.pods.iter().all(|p| p.synced)
+    }
+
+    /// The first error a watcher is stuck on, with the kind it watches.
+    pub fn error(&self) -> Option<(&'static str, &kube::runtime::watcher::Error)> {
+        let pods = self.pods.iter().find_map(|p| p.error.as_ref());
+        [
+            ("nodes", self.nodes.error.as_ref()),
+            ("pods", pods),
+            ("daemonsets", self.daemonsets.error.as_ref()),
+            ("manageddaemonsets", self.records.error.as_ref()),
+        ]
+        .into_iter()
+        .find_map(|(kind, e)| e.map(|e| (kind, e)))
+    }
+
+    /// A pod by key, from whichever feed has it.
+    pub fn pod(&self, key: &Key) -> Option<&CachedPod> {
+        self.pods.iter().find_map(|f| f.items.get(key))
+    }
+
+    /// Every cached pod once, in key order.
+    pub fn all_pods(&self) -> Vec<Pod> {
+        let mut merged: BTreeMap<&Key, &CachedPod> = BTreeMap::new();
+        for feed in &self.pods {
+            merged.extend(feed.items.iter());
+        }
+        merged.into_values().map(|c| c.pod.clone()).collect()
+    }
+}
+
+/// The shared cache: the state, and a notification on every change.
+#[derive(Debug, Default)]
+pub struct Cache {
+    state: Mutex<State>,
+    changed: Notify,
+}
+
+impl Cache {
+    /// The state, locked. A poisoned lock (a panic elsewhere) still yields the data.
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Resolves at the next change after the call.
+    pub fn changed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.changed.notified()
+    }
+
+    fn update(&self, f: impl FnOnce(&mut State)) {
+        {
+            let mut state = self.lock();
+            f(&mut state);
+            state.version += 1;
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Waits until the state's version passes `seen` (at once if it already has).
+    pub async fn changed_since(&self, seen: u64) {
+        loop {
+            let changed = self.changed();
+            if self.lock().version > seen {
+                return;
+            }
+            changed.await;
+        }
+    }
+}
+
+fn key_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Key {
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+/// Converts every event's object as it arrives, so only the small value is kept.
+fn convert<K, T>(event: Event<K>, f: &impl Fn(&K) -> (Key, Option<T>)) -> Event<(Key, Option<T>)> {
+    match event {
+        Event::Init => Event::Init,
+        Event::InitApply(o) => Event::InitApply(f(&o)),
+        Event::InitDone => Event::InitDone,
+        Event::Apply(o) => Event::Apply(f(&o)),
+        Event::Delete(o) => Event::Delete(f(&o)),
+    }
+}
+
+/// Follows `api` until the runtime shuts down, feeding what arrives into `feed(state)`.
+fn follow<K, T>(
+    runtime: &tokio::runtime::Handle,
+    cache: &Arc<Cache>,
+    api: Api<K>,
+    config: watcher::Config,
+    to_value: impl Fn(&K) -> (Key, Option<T>) + Send + Sync + 'static,
+    feed: impl Fn(&mut State) -> &mut Feed<T> + Send + 'static,
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    T: Send + 'static,
+{
+    let cache = Arc::clone(cache);
+    runtime.spawn(async move {
+        let mut stream = watcher(api, config).default_backoff().boxed();
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(event) => {
+                    let event = convert(event, &to_value);
+                    cache.update(|s| feed(s).apply(event));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "watch failed; retrying with backoff");
+                    cache.update(|s| feed(s).error = Some(e));
+                }
+            }
+        }
+    });
+}
+
+use kube::runtime::watcher::watcher;
+
+/// Starts the watchers: nodes, the pods matching each of `pod_selectors` (namespace, label
+/// selector; `None` namespace for all), live DaemonSets and records.
+pub fn start(
+    runtime: &tokio::runtime::Handle,
+    client: &kube::Client,
+    pod_selectors: &[(Option<String>, String)],
+) -> Arc<Cache> {
+    let cache = Arc::new(Cache::default());
+    cache.lock().pods = pod_selectors.iter().map(|_| Feed::default()).collect();
+    follow(
+        runtime,
+        &cache,
+        Api::<k8s_openapi::api::core::v1::Node>::all(client.clone()),
+        watcher::Config::default(),
+        |n| (key_of(&n.metadata), Some(Node::from_k8s(n))),
+        |s| &mut s.nodes,
+    );
+    for (i, (namespace, selector)) in pod_selectors.iter().enumerate() {
+        let api = match namespace {
+            Some(ns) => Api::<k8s_openapi::api::core::v1::Pod>::namespaced(client.clone(), ns),
+            None => Api::all(client.clone()),
+        };
+        follow(
+            runtime,
+            &cache,
+            api,
+            watcher::Config::default().labels(selector),
+            |p| {
+                let cached = CachedPod {
+                    pod: Pod::from_k8s(p),
+                    uid: p.metadata.uid.clone().unwrap_or_default(),
+                    resource_version: p.metadata.resource_version.clone().unwrap_or_default(),
+                };
+                (key_of(&p.metadata), Some(cached))
+            },
+            move |s| &mut s.pods[i],
+        );
+    }
+    follow(
+        runtime,
+        &cache,
+        Api::<DaemonSet>::all(client.clone()),
+        watcher::Config::default(),
+        |d| (key_of(&d.metadata), Some(slim_daemonset(d))),
+        |s| &mut s.daemonsets,
+    );
+    follow(
+        runtime,
+        &cache,
+        Api::<ManagedDaemonSet>::all(client.clone()),
+        watcher::Config::default(),
+        |r| {
+            let record = CachedRecord {
+                uid: r.metadata.uid.clone().unwrap_or_default(),
+                generation: r.metadata.generation,
+                daemon_set: r.spec.daemon_set.clone(),
+                status: r.status.clone(),
+            };
+            (key_of(&r.metadata), Some(record))
+        },
+        |s| &mut s.records,
+    );
+    cache
+}
+
+/// A live DaemonSet as the planner compares it: metadata without managed fields, the spec, no
+/// status.
+fn slim_daemonset(d: &DaemonSet) -> DaemonSet {
+    let mut d = d.clone();
+    d.metadata.managed_fields = None;
+    d.status = None;
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> Key {
+        ("ns".into(), name.into())
+    }
+
+    #[test]
+    fn a_relist_replaces_what_the_feed_held() {
+        let mut feed: Feed<u32> = Feed::default();
+        feed.apply(Event::Init);
+        feed.apply(Event::InitApply((key("a"), Some(1))));
+        assert!(
+            !feed.synced && feed.items.is_empty(),
+            "nothing shown before the list ends"
+        );
+        feed.apply(Event::InitDone);
+        assert!(feed.synced);
+        feed.apply(Event::Apply((key("b"), Some(2))));
+        assert_eq!(feed.items.len(), 2);
+        // After a 410 the watcher lists again: objects deleted meanwhile disappear.
+        feed.apply(Event::Init);
+        feed.apply(Event::InitApply((key("b"), Some(3))));
+        assert_eq!(
+            feed.items.len(),
+            2,
+            "the old view stays until the new list is complete"
+        );
+        feed.apply(Event::InitDone);
+        assert_eq!(feed.items, BTreeMap::from([(key("b"), 3)]));
+        feed.apply(Event::Delete((key("b"), None)));
+        assert!(feed.items.is_empty() && feed.synced);
+    }
+}

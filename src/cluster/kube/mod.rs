@@ -1,0 +1,801 @@
+//! The live backend: a real cluster through kube-rs (`--cluster kube`, `--cluster kube:CONTEXT`).
+//!
+//! * Reads come from watch-driven caches ([`cache`]) of nodes, of the pods of managed
+//!   DaemonSets (label `app.kubernetes.io/managed-by=daemonsync`) and of DaemonSets being
+//!   adopted (their selectors), of live `apps/v1` DaemonSets and of the records.
+//! * Writes are API calls: pod create (with the controller ownerReference to the record, uid
+//!   filled in), pod delete with uid and resourceVersion preconditions (a stale view never
+//!   deletes the wrong pod), the record's spec and status, Events on the record.
+//! * [`Cluster::observe`] reflects this client's completed writes: every create and delete is
+//!   an expectation the cache must show before the next observation is handed out (as
+//!   upstream's controller expectations), bounded by [`EXPECTATION_TIMEOUT`].
+//! * kube-rs retries 429, 503 and 504 honouring `Retry-After`; daemonsync retries 500 and 502
+//!   a few times more with backoff. Errors name the context and the server, never a
+//!   credential.
+//!
+//! kube-rs needs a tokio runtime; the backend brings its own (two worker threads), so the
+//! executor can drive it from any async context.
+
+pub mod cache;
+pub mod record;
+#[cfg(test)]
+mod tests;
+
+pub use record::{ManagedDaemonSet, ManagedDaemonSetSpec, ManagedDaemonSetStatus, RecordSource};
+
+use super::{Cluster, ClusterError, ClusterState, Event, EventType, Record, RecordStatus};
+use crate::model::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, Timestamp};
+use crate::plan::{Observed, RECORD_API_VERSION, RECORD_KIND};
+use cache::{Cache, Key};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::events::{Recorder, Reporter};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The field manager and event reporter name daemonsync writes as.
+pub const FIELD_MANAGER: &str = "daemonsync";
+
+/// How long a connection may take to show a complete first list of every watched kind.
+pub const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long the cache may take to show this client's own writes.
+pub const EXPECTATION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Retries of a request answered 500 or 502 (kube-rs itself retries 429, 503 and 504).
+const SERVER_ERROR_RETRIES: u32 = 4;
+
+/// Which cluster, as people name it: the kubeconfig context and the server URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The kubeconfig context (`in-cluster` for a service account).
+    pub context: String,
+    /// The API server URL.
+    pub server: String,
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "context {:?} (server {})", self.context, self.server)
+    }
+}
+
+/// How to connect.
+#[derive(Debug, Clone, Default)]
+pub struct KubeOptions {
+    /// The kubeconfig context; `None`: the current one (or in-cluster config).
+    pub context: Option<String>,
+    /// DaemonSets whose pods to watch besides the managed ones (being adopted): namespace
+    /// and label selector.
+    pub adopt: Vec<(String, String)>,
+    /// Also watch the pods of every live `apps/v1` DaemonSet (for `snapshot`).
+    pub all_daemonset_pods: bool,
+    /// Who writes: the User-Agent suffix and the Event reporter instance (a pod name).
+    pub identity: Option<String>,
+}
+
+/// Pods and deletes this client has written that the cache has not shown yet.
+#[derive(Debug, Default)]
+struct Expectations {
+    creates: Vec<Key>,
+    deletes: Vec<(Key, String)>,
+}
+
+/// A live cluster.
+pub struct KubeCluster {
+    runtime: Option<tokio::runtime::Runtime>,
+    client: kube::Client,
+    target: Target,
+    cache: Arc<Cache>,
+    expected: Expectations,
+    recorder: Recorder,
+    /// The cache version the last observation showed.
+    seen: u64,
+}
+
+impl std::fmt::Debug for KubeCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeCluster")
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for KubeCluster {
+    fn drop(&mut self) {
+        // Dropping a runtime blocks; it may happen inside another runtime's task.
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// An error connecting, as one line a user can act on.
+fn connect_error(target: &Target, e: &kube::Error) -> ClusterError {
+    ClusterError::Backend(describe(target, e))
+}
+
+/// One line for a kube error: what happened, where, and what to do. Never a credential: the
+/// server URL is printed without user info, and bodies are reduced to the API's message.
+pub fn describe(target: &Target, e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(status) if status.code == 401 => format!(
+            "the API server of {target} refused the credentials (401 Unauthorized); refresh \
+             them (`kubectl --context {} get nodes` should work)",
+            target.context
+        ),
+        kube::Error::Api(status) if status.code == 403 => format!(
+            "the API server of {target} forbids it (403): {}; grant the ClusterRole in \
+             examples/deploy/rbac.yaml",
+            status.message
+        ),
+        kube::Error::Api(status) => format!(
+            "the API server of {target} answered {} {}: {}",
+            status.code, status.reason, status.message
+        ),
+        kube::Error::HyperError(_) | kube::Error::Service(_) => format!(
+            "cannot reach the API server of {target}: {}; check that the cluster is running \
+             and that `kubectl --context {} get nodes` works",
+            root_cause(e),
+            target.context
+        ),
+        other => format!("{target}: {}", root_cause(other)),
+    }
+}
+
+/// The innermost cause of an error, which says what happened ("connection refused").
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
+/// The user-visible server URL without user info or query.
+fn display_server(url: &http::Uri) -> String {
+    let scheme = url.scheme_str().unwrap_or("https");
+    let host = url.host().unwrap_or("?");
+    match url.port_u16() {
+        Some(p) => format!("{scheme}://{host}:{p}"),
+        None => format!("{scheme}://{host}"),
+    }
+}
+
+/// Reads the kubeconfig (or the in-cluster config) as kubectl does.
+async fn load_config(context: Option<&str>) -> Result<(kube::Config, Target), ClusterError> {
+    let kubeconfig = Kubeconfig::read();
+    let current = kubeconfig
+        .as_ref()
+        .ok()
+        .and_then(|k| k.current_context.clone());
+    if let (Some(wanted), Ok(k)) = (context, &kubeconfig)
+        && !k.contexts.iter().any(|c| c.name == wanted)
+    {
+        let names: Vec<&str> = k.contexts.iter().map(|c| c.name.as_str()).collect();
+        return Err(ClusterError::Backend(format!(
+            "the kubeconfig has no context {wanted:?} (it has: {}); list them with `kubectl \
+             config get-contexts`",
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        )));
+    }
+    let config = match context {
+        Some(name) => {
+            let options = KubeConfigOptions {
+                context: Some(name.to_string()),
+                ..KubeConfigOptions::default()
+            };
+            kube::Config::from_kubeconfig(&options).await.map_err(|e| {
+                ClusterError::Backend(format!(
+                    "cannot use kubeconfig context {name:?}: {}",
+                    root_cause(&e)
+                ))
+            })?
+        }
+        None => kube::Config::infer().await.map_err(|e| {
+            let looked = match std::env::var_os("KUBECONFIG") {
+                Some(path) => format!("KUBECONFIG={}", path.to_string_lossy()),
+                None => "~/.kube/config, then the in-cluster service account".to_string(),
+            };
+            ClusterError::Backend(format!(
+                "no Kubernetes cluster configured (looked at {looked}): {}; point KUBECONFIG \
+                 at a kubeconfig, or use --cluster snapshot:FILE, sim:FILE or none",
+                root_cause(&e)
+            ))
+        })?,
+    };
+    let context = context
+        .map(str::to_string)
+        .or(current)
+        .unwrap_or_else(|| "in-cluster".to_string());
+    let target = Target {
+        context,
+        server: display_server(&config.cluster_url),
+    };
+    Ok((config, target))
+}
+
+impl KubeCluster {
+    /// Connects, checks that the server answers and the ManagedDaemonSet CRD is installed,
+    /// starts the watchers and waits until each has listed once.
+    pub async fn connect(options: KubeOptions) -> Result<KubeCluster, ClusterError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("daemonsync-kube")
+            .enable_all()
+            .build()
+            .map_err(|e| ClusterError::Backend(format!("cannot start the I/O runtime: {e}")))?;
+        let handle = runtime.handle().clone();
+        let started = runtime
+            .spawn(async move { Self::start(&handle, options).await })
+            .await
+            .map_err(|e| ClusterError::Backend(format!("connection task failed: {e}")))??;
+        let (client, target, cache, recorder) = started;
+        Ok(KubeCluster {
+            runtime: Some(runtime),
+            client,
+            target,
+            cache,
+            expected: Expectations::default(),
+            recorder,
+            seen: 0,
+        })
+    }
+
+    async fn start(
+        handle: &tokio::runtime::Handle,
+        options: KubeOptions,
+    ) -> Result<(kube::Client, Target, Arc<Cache>, Recorder), ClusterError> {
+        let (mut config, target) = load_config(options.context.as_deref()).await?;
+        config.connect_timeout = Some(Duration::from_secs(10));
+        config.read_timeout = Some(Duration::from_secs(60));
+        let identity = options.identity.clone();
+        let agent = match &identity {
+            Some(id) => format!("daemonsync/{} ({id})", env!("CARGO_PKG_VERSION")),
+            None => format!("daemonsync/{}", env!("CARGO_PKG_VERSION")),
+        };
+        config.headers.push((
+            http::header::USER_AGENT,
+            http::HeaderValue::from_str(&agent)
+                .unwrap_or_else(|_| http::HeaderValue::from_static("daemonsync")),
+        ));
+        let client = kube::Client::try_from(config).map_err(|e| connect_error(&target, &e))?;
+        client
+            .apiserver_version()
+            .await
+            .map_err(|e| connect_error(&target, &e))?;
+        let records: Api<ManagedDaemonSet> = Api::all(client.clone());
+        if let Err(e) = records
+            .list(&kube::api::ListParams::default().limit(1))
+            .await
+        {
+            return Err(match &e {
+                kube::Error::Api(s) if s.code == 404 => ClusterError::Backend(format!(
+                    "the ManagedDaemonSet CRD is not installed in {target}: run `kubectl apply \
+                     -f examples/deploy/crd.yaml` (and the RBAC beside it) first"
+                )),
+                _ => connect_error(&target, &e),
+            });
+        }
+        let mut selectors: Vec<(Option<String>, String)> =
+            vec![(None, format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"))];
+        selectors.extend(
+            options
+                .adopt
+                .iter()
+                .map(|(ns, sel)| (Some(ns.clone()), sel.clone())),
+        );
+        if options.all_daemonset_pods {
+            let live: Api<DaemonSet> = Api::all(client.clone());
+            let list = live
+                .list(&kube::api::ListParams::default())
+                .await
+                .map_err(|e| connect_error(&target, &e))?;
+            for ds in list.items {
+                let selector = ds
+                    .spec
+                    .as_ref()
+                    .and_then(|s| crate::model::LabelSelector::from_k8s(&s.selector))
+                    .filter(|s| !s.is_empty());
+                if let Some(selector) = selector {
+                    selectors.push((ds.metadata.namespace.clone(), selector.to_string()));
+                }
+            }
+        }
+        selectors.sort();
+        selectors.dedup();
+        let cache = cache::start(handle, &client, &selectors);
+        wait_until_synced(&cache, &target).await?;
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: FIELD_MANAGER.into(),
+                instance: identity,
+            },
+        );
+        Ok((client, target, cache, recorder))
+    }
+
+    /// The cluster this is connected to.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// The DaemonSets the cluster's records say daemonsync manages (their spec), by namespace
+    /// and name. A record whose spec is not a DaemonSet is skipped with a warning.
+    pub fn managed_daemonsets(&self) -> Vec<DaemonSet> {
+        let s = self.cache.lock();
+        s.records
+            .items
+            .iter()
+            .filter_map(|((ns, name), r)| {
+                match serde_json::from_value::<DaemonSet>(r.daemon_set.clone()) {
+                    Ok(ds) => Some(ds),
+                    Err(e) => {
+                        tracing::warn!(record = %format!("{ns}/{name}"), error = %e, "record spec is not a DaemonSet");
+                        None
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Runs `fut` on the backend's runtime and waits for it from any executor.
+    async fn run<T: Send + 'static>(
+        &self,
+        fut: impl std::future::Future<Output = Result<T, ClusterError>> + Send + 'static,
+    ) -> Result<T, ClusterError> {
+        let Some(rt) = &self.runtime else {
+            return Err(ClusterError::Backend("the connection is closed".into()));
+        };
+        rt.spawn(fut)
+            .await
+            .map_err(|e| ClusterError::Backend(format!("request task failed: {e}")))?
+    }
+
+    /// Waits until the cache shows every write this client completed, or the bound passes.
+    async fn await_expectations(&mut self) {
+        let cache = Arc::clone(&self.cache);
+        let creates = std::mem::take(&mut self.expected.creates);
+        let deletes = std::mem::take(&mut self.expected.deletes);
+        if creates.is_empty() && deletes.is_empty() {
+            return;
+        }
+        let met = move || {
+            let s = cache.lock();
+            creates.iter().all(|k| s.pod(k).is_some())
+                && deletes.iter().all(|(k, uid)| {
+                    s.pod(k)
+                        .is_none_or(|p| &p.uid != uid || p.pod.deletion_timestamp.is_some())
+                })
+        };
+        let cache = Arc::clone(&self.cache);
+        let waited = self
+            .run(async move {
+                let wait = async {
+                    loop {
+                        let changed = cache.changed();
+                        if met() {
+                            return;
+                        }
+                        changed.await;
+                    }
+                };
+                Ok(tokio::time::timeout(EXPECTATION_TIMEOUT, wait)
+                    .await
+                    .is_ok())
+            })
+            .await;
+        if !matches!(waited, Ok(true)) {
+            tracing::warn!(
+                cluster = %self.target,
+                "the watch did not show this client's own writes within {:?}; planning on \
+                 what it shows",
+                EXPECTATION_TIMEOUT
+            );
+        }
+    }
+
+    fn record_uid(&self, namespace: &str, name: &str) -> Option<String> {
+        let s = self.cache.lock();
+        s.records
+            .items
+            .get(&(namespace.to_string(), name.to_string()))
+            .map(|r| r.uid.clone())
+    }
+}
+
+/// Waits until every watcher has listed once; a watcher stuck on an error (403, 404) fails
+/// the connection with that error.
+async fn wait_until_synced(cache: &Arc<Cache>, target: &Target) -> Result<(), ClusterError> {
+    let deadline = tokio::time::Instant::now() + SYNC_TIMEOUT;
+    loop {
+        let changed = cache.changed();
+        {
+            let s = cache.lock();
+            if s.synced() {
+                return Ok(());
+            }
+            if let Some((kind, e)) = s.error() {
+                let forbidden = matches!(
+                    e,
+                    kube::runtime::watcher::Error::InitialListFailed(kube::Error::Api(st))
+                        | kube::runtime::watcher::Error::WatchStartFailed(kube::Error::Api(st))
+                        if st.code == 403 || st.code == 401
+                );
+                if forbidden {
+                    return Err(ClusterError::Backend(format!(
+                        "cannot watch {kind} in {target}: {}; grant the ClusterRole in \
+                         examples/deploy/rbac.yaml",
+                        root_cause(e)
+                    )));
+                }
+            }
+        }
+        if tokio::time::timeout_at(deadline, changed).await.is_err() {
+            let why = cache
+                .lock()
+                .error()
+                .map(|(kind, e)| format!(": watching {kind}: {}", root_cause(e)))
+                .unwrap_or_default();
+            return Err(ClusterError::Backend(format!(
+                "the watches of {target} did not complete their first list within {}s{why}",
+                SYNC_TIMEOUT.as_secs()
+            )));
+        }
+    }
+}
+
+/// Runs a request, retrying 500 and 502 answers with backoff.
+async fn with_retries<T, F, Fut>(mut request: F) -> Result<T, kube::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    let mut delay = Duration::from_millis(100);
+    let mut attempt = 0;
+    loop {
+        match request().await {
+            Err(kube::Error::Api(s))
+                if matches!(s.code, 500 | 502) && attempt < SERVER_ERROR_RETRIES =>
+            {
+                attempt += 1;
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+            }
+            other => return other,
+        }
+    }
+}
+
+fn is_code(e: &kube::Error, code: u16) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == code)
+}
+
+fn record_reference(namespace: &str, name: &str, uid: Option<String>) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(RECORD_API_VERSION.into()),
+        kind: Some(RECORD_KIND.into()),
+        namespace: Some(namespace.into()),
+        name: Some(name.into()),
+        uid,
+        ..ObjectReference::default()
+    }
+}
+
+impl Cluster for KubeCluster {
+    async fn observe(&mut self) -> Result<ClusterState, ClusterError> {
+        self.await_expectations().await;
+        let s = self.cache.lock();
+        self.seen = s.version;
+        let observed = Observed {
+            nodes: s.nodes.items.values().cloned().collect(),
+            pods: s.all_pods(),
+            daemonsets: s.daemonsets.items.values().cloned().collect(),
+        };
+        let records = s
+            .records
+            .items
+            .iter()
+            .map(|((namespace, name), r)| Record {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                status: r.status.as_ref().map(RecordStatus::from_record),
+            })
+            .collect();
+        Ok(ClusterState {
+            observed,
+            records,
+            now: Timestamp::now(),
+        })
+    }
+
+    async fn ensure_record(
+        &mut self,
+        daemonset: &DaemonSet,
+        source: &RecordSource,
+    ) -> Result<(), ClusterError> {
+        let namespace = daemonset
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let name = daemonset.metadata.name.clone().unwrap_or_default();
+        let spec = ManagedDaemonSetSpec {
+            daemon_set: serde_json::to_value(daemonset).unwrap_or_default(),
+            source: Some(source.clone()),
+        };
+        let unchanged = {
+            let s = self.cache.lock();
+            s.records
+                .items
+                .get(&(namespace.clone(), name.clone()))
+                .is_some_and(|r| r.daemon_set == spec.daemon_set)
+        };
+        if unchanged {
+            return Ok(());
+        }
+        let api: Api<ManagedDaemonSet> = Api::namespaced(self.client.clone(), &namespace);
+        let target = self.target.clone();
+        let record = ManagedDaemonSet::new(&name, spec);
+        let cache = Arc::clone(&self.cache);
+        let key = (namespace.clone(), name.clone());
+        self.run(async move {
+            let params = PatchParams::apply(FIELD_MANAGER).force();
+            let patch = Patch::Apply(&record);
+            let written = with_retries(|| api.patch(&name, &params, &patch))
+                .await
+                .map_err(|e| {
+                    ClusterError::Rejected(format!(
+                        "cannot write the record of {namespace}/{name}: {}",
+                        describe(&target, &e)
+                    ))
+                })?;
+            // The uid is what pods will name: wait until the watch has it too.
+            let uid = written.metadata.uid.unwrap_or_default();
+            let wait = async {
+                loop {
+                    let changed = cache.changed();
+                    if cache
+                        .lock()
+                        .records
+                        .items
+                        .get(&key)
+                        .is_some_and(|r| r.uid == uid)
+                    {
+                        return;
+                    }
+                    changed.await;
+                }
+            };
+            let _ = tokio::time::timeout(EXPECTATION_TIMEOUT, wait).await;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn create_pod(&mut self, mut pod: Pod) -> Result<String, ClusterError> {
+        let namespace = pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        for owner in pod.metadata.owner_references.iter_mut().flatten() {
+            if owner.kind == RECORD_KIND && owner.uid.is_empty() {
+                owner.uid = self.record_uid(&namespace, &owner.name).ok_or_else(|| {
+                    ClusterError::Rejected(format!(
+                        "no record {namespace}/{} to own the pod yet",
+                        owner.name
+                    ))
+                })?;
+            }
+        }
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
+        let target = self.target.clone();
+        let name = self
+            .run(async move { requests::create_pod(&api, &pod, &target).await })
+            .await?;
+        self.expected.creates.push((namespace, name.clone()));
+        Ok(name)
+    }
+
+    async fn delete_pod(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
+        let key = (namespace.to_string(), name.to_string());
+        let (uid, resource_version) = {
+            let s = self.cache.lock();
+            match s.pod(&key) {
+                Some(p) => (p.uid.clone(), p.resource_version.clone()),
+                None => {
+                    return Err(ClusterError::NotFound {
+                        kind: "pod",
+                        namespace: namespace.into(),
+                        name: name.into(),
+                    });
+                }
+            }
+        };
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let target = self.target.clone();
+        let (ns, n, u) = (key.0.clone(), key.1.clone(), uid.clone());
+        self.run(async move {
+            requests::delete_pod(&api, (&ns, &n), (&u, &resource_version), &target).await
+        })
+        .await?;
+        self.expected.deletes.push((key, uid));
+        Ok(())
+    }
+
+    async fn write_status(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        status: &RecordStatus,
+    ) -> Result<(), ClusterError> {
+        let previous = {
+            let s = self.cache.lock();
+            s.records
+                .items
+                .get(&(namespace.to_string(), name.to_string()))
+                .map(|r| (r.status.clone(), r.generation))
+        };
+        let Some((previous, generation)) = previous else {
+            return Err(ClusterError::NotFound {
+                kind: "manageddaemonset",
+                namespace: namespace.into(),
+                name: name.into(),
+            });
+        };
+        let mut written = ManagedDaemonSetStatus::from_plan(
+            &status.counters,
+            Some(&status.revision),
+            previous.as_ref(),
+            Timestamp::now(),
+        );
+        written.observed_generation = generation;
+        written.set_halted(
+            status.halted.as_deref(),
+            previous.as_ref(),
+            Timestamp::now(),
+        );
+        let api: Api<ManagedDaemonSet> = Api::namespaced(self.client.clone(), namespace);
+        let target = self.target.clone();
+        let name = name.to_string();
+        self.run(async move { requests::write_status(&api, &name, &written, &target).await })
+            .await
+    }
+
+    async fn emit_event(&mut self, event: Event) -> Result<(), ClusterError> {
+        let uid = self.record_uid(&event.namespace, &event.name);
+        let reference = record_reference(&event.namespace, &event.name, uid);
+        let recorder = self.recorder.clone();
+        let target = self.target.clone();
+        self.run(async move {
+            let ev = kube::runtime::events::Event {
+                type_: match event.type_ {
+                    EventType::Normal => kube::runtime::events::EventType::Normal,
+                    EventType::Warning => kube::runtime::events::EventType::Warning,
+                },
+                reason: event.reason.clone(),
+                note: Some(event.message.chars().take(1000).collect()),
+                action: event.reason,
+                secondary: None,
+            };
+            recorder
+                .publish(&ev, &reference)
+                .await
+                .map_err(|e| ClusterError::Rejected(describe(&target, &e)))
+        })
+        .await
+    }
+
+    async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {
+        let wait = deadline
+            .duration_since(Timestamp::now())
+            .try_into()
+            .unwrap_or(Duration::ZERO)
+            .min(Duration::from_secs(3600));
+        if wait.is_zero() {
+            return Ok(self.cache.lock().version > self.seen);
+        }
+        // Anything since the last observation counts, so a change during planning is never
+        // slept through.
+        let (cache, seen) = (Arc::clone(&self.cache), self.seen);
+        self.run(async move {
+            Ok(tokio::time::timeout(wait, cache.changed_since(seen))
+                .await
+                .is_ok())
+        })
+        .await
+    }
+}
+
+/// The API requests of the writes, apart from the backend's state, so their shape is tested
+/// against a mock API server.
+pub mod requests {
+    use super::*;
+
+    /// Creates a pod; returns the name the server gave it.
+    pub async fn create_pod(
+        api: &Api<Pod>,
+        pod: &Pod,
+        target: &Target,
+    ) -> Result<String, ClusterError> {
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PostParams::default()
+        };
+        with_retries(|| api.create(&params, pod))
+            .await
+            .map(|created| created.metadata.name.unwrap_or_default())
+            .map_err(|e| ClusterError::Rejected(describe(target, &e)))
+    }
+
+    /// Deletes a pod only if it is still the one observed: `(uid, resourceVersion)`
+    /// preconditions, so a stale view never deletes a pod that replaced it.
+    pub async fn delete_pod(
+        api: &Api<Pod>,
+        (namespace, name): (&str, &str),
+        (uid, resource_version): (&str, &str),
+        target: &Target,
+    ) -> Result<(), ClusterError> {
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: Some(uid.into()),
+                resource_version: Some(resource_version.into()),
+            }),
+            ..DeleteParams::default()
+        };
+        match with_retries(|| api.delete(name, &params)).await {
+            Ok(_) => Ok(()),
+            Err(e) if is_code(&e, 404) => Err(ClusterError::NotFound {
+                kind: "pod",
+                namespace: namespace.into(),
+                name: name.into(),
+            }),
+            Err(e) if is_code(&e, 409) => Err(ClusterError::Rejected(format!(
+                "pod {namespace}/{name} changed since it was observed (delete precondition \
+                 failed); the next step re-plans"
+            ))),
+            Err(e) => Err(ClusterError::Rejected(describe(target, &e))),
+        }
+    }
+
+    /// Writes a record's status through the `status` subresource (server-side apply).
+    pub async fn write_status(
+        api: &Api<ManagedDaemonSet>,
+        name: &str,
+        status: &ManagedDaemonSetStatus,
+        target: &Target,
+    ) -> Result<(), ClusterError> {
+        let patch = serde_json::json!({
+            "apiVersion": RECORD_API_VERSION,
+            "kind": RECORD_KIND,
+            "status": status,
+        });
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let patch = Patch::Apply(&patch);
+        with_retries(|| api.patch_status(name, &params, &patch))
+            .await
+            .map(|_| ())
+            .map_err(|e| ClusterError::Rejected(describe(target, &e)))
+    }
+}
+
+/// The (namespace, selector) of each DaemonSet whose pods a plan of `desired` must see
+/// besides the managed ones: those the built-in controller may run today.
+pub fn adoption_selectors(desired: &[crate::plan::Desired]) -> Vec<(String, String)> {
+    desired
+        .iter()
+        .filter_map(|d| {
+            let spec = crate::plan::DaemonSetSpec::compile(&d.daemonset);
+            let selector = spec.selector.filter(|s| !s.is_empty())?;
+            Some((spec.namespace, selector.to_string()))
+        })
+        .collect()
+}

@@ -1,0 +1,391 @@
+//! The in-cluster record of one managed DaemonSet: the `ManagedDaemonSet` custom resource
+//! (`daemonsync.io/v1alpha1`, short name `mds`). Its spec is the DaemonSet from git and where it
+//! was read; its status is the upstream DaemonSet status counters with the current revision and
+//! standard conditions. Every pod daemonsync creates names its record as controller, so
+//! deleting a record deletes its pods. `examples/deploy/crd.yaml` is generated from these types
+//! ([`crd_yaml`]); a test fails when the checked-in file differs.
+
+use crate::model::Timestamp;
+use crate::plan::Status;
+use kube::CustomResource;
+use kube::CustomResourceExt;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The spec of a ManagedDaemonSet: the DaemonSet from git and where it was read.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "daemonsync.io",
+    version = "v1alpha1",
+    kind = "ManagedDaemonSet",
+    plural = "manageddaemonsets",
+    singular = "manageddaemonset",
+    shortname = "mds",
+    namespaced,
+    status = "ManagedDaemonSetStatus",
+    doc = "The record of one DaemonSet managed by daemonsync.",
+    printcolumn = r#"{"name": "DESIRED", "type": "integer", "jsonPath": ".status.desiredNumberScheduled"}"#,
+    printcolumn = r#"{"name": "CURRENT", "type": "integer", "jsonPath": ".status.currentNumberScheduled"}"#,
+    printcolumn = r#"{"name": "READY", "type": "integer", "jsonPath": ".status.numberReady"}"#,
+    printcolumn = r#"{"name": "UP-TO-DATE", "type": "integer", "jsonPath": ".status.updatedNumberScheduled"}"#,
+    printcolumn = r#"{"name": "AVAILABLE", "type": "integer", "jsonPath": ".status.numberAvailable"}"#,
+    printcolumn = r#"{"name": "MISSCHEDULED", "type": "integer", "jsonPath": ".status.numberMisscheduled"}"#,
+    printcolumn = r#"{"name": "REVISION", "type": "string", "jsonPath": ".status.currentRevision"}"#,
+    printcolumn = r#"{"name": "AGE", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagedDaemonSetSpec {
+    /// The DaemonSet from git.
+    #[schemars(schema_with = "any_object")]
+    pub daemon_set: serde_json::Value,
+    /// Where the DaemonSet was read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<RecordSource>,
+}
+
+/// Where a managed DaemonSet was read from.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordSource {
+    /// The repository (redacted URL) or local directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// The path inside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The commit, for a git source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+/// The status of a ManagedDaemonSet: upstream's DaemonSetStatus counters, the current
+/// revision and conditions.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagedDaemonSetStatus {
+    /// Nodes that should run the daemon pod.
+    pub desired_number_scheduled: i32,
+    /// Nodes that should run the daemon pod and run at least one.
+    pub current_number_scheduled: i32,
+    /// Nodes that should run the daemon pod and whose pod is Ready.
+    pub number_ready: i32,
+    /// Nodes that run the current revision.
+    pub updated_number_scheduled: i32,
+    /// Nodes whose pod is available (Ready for minReadySeconds).
+    pub number_available: i32,
+    /// Nodes that should run the daemon pod and have none available.
+    pub number_unavailable: i32,
+    /// Nodes that run the daemon pod but should not.
+    pub number_misscheduled: i32,
+    /// The revision hash of the DaemonSet's current template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_revision: Option<String>,
+    /// The record generation this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Progressing, Available and Halted, in the standard condition shape.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<RecordCondition>,
+}
+
+/// A condition in the standard Kubernetes shape (metav1.Condition).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordCondition {
+    /// Progressing, Available or Halted.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// True, False or Unknown.
+    pub status: String,
+    /// When the status last changed (RFC 3339).
+    pub last_transition_time: String,
+    /// CamelCase reason.
+    pub reason: String,
+    /// Human-readable message.
+    pub message: String,
+    /// The record generation the condition was set for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+fn any_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "description": "The DaemonSet from git.",
+        "x-kubernetes-preserve-unknown-fields": true
+    })
+}
+
+impl ManagedDaemonSetStatus {
+    /// The record status for the planner's counters, keeping the transition times of
+    /// conditions whose status did not change.
+    pub fn from_plan(
+        status: &Status,
+        revision: Option<&str>,
+        previous: Option<&ManagedDaemonSetStatus>,
+        now: Timestamp,
+    ) -> Self {
+        let complete = status.updated_number_scheduled == status.desired_number_scheduled
+            && status.number_available == status.desired_number_scheduled
+            && status.number_misscheduled == 0;
+        // As a Deployment's: True while rolling out and once complete; False only on a halt.
+        let conditions = [
+            (
+                "Progressing",
+                true,
+                if complete {
+                    "RolloutComplete"
+                } else {
+                    "RollingUpdate"
+                },
+                format!(
+                    "{} of {} nodes run the current revision",
+                    status.updated_number_scheduled, status.desired_number_scheduled
+                ),
+            ),
+            (
+                "Available",
+                status.number_unavailable == 0,
+                if status.number_unavailable == 0 {
+                    "AllPodsAvailable"
+                } else {
+                    "PodsUnavailable"
+                },
+                format!(
+                    "{} of {} nodes have an available pod",
+                    status.number_available, status.desired_number_scheduled
+                ),
+            ),
+        ]
+        .into_iter()
+        .map(|(type_, on, reason, message)| {
+            condition(
+                previous,
+                type_,
+                on,
+                reason,
+                message,
+                now,
+                status.observed_generation,
+            )
+        })
+        .collect();
+        ManagedDaemonSetStatus {
+            desired_number_scheduled: status.desired_number_scheduled,
+            current_number_scheduled: status.current_number_scheduled,
+            number_ready: status.number_ready,
+            updated_number_scheduled: status.updated_number_scheduled,
+            number_available: status.number_available,
+            number_unavailable: status.number_unavailable,
+            number_misscheduled: status.number_misscheduled,
+            current_revision: revision.map(str::to_string),
+            observed_generation: status.observed_generation,
+            conditions,
+        }
+    }
+
+    /// Sets the `Halted` condition (and `Progressing` to False, as a Deployment past its
+    /// progress deadline shows) while `halted` says why; clears it otherwise.
+    pub fn set_halted(
+        &mut self,
+        halted: Option<&str>,
+        previous: Option<&ManagedDaemonSetStatus>,
+        now: Timestamp,
+    ) {
+        let generation = self.observed_generation;
+        let Some(why) = halted else {
+            if previous.is_some_and(|p| p.conditions.iter().any(|c| c.type_ == "Halted")) {
+                let cleared = condition(
+                    previous,
+                    "Halted",
+                    false,
+                    "RolloutResumed",
+                    "the rollout is not halted".into(),
+                    now,
+                    generation,
+                );
+                self.conditions.push(cleared);
+            }
+            return;
+        };
+        if let Some(p) = self
+            .conditions
+            .iter_mut()
+            .find(|c| c.type_ == "Progressing")
+        {
+            *p = condition(
+                previous,
+                "Progressing",
+                false,
+                "RolloutHalted",
+                why.to_string(),
+                now,
+                generation,
+            );
+        }
+        let halted = condition(
+            previous,
+            "Halted",
+            true,
+            "RolloutHalted",
+            why.into(),
+            now,
+            generation,
+        );
+        self.conditions.push(halted);
+    }
+
+    /// The planner's counters this status records.
+    pub fn counters(&self) -> Status {
+        Status {
+            desired_number_scheduled: self.desired_number_scheduled,
+            current_number_scheduled: self.current_number_scheduled,
+            number_ready: self.number_ready,
+            updated_number_scheduled: self.updated_number_scheduled,
+            number_available: self.number_available,
+            number_unavailable: self.number_unavailable,
+            number_misscheduled: self.number_misscheduled,
+            observed_generation: self.observed_generation,
+        }
+    }
+}
+
+/// A condition of `type_`, keeping the previous transition time when its status is unchanged.
+fn condition(
+    previous: Option<&ManagedDaemonSetStatus>,
+    type_: &str,
+    on: bool,
+    reason: &str,
+    message: String,
+    now: Timestamp,
+    generation: Option<i64>,
+) -> RecordCondition {
+    let status = if on { "True" } else { "False" };
+    let last_transition_time = previous
+        .and_then(|p| p.conditions.iter().find(|c| c.type_ == type_))
+        .filter(|c| c.status == status)
+        .map(|c| c.last_transition_time.clone())
+        .unwrap_or_else(|| now.to_string());
+    RecordCondition {
+        type_: type_.to_string(),
+        status: status.to_string(),
+        last_transition_time,
+        reason: reason.to_string(),
+        message,
+        observed_generation: generation,
+    }
+}
+
+/// The CustomResourceDefinition of [`ManagedDaemonSet`] as YAML: what
+/// `examples/deploy/crd.yaml` holds.
+pub fn crd_yaml() -> String {
+    let crd = serde_json::to_value(ManagedDaemonSet::crd()).unwrap_or_default();
+    serde_saphyr::to_string(&crd).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checked_in_crd_is_generated_from_the_types() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/deploy/crd.yaml");
+        let generated = crd_yaml();
+        if std::env::var_os("DAEMONSYNC_REGENERATE").is_some() {
+            std::fs::write(path, &generated).expect("write crd.yaml");
+        }
+        let checked_in = std::fs::read_to_string(path).expect("examples/deploy/crd.yaml");
+        assert_eq!(
+            checked_in, generated,
+            "examples/deploy/crd.yaml is stale: run `DAEMONSYNC_REGENERATE=1 cargo test --lib crd` and commit it"
+        );
+    }
+
+    #[test]
+    fn the_crd_prints_the_columns_kubectl_users_expect() {
+        let crd = ManagedDaemonSet::crd();
+        let columns: Vec<String> = crd.spec.versions[0]
+            .additional_printer_columns
+            .iter()
+            .flatten()
+            .map(|c| c.name.clone())
+            .collect();
+        assert_eq!(
+            columns,
+            [
+                "DESIRED",
+                "CURRENT",
+                "READY",
+                "UP-TO-DATE",
+                "AVAILABLE",
+                "MISSCHEDULED",
+                "REVISION",
+                "AGE"
+            ]
+        );
+        assert_eq!(crd.spec.names.short_names, Some(vec!["mds".to_string()]));
+        assert!(
+            crd.spec.versions[0]
+                .subresources
+                .as_ref()
+                .unwrap()
+                .status
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn conditions_keep_their_transition_time_until_their_status_changes() {
+        let t0: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let t1: Timestamp = "2026-01-01T00:05:00Z".parse().unwrap();
+        let rolling = Status {
+            desired_number_scheduled: 3,
+            current_number_scheduled: 3,
+            number_ready: 3,
+            updated_number_scheduled: 1,
+            number_available: 3,
+            ..Status::default()
+        };
+        let first = ManagedDaemonSetStatus::from_plan(&rolling, Some("abc"), None, t0);
+        let progressing = &first.conditions[0];
+        assert_eq!(
+            (
+                progressing.type_.as_str(),
+                progressing.status.as_str(),
+                progressing.reason.as_str()
+            ),
+            ("Progressing", "True", "RollingUpdate")
+        );
+        let done = Status {
+            updated_number_scheduled: 3,
+            ..rolling
+        };
+        let second = ManagedDaemonSetStatus::from_plan(&done, Some("abc"), Some(&first), t1);
+        assert_eq!(second.conditions[0].reason, "RolloutComplete");
+        assert_eq!(second.conditions[0].last_transition_time, t0.to_string());
+        assert_eq!(second.conditions[1].type_, "Available");
+        assert_eq!(second.conditions[1].last_transition_time, t0.to_string());
+        assert_eq!(second.counters(), done);
+
+        let mut halted =
+            ManagedDaemonSetStatus::from_plan(&rolling, Some("def"), Some(&second), t1);
+        halted.set_halted(
+            Some("pod a on node n1: ImagePullBackOff"),
+            Some(&second),
+            t1,
+        );
+        let find = |s: &ManagedDaemonSetStatus, t: &str| {
+            s.conditions.iter().find(|c| c.type_ == t).cloned().unwrap()
+        };
+        assert_eq!(find(&halted, "Halted").status, "True");
+        assert_eq!(find(&halted, "Progressing").status, "False");
+        assert_eq!(
+            find(&halted, "Progressing").last_transition_time,
+            t1.to_string()
+        );
+        let mut resumed = ManagedDaemonSetStatus::from_plan(&done, Some("def"), Some(&halted), t1);
+        resumed.set_halted(None, Some(&halted), t1);
+        assert_eq!(find(&resumed, "Halted").status, "False");
+        assert_eq!(find(&resumed, "Progressing").status, "True");
+    }
+}
