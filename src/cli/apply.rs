@@ -26,11 +26,16 @@ Examples:
   # Only show what the first step would do
   daemonsync apply --manifests ./deploy --cluster sim:fleet.yaml --dry-run
 
+  # Roll out although a DaemonSet has a field its schema lacks: each is printed as a warning
+  # and dropped, as `kubectl apply --validate=warn` does (the default, strict, refuses it)
+  daemonsync apply --manifests ./deploy --cluster sim:fleet.yaml --validate=warn
+
 Exit status:
   0  converged (or --dry-run)
   3  halted: new pods stayed unavailable past --progress-deadline, or the rollout could not
      finish (timeout, nothing left that would change)
-  1  error (bad manifests, bad cluster file, refused prune, failed writes)";
+  1  error (bad manifests, an unknown field with --validate=strict, bad cluster file,
+     refused prune, failed writes)";
 
 /// Output formats of `apply`'s final state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -1,9 +1,11 @@
 //! `daemonsync plan`: what reconciling the manifests would do, node by node.
 
-use super::source::{Loaded, SourceArgs, load, print_notes};
+use super::source::{
+    Loaded, SourceArgs, add_warnings, field_warnings, load, print_notes, print_warnings,
+};
 use super::{EXIT_CHANGES, EXIT_OK, parse_now};
 use crate::cluster::ClusterSpec;
-use crate::manifest::LoadOptions;
+use crate::manifest::{FieldValidation, LoadOptions};
 use crate::model::Timestamp;
 use crate::plan::{self, Desired, Observed, Plan, Policy};
 use crate::report::markdown::DEFAULT_COMMENT_KEY;
@@ -47,11 +49,17 @@ Examples:
   # Every node with its state and reason
   daemonsync plan -m ./deploy -c snapshot:cluster.yaml -o wide
 
+  # A field the DaemonSet schema lacks (a typo such as `itmes`, a key at the wrong
+  # indentation) is refused with its path, as `kubectl apply` refuses it. Plan anyway, the
+  # field dropped and listed in the plan's warnings, or drop such fields silently:
+  daemonsync plan -m ./deploy -c snapshot:cluster.yaml --validate=warn
+  daemonsync plan -m ./deploy -c snapshot:cluster.yaml --validate=ignore
+
 Exit status:
   0  nothing would change
   2  the plan has changes
-  1  error (bad manifests, unreadable snapshot, unreachable repository, bad flags); nothing
-     was planned and nothing would be deleted";
+  1  error (bad manifests, an unknown field with --validate=strict, unreadable snapshot,
+     unreachable repository, bad flags); nothing was planned and nothing would be deleted";
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -272,7 +280,14 @@ impl PlanRun {
 /// Reads the manifests and the cluster and plans, once (no `--watch`).
 pub fn compute(opts: &PlanOptions) -> Result<PlanRun> {
     if let (ManifestSource::Git(src), Some((base, head))) = (&opts.source, &opts.pull_request) {
-        let rendered = src.load_refs(&[base, head], &opts.load)?;
+        // The base side is only compared with: a DaemonSet there with a field its schema
+        // lacks is read without it (as the API server stored it), not dropped as invalid,
+        // so fixing the field reads as a change, not as an addition.
+        let mut base_load = opts.load.clone();
+        if base_load.field_validation == FieldValidation::Strict {
+            base_load.field_validation = FieldValidation::Warn;
+        }
+        let rendered = src.load_refs_with(&[(base, &base_load), (head, &opts.load)])?;
         let [base_r, head_r]: [Rendered; 2] = rendered
             .try_into()
             .map_err(|_| anyhow::anyhow!("internal error: expected two renders"))?;
@@ -294,7 +309,8 @@ fn plan_desired(desired: &[Desired], observed: Option<&Observed>, opts: &PlanOpt
 
 /// The run of a plain (not pull-request) source.
 fn plan_loaded(loaded: Loaded, observed: Option<&Observed>, opts: &PlanOptions) -> PlanRun {
-    let plan = plan_desired(&loaded.desired, observed, opts);
+    let mut plan = plan_desired(&loaded.desired, observed, opts);
+    add_warnings(&mut plan, &loaded.warnings);
     let exit_code = if plan.has_changes() {
         EXIT_CHANGES
     } else {
@@ -369,6 +385,8 @@ fn pull_request(
         head.short_revision()
     );
     print_notes(&head);
+    let head_warnings = field_warnings(&head.manifests);
+    print_warnings(&head_warnings);
     let key = |d: &DaemonSet| {
         (
             d.metadata.namespace.clone().unwrap_or_default(),
@@ -422,7 +440,8 @@ fn pull_request(
         before.push('\n');
     }
     let desired = head.desired()?;
-    let head_plan = plan_desired(&desired, observed, opts);
+    let mut head_plan = plan_desired(&desired, observed, opts);
+    add_warnings(&mut head_plan, &head_warnings);
     if let Some(observed) = observed {
         let base_plan = plan::plan(&base.valid_desired(), observed, &opts.policy, opts.now);
         let changes = report::diff::node_changes(&base_plan, &head_plan);

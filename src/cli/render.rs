@@ -1,7 +1,7 @@
 //! `daemonsync render`: the DaemonSets as daemonsync sees them (validated and defaulted), or
 //! the pod one of them would create on a given node.
 
-use super::source::load_desired_paths;
+use super::source::{LoadArgs, load_desired_paths};
 use crate::cluster::ClusterSpec;
 use crate::plan::eligibility;
 use crate::plan::render::{PodOwner, pod_for_node};
@@ -22,9 +22,14 @@ Examples:
   # when it does not qualify for a DaemonSet)
   daemonsync render -m ./deploy --node worker-1 --cluster snapshot:cluster.yaml
 
+  # What the API server would keep of DaemonSets with fields their schema lacks (each is
+  # named on stderr and dropped; without --validate=warn they are refused)
+  daemonsync render -m ./deploy --validate=warn
+
 Exit status:
   0  rendered
-  1  error (bad manifests, unknown node or DaemonSet, unreadable snapshot)";
+  1  error (bad manifests, an unknown field with --validate=strict, unknown node or
+     DaemonSet, unreadable snapshot)";
 
 /// Flags of `daemonsync render`.
 #[derive(Debug, clap::Args)]
@@ -41,14 +46,9 @@ pub struct RenderArgs {
     /// Only this DaemonSet (`NAME` or `NAMESPACE/NAME`).
     #[arg(long, short = 'd', value_name = "NAME")]
     pub daemonset: Option<String>,
-    /// Namespace for manifests that name none (as kubectl does).
-    #[arg(
-        long,
-        short = 'n',
-        default_value = "default",
-        env = "DAEMONSYNC_NAMESPACE"
-    )]
-    pub namespace: String,
+    /// How the manifests are read.
+    #[command(flatten)]
+    pub load: LoadArgs,
 }
 
 /// Runs `daemonsync render`; returns the exit code.
@@ -58,7 +58,7 @@ pub fn run(args: &RenderArgs) -> Result<i32> {
     {
         bail!("--node must name a node");
     }
-    let mut desired = load_desired_paths(&args.manifests, &args.namespace)?;
+    let mut desired = load_desired_paths(&args.manifests, &args.load.load_options())?;
     if let Some(want) = &args.daemonset {
         desired.retain(|d| matches_name(d, want));
         if desired.is_empty() {

@@ -1,8 +1,9 @@
 //! The flags that say where manifests come from, shared by `plan` and `apply`: files and
-//! directories, or a git repository at a ref. They become a [`ManifestSource`] and
-//! [`LoadOptions`] once, here.
+//! directories, or a git repository at a ref; and how they are read ([`LoadArgs`]: namespace
+//! and `--validate`), shared by every command that reads manifests. They become a
+//! [`ManifestSource`] and [`LoadOptions`] once, here.
 
-use crate::manifest::LoadOptions;
+use crate::manifest::{FieldValidation, LoadOptions, Manifests};
 use crate::plan::Desired;
 use crate::source::git::default_cache_dir;
 use crate::source::{GitAuth, GitSource, LocalSource, ManifestSource, Rendered, Source};
@@ -48,6 +49,40 @@ pub struct SourceArgs {
     /// accepts the connection and never answers fails the fetch after this long.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_timeout)]
     pub git_timeout: std::time::Duration,
+    /// How the manifests are read.
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+/// `--validate`: kubectl's field validation levels, for fields a DaemonSet's schema does not
+/// have (a typo, a key at the wrong indentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ValidateMode {
+    /// Each unknown field is an error naming its path; nothing is planned (`true` is the same).
+    #[value(alias = "true")]
+    Strict,
+    /// Each unknown field is a warning (stderr, and the plan's warnings); it is dropped, as
+    /// the API server drops it.
+    Warn,
+    /// Unknown fields are dropped silently (`false` is the same).
+    #[value(alias = "false")]
+    Ignore,
+}
+
+impl From<ValidateMode> for FieldValidation {
+    fn from(mode: ValidateMode) -> Self {
+        match mode {
+            ValidateMode::Strict => FieldValidation::Strict,
+            ValidateMode::Warn => FieldValidation::Warn,
+            ValidateMode::Ignore => FieldValidation::Ignore,
+        }
+    }
+}
+
+/// How manifests are read, for every command that reads them (`plan`, `apply`, `render`,
+/// `status`).
+#[derive(Debug, clap::Args)]
+pub struct LoadArgs {
     /// Namespace for manifests that name none (as kubectl does).
     #[arg(
         long,
@@ -56,12 +91,35 @@ pub struct SourceArgs {
         env = "DAEMONSYNC_NAMESPACE"
     )]
     pub namespace: String,
+    /// How fields the DaemonSet schema does not have (a typo, a key at the wrong indentation)
+    /// are treated, as by kubectl's --validate; other kinds are not checked. `--validate`
+    /// alone means strict.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MODE",
+        default_value_t = ValidateMode::Strict,
+        num_args = 0..=1,
+        default_missing_value = "strict"
+    )]
+    pub validate: ValidateMode,
+}
+
+impl LoadArgs {
+    /// Loader options from the flags.
+    pub fn load_options(&self) -> LoadOptions {
+        LoadOptions {
+            default_namespace: self.namespace.clone(),
+            field_validation: self.validate.into(),
+            ..LoadOptions::default()
+        }
+    }
 }
 
 impl SourceArgs {
     /// Loader options from the flags.
     pub fn load_options(&self) -> LoadOptions {
-        load_options(&self.namespace)
+        self.load.load_options()
     }
 
     /// The git source named by `--repo`, if any.
@@ -93,18 +151,12 @@ impl SourceArgs {
     }
 }
 
-/// Loader options for manifests without a namespace getting `namespace`.
-pub(crate) fn load_options(namespace: &str) -> LoadOptions {
-    LoadOptions {
-        default_namespace: namespace.to_string(),
-        ..LoadOptions::default()
-    }
-}
-
 /// Desired DaemonSets read from a source, with what identifies it.
 pub struct Loaded {
     /// The valid DaemonSets.
     pub desired: Vec<Desired>,
+    /// Unknown fields kept as warnings (`--validate=warn`).
+    pub warnings: Vec<FieldWarning>,
     /// `source: <url> @ <ref> (<commit>)` for a git source.
     pub line: Option<String>,
     /// The short commit id, for a git source.
@@ -128,6 +180,8 @@ pub fn load(source: &ManifestSource, opts: &LoadOptions) -> Result<Loaded> {
         "source read"
     );
     print_notes(&rendered);
+    let warnings = field_warnings(&rendered.manifests);
+    print_warnings(&warnings);
     let record = match source {
         ManifestSource::Git(g) => crate::cluster::RecordSource {
             repository: Some(crate::source::redact(&g.url)),
@@ -142,6 +196,7 @@ pub fn load(source: &ManifestSource, opts: &LoadOptions) -> Result<Loaded> {
     };
     Ok(Loaded {
         desired: rendered.desired()?,
+        warnings,
         line: source.origin_line(&rendered),
         commit: matches!(source, ManifestSource::Git(_))
             .then(|| rendered.short_revision().to_string()),
@@ -149,11 +204,66 @@ pub fn load(source: &ManifestSource, opts: &LoadOptions) -> Result<Loaded> {
     })
 }
 
-/// The desired DaemonSets in `paths` (files or directories), manifests without a namespace
-/// getting `namespace`; an error, planning nothing, if any is invalid or there is none.
-pub fn load_desired_paths(paths: &[PathBuf], namespace: &str) -> Result<Vec<Desired>> {
+/// The desired DaemonSets in `paths` (files or directories), read as `opts` say; an error,
+/// planning nothing, if any is invalid or there is none.
+pub fn load_desired_paths(paths: &[PathBuf], opts: &LoadOptions) -> Result<Vec<Desired>> {
     let source = ManifestSource::Local(LocalSource::new(paths.to_vec()));
-    Ok(load(&source, &load_options(namespace))?.desired)
+    Ok(load(&source, opts)?.desired)
+}
+
+/// An unknown field of a DaemonSet, kept as a warning (`--validate=warn`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldWarning {
+    /// The DaemonSet's namespace.
+    pub namespace: String,
+    /// The DaemonSet's name.
+    pub name: String,
+    /// Where it came from (file and document).
+    pub source: String,
+    /// The API server's words: `unknown field "spec.foo"`.
+    pub message: String,
+}
+
+/// The warnings of every valid DaemonSet in `m`, in input order.
+pub fn field_warnings(m: &Manifests) -> Vec<FieldWarning> {
+    m.daemonsets
+        .iter()
+        .flat_map(|d| {
+            let meta = &d.daemonset.metadata;
+            d.warnings.iter().map(move |w| FieldWarning {
+                namespace: meta.namespace.clone().unwrap_or_default(),
+                name: meta.name.clone().unwrap_or_default(),
+                source: d.source.to_string(),
+                message: w.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Prints each warning to stderr, as kubectl prints the API server's warnings.
+pub fn print_warnings(warnings: &[FieldWarning]) {
+    for w in warnings {
+        eprintln!(
+            "warning: {}/{} ({}): {} (dropped; --validate=warn)",
+            w.namespace, w.name, w.source, w.message
+        );
+    }
+}
+
+/// Adds each warning to the plan of its DaemonSet.
+pub fn add_warnings(plan: &mut crate::plan::Plan, warnings: &[FieldWarning]) {
+    for w in warnings {
+        if let Some(ds) = plan
+            .daemonsets
+            .iter_mut()
+            .find(|d| d.namespace == w.namespace && d.name == w.name)
+        {
+            ds.warnings.push(format!(
+                "{} in the manifest: dropped, as the API server drops it with --validate=warn",
+                w.message
+            ));
+        }
+    }
 }
 
 /// Prints what the source noticed (submodules skipped, …) to stderr.

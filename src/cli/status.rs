@@ -6,7 +6,7 @@
 //! by the planner from the observed nodes and pods, so they read the same for both.
 
 use super::plan::color_enabled;
-use super::source::load_desired_paths;
+use super::source::{LoadArgs, load_desired_paths};
 use crate::cluster::ClusterSpec;
 use crate::manifest;
 use crate::model::Timestamp;
@@ -29,6 +29,9 @@ Examples:
 
   # As JSON (the Plan schema of docs/plan-json.md)
   daemonsync status -c snapshot:cluster.yaml -o json
+
+  # Manifests with fields their schema lacks: read them without those fields, silently
+  daemonsync status -c snapshot:cluster.yaml -m ./deploy --validate=ignore
 
 Exit status:
   0  status shown
@@ -63,14 +66,9 @@ pub struct StatusArgs {
     /// The instant to judge availability at (RFC 3339); defaults to the current time.
     #[arg(long, value_name = "RFC3339")]
     pub now: Option<String>,
-    /// Namespace for manifests that name none (as kubectl does).
-    #[arg(
-        long,
-        short = 'n',
-        default_value = "default",
-        env = "DAEMONSYNC_NAMESPACE"
-    )]
-    pub namespace: String,
+    /// How the manifests are read.
+    #[command(flatten)]
+    pub load: LoadArgs,
 }
 
 /// Runs `daemonsync status`; returns the exit code.
@@ -82,7 +80,7 @@ pub fn run(args: &StatusArgs) -> Result<i32> {
     let mut desired = if args.manifests.is_empty() {
         Vec::new()
     } else {
-        load_desired_paths(&args.manifests, &args.namespace)?
+        load_desired_paths(&args.manifests, &args.load.load_options())?
     };
     let (observed, managed) = args.cluster.observe_with_managed()?;
     let managed = as_desired(managed, "record");

@@ -23,6 +23,9 @@ pub enum FieldErrorKind {
     TooLong,
     /// "Too many": a list has more items than allowed (the value is the item count).
     TooMany,
+    /// A field the schema does not have (the API server's strict decoding, not a
+    /// `field.ErrorType`): printed `strict decoding error: unknown field "PATH"`.
+    UnknownField,
 }
 
 impl FieldErrorKind {
@@ -37,6 +40,7 @@ impl FieldErrorKind {
             FieldErrorKind::NotFound => "Not found",
             FieldErrorKind::TooLong => "Too long",
             FieldErrorKind::TooMany => "Too many",
+            FieldErrorKind::UnknownField => "Unknown field",
         }
     }
 
@@ -44,7 +48,10 @@ impl FieldErrorKind {
     fn shows_value(self) -> bool {
         !matches!(
             self,
-            FieldErrorKind::Required | FieldErrorKind::Forbidden | FieldErrorKind::TooLong
+            FieldErrorKind::Required
+                | FieldErrorKind::Forbidden
+                | FieldErrorKind::TooLong
+                | FieldErrorKind::UnknownField
         )
     }
 }
@@ -167,6 +174,24 @@ impl FieldError {
         }
     }
 
+    /// An unknown field at `path` (strict decoding), with what to do about it.
+    pub fn unknown_field(path: impl Into<String>) -> Self {
+        FieldError {
+            path: path.into(),
+            kind: FieldErrorKind::UnknownField,
+            value: None,
+            detail: "the DaemonSet schema (apps/v1, Kubernetes v1.35) has no such field here, \
+                     so the API server would refuse the object; correct its spelling or \
+                     indentation, or remove it (--validate=warn plans without it)"
+                .to_string(),
+        }
+    }
+
+    /// The API server's words for an unknown field: `unknown field "spec.foo"`.
+    pub fn unknown_field_message(path: &str) -> String {
+        format!("unknown field {}", quote(path))
+    }
+
     /// Adds detail to an error (e.g. the supported values of a "Not found").
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
         self.detail = detail.into();
@@ -176,6 +201,17 @@ impl FieldError {
 
 impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.kind == FieldErrorKind::UnknownField {
+            write!(
+                f,
+                "strict decoding error: {}",
+                FieldError::unknown_field_message(&self.path)
+            )?;
+            if !self.detail.is_empty() {
+                write!(f, ": {}", self.detail)?;
+            }
+            return Ok(());
+        }
         write!(f, "{}: {}", self.path, self.kind)?;
         if self.kind.shows_value() {
             write!(f, ": {}", self.value.as_deref().unwrap_or("null"))?;

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use super::error::quote;
 use super::{
-    DocRef, FieldError, InvalidDaemonSet, Limits, LoadError, LoadOptions, Manifest, Manifests,
-    OtherObject, RawDocument, apply_defaults, validate_with,
+    DocRef, FieldError, FieldValidation, InvalidDaemonSet, Limits, LoadError, LoadOptions,
+    Manifest, Manifests, OtherObject, RawDocument, apply_defaults, validate_with,
 };
 
 /// Split one file's text into objects.
@@ -169,6 +169,70 @@ fn yaml_error(
     }
 }
 
+/// The first tab (1-based line and column) where go-yaml, and so kubectl, refuses one but the
+/// YAML 1.2 scanner takes it as white space: in block context, at the start of a line or right
+/// after a `:`, `-` or `?` indicator. libyaml eats tabs between tokens only in flow context or
+/// where a simple key may not start, and those are the places one may; elsewhere the tab
+/// "cannot start any token".
+///
+/// Runs only on text that has a tab and that parsed: a second scan, of tokens only, after the
+/// budgets of the first pass bounded the input.
+fn refused_tab(text: &str) -> Option<(usize, usize)> {
+    use granit_parser::{Scanner, StrInput, TokenType};
+    let mut options = granit_parser::Options::default();
+    options.emit_comments = false;
+    let scanner = Scanner::with_options(StrInput::new(text), options);
+    let mut flow_level = 0usize;
+    // Whether a simple key may start here (libyaml's `simple_key_allowed`).
+    let mut key_allowed = true;
+    let (mut end, mut end_line, mut end_col) = (0usize, 1usize, 0usize);
+    for token in scanner {
+        let Ok(token) = token else { return None };
+        let span = token.span();
+        let start = span.start.byte_offset()?;
+        if start > end && flow_level == 0 {
+            let (mut line, mut col) = (end_line, end_col);
+            let mut in_comment = false;
+            for c in text.get(end..start)?.chars() {
+                match c {
+                    '\n' => {
+                        line += 1;
+                        col = 0;
+                        in_comment = false;
+                        key_allowed = true;
+                        continue;
+                    }
+                    '#' => in_comment = true,
+                    '\t' if key_allowed && !in_comment => return Some((line, col + 1)),
+                    _ => {}
+                }
+                col += 1;
+            }
+        }
+        let stop = span.end.byte_offset()?;
+        if stop > end {
+            (end, end_line, end_col) = (stop, span.end.line(), span.end.col());
+        }
+        let width = stop.saturating_sub(start);
+        match token.token_type() {
+            TokenType::FlowSequenceStart | TokenType::FlowMappingStart => flow_level += 1,
+            TokenType::FlowSequenceEnd | TokenType::FlowMappingEnd => {
+                flow_level = flow_level.saturating_sub(1)
+            }
+            _ => {}
+        }
+        match token.token_type() {
+            TokenType::Value | TokenType::BlockEntry => key_allowed = flow_level == 0,
+            TokenType::Key if width > 0 => key_allowed = flow_level == 0,
+            // Zero-width tokens (block starts and ends, implicit keys) sit before the next
+            // real token and change nothing about the white space before it.
+            _ if width == 0 => {}
+            _ => key_allowed = false,
+        }
+    }
+    None
+}
+
 fn parse_yaml(
     file_label: &str,
     text: &str,
@@ -178,6 +242,20 @@ fn parse_yaml(
     let docs: Vec<serde_saphyr::Spanned<Value>> =
         serde_saphyr::from_multiple_with_options(text, yaml_options(limits))
             .map_err(|e| yaml_error(file_label, &markers, &e, limits.max_documents))?;
+    if text.contains('\t')
+        && let Some((line, column)) = refused_tab(text)
+    {
+        return Err(LoadError::Syntax {
+            file: file_label.to_string(),
+            document: Some(markers.document_at(line)),
+            line,
+            column,
+            message: "found a tab character that cannot start any token (kubectl's YAML \
+                      reader refuses a tab at the start of a line or after ':', '-' or '?'); \
+                      use spaces there"
+                .to_string(),
+        });
+    }
     let mut out = Vec::new();
     let mut last_doc = 0;
     for doc in docs {
@@ -592,11 +670,80 @@ fn render_value(value: &Value) -> String {
     }
 }
 
+/// Deserializes a DaemonSet, collecting the paths (API server format) of the fields its schema
+/// does not have when `check` is set. k8s-openapi skips such fields; `serde_ignored` sees each
+/// skip with its path, in the same pass. The path of a type error is found by a second pass
+/// only when there is one (the rare case), so the common case pays for one wrapper, not two.
+fn typed_daemonset(
+    value: &Value,
+    check: bool,
+) -> (
+    Result<DaemonSet, serde_path_to_error::Error<serde_json::Error>>,
+    Vec<String>,
+) {
+    use serde::Deserialize as _;
+    let mut unknown: Vec<String> = Vec::new();
+    let first = if check {
+        serde_ignored::deserialize(value, |path| {
+            let path = api_path(&path);
+            if !unknown.contains(&path) {
+                unknown.push(path);
+            }
+        })
+    } else {
+        DaemonSet::deserialize(value)
+    };
+    match first {
+        Ok(ds) => (Ok(ds), unknown),
+        Err(_) => (serde_path_to_error::deserialize(value), Vec::new()),
+    }
+}
+
+/// A `serde_ignored` path as the API server prints field paths:
+/// `spec.template.spec.volumes[0].projected.sources[0].itmes`.
+fn api_path(path: &serde_ignored::Path<'_>) -> String {
+    use serde_ignored::Path;
+    let mut segments: Vec<&Path<'_>> = Vec::new();
+    let mut p = path;
+    loop {
+        match p {
+            Path::Root => break,
+            Path::Seq { parent, .. } | Path::Map { parent, .. } => {
+                segments.push(p);
+                p = parent;
+            }
+            Path::Some { parent }
+            | Path::NewtypeStruct { parent }
+            | Path::NewtypeVariant { parent } => p = parent,
+        }
+    }
+    let mut out = String::new();
+    for seg in segments.iter().rev() {
+        match seg {
+            Path::Seq { index, .. } => {
+                out.push('[');
+                out.push_str(&index.to_string());
+                out.push(']');
+            }
+            Path::Map { key, .. } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 fn out_daemonset(doc: RawDocument, opts: &LoadOptions, out: &mut Manifests) {
     let value = with_default_namespace(doc.value, &opts.default_namespace);
     let name = display_name(&value);
     let explicit_empty_selector = matches!(value.pointer("/spec/selector"), Some(Value::Object(_)));
-    let mut ds: DaemonSet = match serde_path_to_error::deserialize(&value) {
+    let (result, unknown) =
+        typed_daemonset(&value, opts.field_validation != FieldValidation::Ignore);
+    let mut ds: DaemonSet = match result {
         Ok(ds) => ds,
         Err(err) => {
             let path = err.path().to_string();
@@ -614,6 +761,20 @@ fn out_daemonset(doc: RawDocument, opts: &LoadOptions, out: &mut Manifests) {
             return;
         }
     };
+    // The API server decodes strictly before it validates: unknown fields are the only errors
+    // it reports for such an object.
+    if opts.field_validation == FieldValidation::Strict && !unknown.is_empty() {
+        out.invalid.push(InvalidDaemonSet {
+            source: doc.source,
+            name,
+            errors: unknown.iter().map(FieldError::unknown_field).collect(),
+        });
+        return;
+    }
+    let warnings: Vec<String> = unknown
+        .iter()
+        .map(|p| FieldError::unknown_field_message(p))
+        .collect();
     if explicit_empty_selector
         && let Some(spec) = ds.spec.as_mut()
         && spec.selector.match_labels.is_none()
@@ -628,6 +789,7 @@ fn out_daemonset(doc: RawDocument, opts: &LoadOptions, out: &mut Manifests) {
         out.daemonsets.push(Manifest {
             source: doc.source,
             daemonset: ds,
+            warnings,
         });
     } else {
         out.invalid.push(InvalidDaemonSet {

@@ -1,8 +1,10 @@
 //! Manifests: multi-document YAML / JSON, `kind: List`, defaulting and validation.
 //!
 //! Flow: sources ([`crate::source`]) read the files; [`load_str`] splits a file's text into
-//! [`RawDocument`]s ([`read_documents`]), classifies each object, set the default namespace, deserialize `apps/v1` DaemonSets,
-//! apply the API server's defaulting ([`apply_defaults`]) and validation ([`validate`]).
+//! [`RawDocument`]s ([`read_documents`]: YAML as kubectl reads it, or JSON), classifies each
+//! object, sets the default namespace, deserializes `apps/v1` DaemonSets (fields their schema
+//! lacks refused, warned about or dropped as [`FieldValidation`] says), and applies the API
+//! server's defaulting ([`apply_defaults`]) and validation ([`validate`]).
 //! Valid DaemonSets become [`Manifest`]s, invalid ones [`InvalidDaemonSet`]s (with
 //! API-server style [`FieldError`]s), everything else an [`OtherObject`].
 
@@ -13,6 +15,8 @@ mod validate;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod yaml_compat;
 
 use std::fmt;
 
@@ -65,6 +69,9 @@ pub struct Manifest {
     pub source: DocRef,
     /// The DaemonSet after namespace defaulting, [`apply_defaults`] and a clean [`validate`].
     pub daemonset: DaemonSet,
+    /// Fields of the document the DaemonSet schema does not have, in the API server's words
+    /// (`unknown field "spec.template.spec.foo"`), kept only with [`FieldValidation::Warn`].
+    pub warnings: Vec<String>,
 }
 
 /// A DaemonSet the API server would reject, with the reasons.
@@ -238,6 +245,22 @@ impl Default for Limits {
     }
 }
 
+/// What happens to a field of an `apps/v1` DaemonSet document that the DaemonSet schema does
+/// not have (a misspelt or mis-indented key), as the API server's `fieldValidation` and
+/// kubectl's `--validate` have it. Other kinds are never checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldValidation {
+    /// The DaemonSet is invalid: each unknown field is an error with its path (the API
+    /// server's `strict decoding error: unknown field "spec.foo"`). The default, as in kubectl.
+    #[default]
+    Strict,
+    /// Each unknown field is a warning ([`Manifest::warnings`]); the field is dropped, as the
+    /// API server drops it, and the DaemonSet is used.
+    Warn,
+    /// Unknown fields are dropped silently.
+    Ignore,
+}
+
 /// Options for [`load_str`] and the sources.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadOptions {
@@ -247,6 +270,8 @@ pub struct LoadOptions {
     pub limits: Limits,
     /// The cluster's feature gates that change what validation accepts (v1.35 defaults).
     pub gates: Gates,
+    /// Unknown fields in DaemonSets: refused (default), warned about, or ignored.
+    pub field_validation: FieldValidation,
 }
 
 impl Default for LoadOptions {
@@ -255,6 +280,7 @@ impl Default for LoadOptions {
             default_namespace: "default".to_string(),
             limits: Limits::default(),
             gates: Gates::default(),
+            field_validation: FieldValidation::default(),
         }
     }
 }

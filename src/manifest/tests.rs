@@ -1290,3 +1290,165 @@ fn json_stream_lines_are_found_for_every_document() {
     let numbers: Vec<usize> = docs.iter().map(|d| d.source.document).collect();
     assert_eq!(numbers, (1..=500).collect::<Vec<_>>());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Unknown fields (strict field validation)
+
+const PROJECTED_TYPO: &str = "apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: kube-system}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers:
+      - name: agent
+        image: registry.example/agent:1.0
+        volumeMounts: [{name: config, mountPath: /etc/agent}]
+      volumes:
+      - name: config
+        projected:
+          sources:
+          - configMap: {name: agent}
+            itmes: [{key: a, path: a}]
+";
+
+fn with_validation(field_validation: FieldValidation) -> LoadOptions {
+    LoadOptions {
+        field_validation,
+        ..LoadOptions::default()
+    }
+}
+
+#[test]
+fn unknown_field_is_refused_with_its_path_in_the_api_servers_words() {
+    let m = load_str("agent.yaml", PROJECTED_TYPO, &LoadOptions::default()).unwrap();
+    assert!(m.daemonsets.is_empty());
+    assert_eq!(m.invalid.len(), 1);
+    let bad = &m.invalid[0];
+    assert_eq!(bad.name, "kube-system/agent");
+    assert_eq!(bad.source.to_string(), "agent.yaml, document 1 (line 1)");
+    assert_eq!(
+        paths(&bad.errors),
+        ["spec.template.spec.volumes[0].projected.sources[0].itmes"]
+    );
+    assert_eq!(bad.errors[0].kind, FieldErrorKind::UnknownField);
+    assert_eq!(
+        bad.errors[0].to_string(),
+        "strict decoding error: unknown field \"spec.template.spec.volumes[0].projected.sources[0].itmes\": the DaemonSet schema (apps/v1, Kubernetes v1.35) has no such field here, so the API server would refuse the object; correct its spelling or indentation, or remove it (--validate=warn plans without it)"
+    );
+    // Through a source, the error names the file and document too.
+    let err = crate::source::SourceError::Invalid(m.invalid).to_string();
+    assert!(
+        err.contains("kube-system/agent (agent.yaml, document 1 (line 1)):\n    - strict decoding error: unknown field \"spec.template.spec.volumes[0].projected.sources[0].itmes\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_fields_at_the_wrong_level_each_named_once_and_validation_waits() {
+    // `hostNetwork` one level too high, a misspelt metadata field, a typo inside a container
+    // (twice, reported once), and an invalid restartPolicy the API server never reaches.
+    let text = "apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, labelz: {a: b}}
+spec:
+  hostNetwork: true
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      restartPolicy: Never
+      containers:
+      - {name: a, image: i, imagePullPolicyy: Always}
+      - {name: b, image: i, imagePullPolicyy: Always}
+";
+    let m = load_str("agent.yaml", text, &LoadOptions::default()).unwrap();
+    assert_eq!(
+        paths(&m.invalid[0].errors),
+        [
+            "metadata.labelz",
+            "spec.hostNetwork",
+            "spec.template.spec.containers[0].imagePullPolicyy",
+            "spec.template.spec.containers[1].imagePullPolicyy",
+        ]
+    );
+}
+
+#[test]
+fn unknown_fields_with_validate_warn_are_warnings_and_dropped() {
+    let m = load_str(
+        "agent.yaml",
+        PROJECTED_TYPO,
+        &with_validation(FieldValidation::Warn),
+    )
+    .unwrap();
+    assert!(m.invalid.is_empty(), "{:?}", m.invalid);
+    assert_eq!(
+        m.daemonsets[0].warnings,
+        ["unknown field \"spec.template.spec.volumes[0].projected.sources[0].itmes\""]
+    );
+    let rendered = serde_json::to_string(&m.daemonsets[0].daemonset).unwrap();
+    assert!(!rendered.contains("itmes"), "{rendered}");
+}
+
+#[test]
+fn unknown_fields_with_validate_ignore_are_dropped_silently() {
+    let m = load_str(
+        "agent.yaml",
+        PROJECTED_TYPO,
+        &with_validation(FieldValidation::Ignore),
+    )
+    .unwrap();
+    assert!(m.invalid.is_empty());
+    assert!(m.daemonsets[0].warnings.is_empty());
+}
+
+#[test]
+fn unknown_fields_of_other_kinds_are_not_checked() {
+    let text = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c, labelz: {{}}}}\nwhatever: 1\n---\napiVersion: apps.kruise.io/v1alpha1\nkind: DaemonSet\nmetadata: {{name: k}}\nspec: {{anything: goes}}\n---\n{PROJECTED_TYPO}"
+    );
+    let m = load_str("mixed.yaml", &text, &LoadOptions::default()).unwrap();
+    assert_eq!(m.others.len(), 2);
+    assert_eq!(m.invalid.len(), 1);
+    assert_eq!(m.invalid[0].source.document, 3);
+}
+
+#[test]
+fn a_type_error_is_reported_before_unknown_fields() {
+    let text = PROJECTED_TYPO.replace("selector:", "minReadySeconds: soon\n  selector:");
+    let m = load_str("agent.yaml", &text, &LoadOptions::default()).unwrap();
+    assert_eq!(paths(&m.invalid[0].errors), ["spec.minReadySeconds"]);
+}
+
+#[test]
+fn unknown_fields_in_json_manifests_are_refused_too() {
+    let mut v = base();
+    v["spec"]["template"]["spec"]["containers"][0]["imagee"] = json!("x");
+    let m = load_str("ds.json", &v.to_string(), &LoadOptions::default()).unwrap();
+    assert_eq!(
+        paths(&m.invalid[0].errors),
+        ["spec.template.spec.containers[0].imagee"]
+    );
+}
+
+#[test]
+fn unknown_fields_of_a_daemonset_in_a_list_name_the_item() {
+    let item = PROJECTED_TYPO
+        .lines()
+        .map(|l| format!("    {l}\n"))
+        .collect::<String>()
+        .replacen("    apiVersion", "  - apiVersion", 1);
+    let text = format!("apiVersion: v1\nkind: List\nitems:\n{item}");
+    let m = load_str("list.yaml", &text, &LoadOptions::default()).unwrap();
+    assert_eq!(
+        m.invalid[0].source.to_string(),
+        "list.yaml, document 1 (line 1), items[0]"
+    );
+    assert_eq!(
+        paths(&m.invalid[0].errors),
+        ["spec.template.spec.volumes[0].projected.sources[0].itmes"]
+    );
+}

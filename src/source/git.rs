@@ -387,6 +387,17 @@ impl GitSource {
         refs.iter().map(|r| self.render(&repo, r, opts)).collect()
     }
 
+    /// Fetches (once) and renders each ref with its own options, in order.
+    pub fn load_refs_with(
+        &self,
+        refs: &[(&str, &LoadOptions)],
+    ) -> Result<Vec<Rendered>, SourceError> {
+        let repo = self.open()?;
+        refs.iter()
+            .map(|(r, opts)| self.render(&repo, r, opts))
+            .collect()
+    }
+
     /// Resolves `reference` to a commit: a full commit id, then `refs/heads/REF`,
     /// `refs/tags/REF`, then anything `git rev-parse` understands.
     pub fn resolve(&self, repo: &Repository, reference: &str) -> Result<Oid, SourceError> {

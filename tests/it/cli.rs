@@ -594,3 +594,164 @@ fn lt_tolerations_are_valid_only_where_the_cluster_has_the_gate() {
     // A cluster with the gate on accepts the DaemonSet, and daemonsync plans it.
     run(&["--taint-comparison-operators"]).code(2);
 }
+
+/// A DaemonSet whose projected volume source has a misspelt `items` (`itmes`), beside a CRD
+/// whose quoted description continues at the key's indentation, as released install files do.
+fn typo_manifest(dir: &Path) -> PathBuf {
+    let path = dir.join("agent.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: foos.example.com}
+spec:
+  group: example.com
+  versions:
+  - name: v1
+    schema:
+      openAPIV3Schema:
+        description: 'Foo is the Schema for the foos API. It is
+        continued here'
+        type: object
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: kube-system}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers:
+      - name: agent
+        image: registry.example/agent:1.0
+        volumeMounts: [{name: config, mountPath: /etc/agent}]
+      volumes:
+      - name: config
+        projected:
+          sources:
+          - configMap: {name: agent}
+            itmes: [{key: a, path: a}]
+",
+    )
+    .unwrap();
+    path
+}
+
+const TYPO_PATH: &str = "spec.template.spec.volumes[0].projected.sources[0].itmes";
+
+#[test]
+fn validate_strict_is_the_default_and_names_file_document_and_field_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = typo_manifest(dir.path());
+    for extra in [&[][..], &["--validate"][..], &["--validate=true"][..]] {
+        let mut c = bin();
+        c.arg("plan")
+            .arg("-m")
+            .arg(&file)
+            .args(["-c", "none"])
+            .args(extra);
+        c.assert().code(1).stderr(
+            predicate::str::contains(format!(
+                "kube-system/agent ({}, document 2 (line 14)):\n    - strict decoding error: unknown field \"{TYPO_PATH}\": ",
+                file.display()
+            ))
+            .and(predicate::str::contains("correct its spelling or indentation")),
+        );
+    }
+}
+
+#[test]
+fn validate_warn_plans_without_the_field_and_says_so_on_stderr_and_in_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = typo_manifest(dir.path());
+    let mut c = bin();
+    c.arg("plan")
+        .arg("-m")
+        .arg(&file)
+        .args(["-c", "none", "-o", "json", "--validate", "warn"]);
+    let out = c.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "planned");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "warning: kube-system/agent ({}, document 2 (line 14)): unknown field \"{TYPO_PATH}\" (dropped; --validate=warn)",
+            file.display()
+        )),
+        "{stderr}"
+    );
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warnings = plan["daemonsets"][0]["warnings"].to_string();
+    assert!(warnings.contains(TYPO_PATH), "{warnings}");
+}
+
+#[test]
+fn validate_ignore_and_false_drop_unknown_fields_silently_in_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = typo_manifest(dir.path());
+    for mode in ["--validate=ignore", "--validate=false"] {
+        let mut c = bin();
+        c.arg("render").arg("-m").arg(&file).arg(mode);
+        let out = c.output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert!(
+            out.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!String::from_utf8(out.stdout).unwrap().contains("itmes"));
+    }
+    let mut c = bin();
+    c.arg("status")
+        .arg("-m")
+        .arg(&file)
+        .arg("-c")
+        .arg(seven_nodes())
+        .args(["--now", NOW]);
+    c.assert()
+        .code(1)
+        .stderr(predicate::str::contains(TYPO_PATH));
+    let mut c = bin();
+    c.arg("status")
+        .arg("-m")
+        .arg(&file)
+        .arg("-c")
+        .arg(seven_nodes())
+        .args(["--now", NOW, "--validate=ignore"]);
+    c.assert().success();
+    let mut c = bin();
+    c.arg("apply")
+        .arg("-m")
+        .arg(&file)
+        .arg("-c")
+        .arg(seven_nodes())
+        .args(["--dry-run", "--now", NOW]);
+    c.assert()
+        .code(1)
+        .stderr(predicate::str::contains(TYPO_PATH));
+}
+
+#[test]
+fn validate_refuses_a_mode_kubectl_does_not_have() {
+    let mut c = bin();
+    c.args(["render", "-m", "x.yaml", "--validate=lenient"]);
+    c.assert().code(1).stderr(predicate::str::contains(
+        "possible values: strict, warn, ignore",
+    ));
+}
+
+#[test]
+fn every_command_that_reads_manifests_documents_validate_with_an_example() {
+    for cmd in ["plan", "apply", "render", "status"] {
+        bin()
+            .args([cmd, "--help"])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("--validate [<MODE>]"))
+            .stdout(predicate::str::contains("strict:").and(predicate::str::contains("warn:")))
+            .stdout(
+                predicate::str::contains(format!("daemonsync {cmd} "))
+                    .and(predicate::str::is_match(r"--validate=(warn|ignore)\n").unwrap()),
+            );
+    }
+}

@@ -340,3 +340,51 @@ fn flags_are_validated() {
     let (code, _, err) = plan(&["--repo", "y", "--base", "main"]);
     assert_eq!(code, 1, "--base needs --head: {err}");
 }
+
+#[test]
+fn pull_request_fixing_an_unknown_field_is_a_change_and_head_is_validated_strictly() {
+    let r = Repo::new();
+    let typo = ds("a", "agent:1.0").replace(
+        "      - name: a\n",
+        "      - name: a\n        imagePullPolicyy: Always\n",
+    );
+    r.write("deploy/a.yaml", &typo);
+    r.commit("a typo the API server dropped");
+    r.git(&["checkout", "-q", "-b", "pr"]);
+    r.write("deploy/a.yaml", &ds("a", "agent:1.1"));
+    r.commit("fix it");
+    let (code, out, err) = plan(&[
+        "--repo",
+        &r.url(),
+        "--base",
+        "main",
+        "--head",
+        "pr",
+        "--path",
+        "deploy",
+    ]);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(
+        out.contains("0 added, 0 removed, 1 changed, 0 unchanged"),
+        "{out}"
+    );
+    // The other way round, head's unknown field is an error naming it.
+    r.git(&["checkout", "-q", "-b", "pr2", "main"]);
+    let (code, _, err) = plan(&[
+        "--repo",
+        &r.url(),
+        "--base",
+        "pr",
+        "--head",
+        "pr2",
+        "--path",
+        "deploy",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(
+            "strict decoding error: unknown field \"spec.template.spec.containers[0].imagePullPolicyy\""
+        ),
+        "{err}"
+    );
+}
