@@ -6,8 +6,8 @@
 //! Run with `cargo bench --bench cache`.
 
 use daemonsync::cluster::kube::cache::CachedPod;
-use daemonsync::plan::render::{PodOwner, pod_for_node};
 use daemonsync::plan::DaemonSetSpec;
+use daemonsync::plan::render::{PodOwner, pod_for_node};
 use daemonsync::source::{LocalSource, Source};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
@@ -27,7 +27,10 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
@@ -51,23 +54,41 @@ fn live_pod(
     let containers: Vec<serde_json::Value> = pod
         .spec
         .as_ref()
-        .map(|s| s.containers.iter().map(|c| serde_json::json!({
+        .map(|s| {
+            s.containers
+                .iter()
+                .map(|c| {
+                    serde_json::json!({
             "name": c.name, "image": c.image, "ready": true, "restartCount": 0, "started": true,
             "imageID": format!("docker.io/library/{}@sha256:{:064x}", c.name, i),
             "containerID": format!("containerd://{:064x}", i * 7 + 1),
-            "state": {"running": {"startedAt": "2026-11-01T10:00:00Z"}}})).collect())
+            "state": {"running": {"startedAt": "2026-11-01T10:00:00Z"}}})
+                })
+                .collect()
+        })
         .unwrap_or_default();
     value["metadata"]["name"] = format!("{}-{:05x}", spec.name, i).into();
     value["metadata"]["uid"] = format!("{:08x}-0000-4000-8000-{:012x}", i, i).into();
     value["metadata"]["resourceVersion"] = (1_000_000 + i).to_string().into();
     value["metadata"]["creationTimestamp"] = "2026-11-01T09:59:58Z".into();
     value["spec"]["nodeName"] = node.into();
+    let conditions: Vec<serde_json::Value> = [
+        "PodReadyToStartContainers",
+        "Initialized",
+        "Ready",
+        "ContainersReady",
+        "PodScheduled",
+    ]
+    .iter()
+    .map(|t| {
+        serde_json::json!({"type": t, "status": "True",
+            "lastTransitionTime": "2026-11-01T10:00:01Z"})
+    })
+    .collect();
     value["status"] = serde_json::json!({
         "phase": "Running", "podIP": "10.1.2.3", "hostIP": "10.0.0.4", "qosClass": "Burstable",
         "startTime": "2026-11-01T09:59:58Z",
-        "conditions": ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
-            .iter().map(|t| serde_json::json!({"type": t, "status": "True",
-                "lastTransitionTime": "2026-11-01T10:00:01Z"})).collect::<Vec<_>>(),
+        "conditions": conditions,
         "containerStatuses": containers,
     });
     pod = serde_json::from_value(value).unwrap();
@@ -76,13 +97,16 @@ fn live_pod(
 
 fn main() {
     let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/manifests");
-    let rendered = LocalSource::new([examples.into()])
+    let rendered = LocalSource::new([examples])
         .load(&daemonsync::manifest::LoadOptions::default())
         .expect("examples load");
     let desired = rendered.desired().expect("examples are valid");
     for d in &desired {
         let pods: Vec<_> = (0..PODS).map(|i| live_pod(&d.daemonset, i)).collect();
-        let json_bytes: usize = pods.iter().map(|p| serde_json::to_vec(p).unwrap().len()).sum();
+        let json_bytes: usize = pods
+            .iter()
+            .map(|p| serde_json::to_vec(p).unwrap().len())
+            .sum();
 
         let before = LIVE.load(Ordering::Relaxed);
         let full: Vec<_> = pods.iter().map(|p| p.clone()).collect();
