@@ -374,7 +374,11 @@ pub async fn apply<C: Cluster>(
         }
         if health.converged(&plan) && (!opts.prune || orphans.is_empty()) {
             if counts.steps > 0 {
-                for ds in &plan.daemonsets {
+                // OnDelete DaemonSets converge without their pods being replaced: not complete.
+                let complete = plan.daemonsets.iter().filter(|ds| {
+                    ds.status.updated_number_scheduled == ds.status.desired_number_scheduled
+                });
+                for ds in complete {
                     cluster
                         .emit_event(Event {
                             namespace: ds.namespace.clone(),

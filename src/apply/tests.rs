@@ -140,6 +140,60 @@ fn max_unavailable_rollout_converges_within_budget() {
     assert!(r.elapsed() > SignedDuration::ZERO);
 }
 
+/// The reasons of the events emitted so far, in order, without repeats in a row.
+fn event_reasons(sim: &Sim) -> Vec<String> {
+    let mut reasons: Vec<String> = sim.events().iter().map(|(_, e)| e.reason.clone()).collect();
+    reasons.dedup();
+    reasons
+}
+
+#[test]
+fn a_rollout_reports_its_writes_and_its_completion_as_events() {
+    let old = desired(&ds_yaml("agent", "agent:1", &rolling(2), ""));
+    let new = desired(&ds_yaml("agent", "agent:2", &rolling(2), ""));
+    let mut sim = sim(&fleet(4, ""));
+    sim.install(&old).unwrap();
+    let r = run(&mut sim, &new, &ApplyOptions::default());
+    assert_eq!(r.outcome, Outcome::Converged);
+    let reasons = event_reasons(&sim);
+    assert_eq!(
+        reasons.first().map(String::as_str),
+        Some("SuccessfulDelete")
+    );
+    assert_eq!(reasons.last().map(String::as_str), Some("RolloutComplete"));
+    assert!(
+        reasons.contains(&"SuccessfulCreate".to_string()),
+        "{reasons:?}"
+    );
+    let created = sim
+        .events()
+        .iter()
+        .find(|(_, e)| e.reason == "SuccessfulCreate")
+        .map(|(_, e)| e.message.clone())
+        .unwrap();
+    assert!(created.starts_with("created pod(s): agent-"), "{created}");
+}
+
+#[test]
+fn an_on_delete_daemonset_left_on_its_old_revision_is_not_reported_complete() {
+    let strategy = "{type: OnDelete}";
+    let new = desired(&ds_yaml("drv", "drv:2", strategy, ""));
+    let mut sim = sim(&fleet(2, ""));
+    sim.install(&desired(&ds_yaml("drv", "drv:1", strategy, "")))
+        .unwrap();
+    let victim = sim.observed().pods.into_iter().next().unwrap();
+    block_on(sim.delete_pod(&victim.namespace, &victim.name)).unwrap();
+    let r = run(&mut sim, &new, &ApplyOptions::default());
+    assert_eq!(r.outcome, Outcome::Converged);
+    assert_eq!(r.creates, 1);
+    let reasons = event_reasons(&sim);
+    assert_eq!(
+        reasons,
+        ["SuccessfulCreate"],
+        "one node keeps the old revision"
+    );
+}
+
 #[test]
 fn max_surge_keeps_the_old_pod_until_its_replacement_is_available() {
     let old = desired(&ds_yaml("cni", "cni:1", &surge(2), ""));
