@@ -158,3 +158,48 @@ fn an_unreachable_server_or_a_missing_context_is_one_line_naming_the_fix() {
         "{err}"
     );
 }
+
+/// Sends one bodiless HTTP request to the sim server and returns the whole response.
+fn raw(url: &str, method: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
+}
+
+#[test]
+fn a_cluster_without_the_crd_says_how_to_install_it_and_writes_nothing() {
+    let dir = sim_dir();
+    let server = ServeProcess::start(dir.path(), &[]);
+    let status = raw(
+        &server.url,
+        "DELETE",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/manageddaemonsets.daemonsync.io",
+    );
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    let m = manifests(dir.path(), "agent:2");
+    let out = daemonsync(&server.kubeconfig, &["apply", "-m", &m]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("the ManagedDaemonSet CRD is not installed in context \"daemonsync-sim\"")
+            && err.contains("kubectl apply -f examples/deploy/crd.yaml"),
+        "{err}"
+    );
+    let pods = raw(&server.url, "GET", "/api/v1/namespaces/demo/pods");
+    assert!(pods.starts_with("HTTP/1.1 200"), "{pods}");
+    assert!(
+        !pods.contains("agent:2"),
+        "no pod of the new revision was created"
+    );
+}
