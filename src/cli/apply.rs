@@ -17,6 +17,10 @@ pub const EXIT_HALTED: i32 = 3;
 
 pub(crate) const APPLY_HELP: &str = "\
 Examples:
+  # Roll ./deploy out to the cluster of the current kubeconfig context (after
+  # `kubectl apply -f examples/deploy/crd.yaml -f examples/deploy/rbac.yaml`)
+  daemonsync apply --manifests ./deploy
+
   # Roll the example DaemonSets, as committed at HEAD, out to the simulated demo fleet
   daemonsync apply --repo . --path examples/manifests --cluster sim:examples/sim/demo.yaml
 
@@ -34,8 +38,8 @@ Exit status:
   0  converged (or --dry-run)
   3  halted: new pods stayed unavailable past --progress-deadline, or the rollout could not
      finish (timeout, nothing left that would change)
-  1  error (bad manifests, an unknown field with --validate=strict, bad cluster file,
-     refused prune, failed writes)";
+  1  error (bad manifests, an unknown field with --validate=strict, bad cluster file, an
+     unreachable cluster or a missing CRD, refused prune, failed writes)";
 
 /// Output formats of `apply`'s final state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

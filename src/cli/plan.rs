@@ -19,6 +19,12 @@ use std::io::{IsTerminal, Write};
 
 pub(crate) const PLAN_HELP: &str = "\
 Examples:
+  # Plan the DaemonSets in ./deploy against the cluster of the current kubeconfig context
+  daemonsync plan --manifests ./deploy
+
+  # ... or of a named context
+  daemonsync plan --manifests ./deploy --cluster kube:prod-eu
+
   # Plan the DaemonSets in ./deploy against a saved cluster snapshot
   kubectl get nodes,pods,daemonsets -A -o yaml > cluster.yaml
   daemonsync plan --manifests ./deploy --cluster snapshot:cluster.yaml

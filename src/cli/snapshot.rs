@@ -17,6 +17,12 @@ use std::path::PathBuf;
 
 pub(crate) const SNAPSHOT_HELP: &str = "\
 Examples:
+  # The live cluster of the current kubeconfig context, pruned, for CI without credentials
+  daemonsync snapshot -o fixtures/cluster.yaml
+
+  # Another context
+  daemonsync snapshot --cluster kube:prod-eu -o prod-eu.yaml
+
   # Prune a full `kubectl get` dump to what planning needs, for CI
   kubectl get nodes,pods,daemonsets -A -o yaml > full.yaml
   daemonsync snapshot --cluster snapshot:full.yaml -o fixtures/cluster.yaml
