@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 /// Injected failures. The default injects nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Faults {
     /// Share of requests answered 500 or 429 (half each), from 0 to 1.
     pub error_rate: f64,
