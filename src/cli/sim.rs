@@ -53,7 +53,8 @@ pub struct ServeArgs {
     /// Where to write a kubeconfig for the server (context `daemonsync-sim`).
     #[arg(long, value_name = "FILE", default_value = "./sim.kubeconfig")]
     pub kubeconfig: PathBuf,
-    /// Injected API failures, e.g. `error-rate=0.05,latency=20ms,watch-drop=5s`.
+    /// Injected API failures, e.g. `error-rate=0.05,latency=20ms,watch-drop=5s`;
+    /// `forbid=create:pods` answers those requests 403.
     #[arg(long, value_name = "SPEC")]
     pub faults: Option<Faults>,
     /// Log every API request to FILE, one JSON line each: RBAC verb, group, resource,

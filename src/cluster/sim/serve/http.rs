@@ -86,6 +86,25 @@ async fn inject_faults(State(s): State<Arc<Shared>>, req: Request, next: Next) -
     if !s.faults.latency.is_zero() {
         tokio::time::sleep(s.faults.latency).await;
     }
+    if let RequestInfo::Resource {
+        verb,
+        group,
+        resource,
+        subresource,
+        namespace,
+        ..
+    } = RequestInfo::of(req.method(), req.uri().path(), req.uri().query())
+        && s.faults.forbids(&verb, &resource, subresource.as_deref())
+    {
+        return ApiError::forbidden(
+            &verb,
+            &group,
+            &resource,
+            subresource.as_deref(),
+            namespace.as_deref(),
+        )
+        .into_response();
+    }
     let r =
         crate::cluster::sim::splitmix64(&mut s.fault_rng.lock().unwrap_or_else(|e| e.into_inner()));
     match s.faults.decide(r) {
