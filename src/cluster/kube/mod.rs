@@ -264,15 +264,12 @@ impl KubeCluster {
                 .unwrap_or_else(|_| http::HeaderValue::from_static("daemonsync")),
         ));
         let client = kube::Client::try_from(config).map_err(|e| connect_error(&target, &e))?;
-        client
-            .apiserver_version()
+        with_retries(|| client.apiserver_version())
             .await
             .map_err(|e| connect_error(&target, &e))?;
         let records: Api<ManagedDaemonSet> = Api::all(client.clone());
-        if let Err(e) = records
-            .list(&kube::api::ListParams::default().limit(1))
-            .await
-        {
+        let one = kube::api::ListParams::default().limit(1);
+        if let Err(e) = with_retries(|| records.list(&one)).await {
             return Err(match &e {
                 kube::Error::Api(s) if s.code == 404 => ClusterError::Backend(format!(
                     "the ManagedDaemonSet CRD is not installed in {target}: run `kubectl apply \
@@ -291,8 +288,8 @@ impl KubeCluster {
         );
         if options.all_daemonset_pods {
             let live: Api<DaemonSet> = Api::all(client.clone());
-            let list = live
-                .list(&kube::api::ListParams::default())
+            let all = kube::api::ListParams::default();
+            let list = with_retries(|| live.list(&all))
                 .await
                 .map_err(|e| connect_error(&target, &e))?;
             for ds in list.items {
