@@ -473,6 +473,17 @@ fn is_code(e: &kube::Error, code: u16) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == code)
 }
 
+/// A refused write: [`ClusterError::Forbidden`] for 401 and 403 (permanent until granted),
+/// [`ClusterError::Rejected`] for the rest; `what` prefixes the description.
+fn refused(target: &Target, what: &str, e: &kube::Error) -> ClusterError {
+    let line = format!("{what}{}", describe(target, e));
+    if is_code(e, 401) || is_code(e, 403) {
+        ClusterError::Forbidden(line)
+    } else {
+        ClusterError::Rejected(line)
+    }
+}
+
 fn record_reference(namespace: &str, name: &str, uid: Option<String>) -> ObjectReference {
     ObjectReference {
         api_version: Some(RECORD_API_VERSION.into()),
@@ -547,10 +558,11 @@ impl Cluster for KubeCluster {
             let written = with_retries(|| api.patch(&name, &params, &patch))
                 .await
                 .map_err(|e| {
-                    ClusterError::Rejected(format!(
-                        "cannot write the record of {namespace}/{name}: {}",
-                        describe(&target, &e)
-                    ))
+                    refused(
+                        &target,
+                        &format!("cannot write the record of {namespace}/{name}: "),
+                        &e,
+                    )
                 })?;
             // The uid is what pods will name: wait until the watch has it too.
             let uid = written.metadata.uid.unwrap_or_default();
@@ -601,7 +613,7 @@ impl Cluster for KubeCluster {
                 };
                 with_retries(|| api.create(&params, &pod))
                     .await
-                    .map_err(|e| ClusterError::Rejected(describe(&target, &e)))
+                    .map_err(|e| refused(&target, "", &e))
             })
             .await?;
         let name = created.metadata.name.unwrap_or_default();
@@ -647,7 +659,7 @@ impl Cluster for KubeCluster {
                     "pod {ns}/{n} changed since it was observed (delete precondition failed); \
                      the next step re-plans"
                 ))),
-                Err(e) => Err(ClusterError::Rejected(describe(&target, &e))),
+                Err(e) => Err(refused(&target, "", &e)),
             }
         })
         .await?;
@@ -701,7 +713,7 @@ impl Cluster for KubeCluster {
             with_retries(|| api.patch_status(&name, &params, &patch))
                 .await
                 .map(|_| ())
-                .map_err(|e| ClusterError::Rejected(describe(&target, &e)))
+                .map_err(|e| refused(&target, "", &e))
         })
         .await
     }
@@ -725,7 +737,7 @@ impl Cluster for KubeCluster {
             recorder
                 .publish(&ev, &reference)
                 .await
-                .map_err(|e| ClusterError::Rejected(describe(&target, &e)))
+                .map_err(|e| refused(&target, "", &e))
         })
         .await
     }
