@@ -14,6 +14,7 @@ mod hardening_inputs;
 mod hardening_sources;
 mod live;
 mod plan;
+mod rbac;
 mod revision;
 mod serve_http;
 mod serve_kube;
