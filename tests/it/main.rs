@@ -13,6 +13,7 @@ mod git;
 mod hardening_inputs;
 mod hardening_sources;
 mod live;
+mod live_budget;
 mod plan;
 mod rbac;
 mod revision;
