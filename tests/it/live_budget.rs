@@ -313,15 +313,55 @@ fn all_updated(url: &str) {
     );
 }
 
+/// daemonsync's successful writes in the log: (verb, resource with `/subresource`).
+fn writes(log: &Path) -> Vec<(String, String)> {
+    request_log(log)
+        .iter()
+        .filter(|l| {
+            l["userAgent"]
+                .as_str()
+                .is_some_and(|a| a.starts_with("daemonsync/"))
+                && !matches!(l["verb"].as_str(), Some("get" | "list" | "watch"))
+                && l["code"].as_u64().is_some_and(|c| (200..300).contains(&c))
+        })
+        .map(|l| {
+            let mut r = l["resource"].as_str().unwrap_or_default().to_string();
+            if let Some(s) = l["subresource"].as_str() {
+                r = format!("{r}/{s}");
+            }
+            (l["verb"].as_str().unwrap().to_string(), r)
+        })
+        .collect()
+}
+
 #[test]
 fn a_max_unavailable_rollout_never_has_more_nodes_down_than_the_budget() {
     let (dir, m) = fleet("{maxUnavailable: 2}");
-    let (server, _log) = serve(dir.path(), None);
+    let (server, log) = serve(dir.path(), None);
     let observer = Observer::start(&server.url);
     apply_converges(&server.kubeconfig, &m);
     let seen = observer.finish();
     assert_within(&seen, 2, 0);
     all_updated(&server.url);
+
+    // The record's status is written when what it says changes, which pod writes and pods
+    // becoming ready cause; never on every observation (each write wakes the record watch).
+    let w = writes(&log);
+    let pods = w.iter().filter(|(_, r)| r == "pods").count();
+    let status = w
+        .iter()
+        .filter(|(_, r)| r == "manageddaemonsets/status")
+        .count();
+    assert_eq!(pods, 2 * NODES, "{w:?}");
+    assert!(
+        status <= 3 * pods,
+        "{status} status writes for {pods} pod writes"
+    );
+    // Nothing to do: an apply writes nothing at all.
+    let before = w.len();
+    apply_converges(&server.kubeconfig, &m);
+    let again = writes(&log);
+    assert_eq!(again[before..], [], "a converged apply wrote");
 }
 
 #[test]

@@ -687,18 +687,29 @@ impl Cluster for KubeCluster {
                 name: name.into(),
             });
         };
+        // The status describes the record's generation (its conditions too), not the
+        // DaemonSet manifest's.
+        let counters = crate::plan::Status {
+            observed_generation: generation,
+            ..status.counters
+        };
         let mut written = ManagedDaemonSetStatus::from_plan(
-            &status.counters,
+            &counters,
             Some(&status.revision),
             previous.as_ref(),
             Timestamp::now(),
         );
-        written.observed_generation = generation;
         written.set_halted(
             status.halted.as_deref(),
             previous.as_ref(),
             Timestamp::now(),
         );
+        // Unchanged (transition times are kept while a condition holds): writing it anyway
+        // would only wake this client's own record watch, and the next observation would
+        // write again.
+        if previous.as_ref() == Some(&written) {
+            return Ok(());
+        }
         let api: Api<ManagedDaemonSet> = Api::namespaced(self.client.clone(), namespace);
         let target = self.target.clone();
         let name = name.to_string();
