@@ -357,6 +357,8 @@ fn a_max_unavailable_rollout_never_has_more_nodes_down_than_the_budget() {
         status <= 3 * pods,
         "{status} status writes for {pods} pod writes"
     );
+    let records = w.iter().filter(|(_, r)| r == "manageddaemonsets").count();
+    assert_eq!(records, 1, "the record's new spec is written once: {w:?}");
     // Nothing to do: an apply writes nothing at all.
     let before = w.len();
     apply_converges(&server.kubeconfig, &m);

@@ -564,8 +564,10 @@ impl Cluster for KubeCluster {
                         &e,
                     )
                 })?;
-            // The uid is what pods will name: wait until the watch has it too.
+            // The uid is what pods will name, and the spec what the next call compares
+            // with: wait until the watch shows this write (an existing record keeps its uid).
             let uid = written.metadata.uid.unwrap_or_default();
+            let spec = written.spec.daemon_set;
             let wait = async {
                 loop {
                     let changed = cache.changed();
@@ -574,7 +576,7 @@ impl Cluster for KubeCluster {
                         .records
                         .items
                         .get(&key)
-                        .is_some_and(|r| r.uid == uid)
+                        .is_some_and(|r| r.uid == uid && r.daemon_set == spec)
                     {
                         return;
                     }
