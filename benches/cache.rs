@@ -109,7 +109,7 @@ fn main() {
             .sum();
 
         let before = LIVE.load(Ordering::Relaxed);
-        let full: Vec<_> = pods.iter().map(|p| p.clone()).collect();
+        let full = pods.to_vec();
         let full_bytes = LIVE.load(Ordering::Relaxed) - before;
         drop(full);
 

@@ -297,6 +297,7 @@ pub async fn apply<C: Cluster>(
                 failing_status = 0;
                 status_error = None;
             }
+            Err(e @ ClusterError::Forbidden(_)) => return Err(ApplyError::Cluster(e)),
             Err(e) => {
                 failing_status += 1;
                 status_error = Some(e);
@@ -354,6 +355,8 @@ pub async fn apply<C: Cluster>(
                     r.finished = now;
                     return Ok(r);
                 }
+                // Retrying a refusal cannot help, and would only write more of the step.
+                Err(e @ ClusterError::Forbidden(_)) => return Err(ApplyError::Cluster(e)),
                 Err(e) => {
                     failing_steps += 1;
                     if failing_steps >= MAX_FAILING_STEPS {
@@ -443,6 +446,9 @@ async fn execute<C: Cluster>(
         if ds.step.is_empty() {
             continue;
         }
+        if matches!(first_error, Some(ClusterError::Forbidden(_))) {
+            break;
+        }
         let Some((desired, spec)) = specs.get(&(ds.namespace.clone(), ds.name.clone())) else {
             continue;
         };
@@ -461,7 +467,11 @@ async fn execute<C: Cluster>(
                     }
                 }
                 Err(e) => {
-                    first_error.get_or_insert(e);
+                    let forbidden = matches!(e, ClusterError::Forbidden(_));
+                    keep_forbidden(&mut first_error, e);
+                    if forbidden {
+                        break;
+                    }
                 }
             }
             if interrupted(counts) {
@@ -471,7 +481,8 @@ async fn execute<C: Cluster>(
         let owner = plan::render::PodOwner::record(&spec.name);
         let mut batch = 1;
         let mut next = 0;
-        'batches: while next < ds.step.create.len() {
+        let refused = matches!(first_error, Some(ClusterError::Forbidden(_)));
+        'batches: while !refused && next < ds.step.create.len() {
             let end = (next + batch).min(ds.step.create.len());
             let mut failed = false;
             for node in &ds.step.create[next..end] {
@@ -484,7 +495,11 @@ async fn execute<C: Cluster>(
                     Err(e) => {
                         failed = true;
                         create_error.get_or_insert_with(|| e.to_string());
-                        first_error.get_or_insert(e);
+                        let forbidden = matches!(e, ClusterError::Forbidden(_));
+                        keep_forbidden(&mut first_error, e);
+                        if forbidden {
+                            break 'batches;
+                        }
                     }
                 }
                 if interrupted(counts) {
@@ -539,11 +554,12 @@ async fn execute<C: Cluster>(
         }
     }
     for (namespace, name) in prune {
+        if matches!(first_error, Some(ClusterError::Forbidden(_))) {
+            break;
+        }
         match cluster.delete_pod(namespace, name).await {
             Ok(()) | Err(ClusterError::NotFound { .. }) => counts.deletes += 1,
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
+            Err(e) => keep_forbidden(&mut first_error, e),
         }
         if interrupted(counts) {
             return Ok(Executed::Interrupted);
@@ -552,6 +568,16 @@ async fn execute<C: Cluster>(
     match first_error {
         Some(e) => Err(e),
         None => Ok(Executed::Done),
+    }
+}
+
+/// Keeps the first error of a step, unless a refusal comes later: that one decides.
+fn keep_forbidden(first: &mut Option<ClusterError>, e: ClusterError) {
+    if first.is_none()
+        || matches!(e, ClusterError::Forbidden(_))
+            && !matches!(first, Some(ClusterError::Forbidden(_)))
+    {
+        *first = Some(e);
     }
 }
 

@@ -655,6 +655,9 @@ struct Faulty {
     sim: Sim,
     fail_creates: bool,
     fail_status: bool,
+    /// Creates are refused with 403, as a cluster whose RBAC does not grant them.
+    forbid_creates: bool,
+    create_attempts: usize,
 }
 
 impl Cluster for Faulty {
@@ -665,8 +668,12 @@ impl Cluster for Faulty {
         &mut self,
         pod: k8s_openapi::api::core::v1::Pod,
     ) -> Result<String, ClusterError> {
+        self.create_attempts += 1;
         if self.fail_creates {
             return Err(ClusterError::Rejected("create refused".into()));
+        }
+        if self.forbid_creates {
+            return Err(ClusterError::Forbidden("create forbidden".into()));
         }
         self.sim.create_pod(pod).await
     }
@@ -700,6 +707,8 @@ fn m30_sync_errors_take_precedence_over_status_errors() {
             sim: sim(&fleet(1, "")),
             fail_creates,
             fail_status,
+            forbid_creates: false,
+            create_attempts: 0,
         };
         let r = block_on(apply(
             &mut c,
@@ -720,4 +729,28 @@ fn m30_sync_errors_take_precedence_over_status_errors() {
     // Both: the sync error wins.
     let (r, _) = run(true, true);
     assert!(matches!(r, Err(ApplyError::WritesFailing(_))), "{r:?}");
+}
+
+#[test]
+fn a_forbidden_write_stops_the_rollout_at_once_without_retrying() {
+    let new = desired(&ds_yaml("agent", "agent:1", UNAVAILABLE_1, ""));
+    let mut c = Faulty {
+        sim: sim(&fleet(4, "")),
+        fail_creates: false,
+        fail_status: false,
+        forbid_creates: true,
+        create_attempts: 0,
+    };
+    let r = block_on(apply(
+        &mut c,
+        &new,
+        &ApplyOptions::default(),
+        &mut NoProgress,
+    ));
+    assert!(
+        matches!(&r, Err(ApplyError::Cluster(ClusterError::Forbidden(m))) if m == "create forbidden"),
+        "{r:?}"
+    );
+    assert_eq!(c.create_attempts, 1, "no second create after the refusal");
+    assert!(c.sim.observed().pods.is_empty());
 }

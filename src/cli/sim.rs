@@ -18,6 +18,9 @@ Examples:
   # Inject API failures for client tests
   daemonsync sim serve --config examples/sim/demo.yaml --faults error-rate=0.05,latency=20ms,watch-drop=5s
 
+  # Log every API request (RBAC verb, resource, User-Agent, status) as JSON lines
+  daemonsync sim serve --config examples/sim/demo.yaml --request-log requests.jsonl
+
 When ready it prints one line: `serving the simulated cluster at URL; kubeconfig: FILE`.
 It serves until SIGINT or SIGTERM, then exits 0. See docs/sim-serve.md.";
 
@@ -50,9 +53,14 @@ pub struct ServeArgs {
     /// Where to write a kubeconfig for the server (context `daemonsync-sim`).
     #[arg(long, value_name = "FILE", default_value = "./sim.kubeconfig")]
     pub kubeconfig: PathBuf,
-    /// Injected API failures, e.g. `error-rate=0.05,latency=20ms,watch-drop=5s`.
+    /// Injected API failures, e.g. `error-rate=0.05,latency=20ms,watch-drop=5s`;
+    /// `forbid=create:pods` answers those requests 403.
     #[arg(long, value_name = "SPEC")]
     pub faults: Option<Faults>,
+    /// Log every API request to FILE, one JSON line each: RBAC verb, group, resource,
+    /// subresource, namespace, User-Agent and status code (docs/sim-serve.md).
+    #[arg(long, value_name = "FILE")]
+    pub request_log: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -61,7 +69,8 @@ impl ServeArgs {
         ServeOptions {
             listen: self.listen,
             kubeconfig: Some(self.kubeconfig.clone()),
-            faults: self.faults.unwrap_or_default(),
+            faults: self.faults.clone().unwrap_or_default(),
+            request_log: self.request_log.clone(),
             ..ServeOptions::new(&self.config)
         }
     }

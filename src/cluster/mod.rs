@@ -59,6 +59,10 @@ pub enum ClusterError {
     /// The backend could not be reached or failed.
     #[error("{0}")]
     Backend(String),
+    /// The cluster refuses this client the request (401, 403): retrying cannot help until
+    /// someone grants it, so a rollout stops at once.
+    #[error("{0}")]
+    Forbidden(String),
 }
 
 /// The in-cluster record of one managed DaemonSet (a small CRD in a live cluster).

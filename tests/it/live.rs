@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 /// `daemonsync ARGS` with KUBECONFIG pointing at `kubeconfig`, bounded to 120 s.
-fn daemonsync(kubeconfig: &Path, args: &[&str]) -> Output {
+pub(crate) fn daemonsync(kubeconfig: &Path, args: &[&str]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_daemonsync"))
         .args(args)
         .env("KUBECONFIG", kubeconfig)
@@ -48,7 +48,7 @@ fn manifests(dir: &Path, image: &str) -> String {
     path.display().to_string()
 }
 
-fn text(b: &[u8]) -> String {
+pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
@@ -202,4 +202,104 @@ fn a_cluster_without_the_crd_says_how_to_install_it_and_writes_nothing() {
         !pods.contains("agent:2"),
         "no pod of the new revision was created"
     );
+}
+
+/// The pods of `agent` as (name, uid, image), sorted, listed by kubectl's path over HTTP.
+fn agent_pods(url: &str) -> Vec<(String, String, String)> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let list: serde_json::Value = rt.block_on(async {
+        reqwest::get(format!(
+            "{url}/api/v1/namespaces/demo/pods?labelSelector=app%3Dagent"
+        ))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+    });
+    let mut pods: Vec<(String, String, String)> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["metadata"]["name"].as_str().unwrap().to_string(),
+                p["metadata"]["uid"].as_str().unwrap().to_string(),
+                p["spec"]["containers"][0]["image"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            )
+        })
+        .collect();
+    pods.sort();
+    pods
+}
+
+#[test]
+fn a_refused_first_write_fails_at_once_in_one_line_naming_the_context_and_the_rbac_and_changes_no_pod()
+ {
+    // With a surge the first pod write is a create; without, a delete. The cluster refuses it.
+    for (strategy, forbid, verb) in [
+        (
+            "{maxSurge: 1, maxUnavailable: 0}",
+            "forbid=create:pods",
+            "create",
+        ),
+        ("{maxUnavailable: 1}", "forbid=delete:pods", "delete"),
+    ] {
+        let dir = sim_dir();
+        let server = ServeProcess::start(dir.path(), &["--faults", forbid]);
+        let kc = server.kubeconfig.clone();
+        let git = dir.path().join("git");
+        std::fs::create_dir_all(&git).unwrap();
+        std::fs::write(
+            git.join("ds.yaml"),
+            format!("apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {{name: agent, namespace: demo}}\nspec:\n  selector: {{matchLabels: {{app: agent}}}}\n  updateStrategy: {{rollingUpdate: {strategy}}}\n  template:\n    metadata: {{labels: {{app: agent}}}}\n    spec:\n      containers: [{{name: agent, image: 'agent:2'}}]\n"),
+        )
+        .unwrap();
+        let m = git.display().to_string();
+        let before = agent_pods(&server.url);
+        assert_eq!(before.len(), 4, "{before:?}");
+
+        let out = daemonsync(
+            &kc,
+            &["apply", "-m", &m, "--cluster", "kube", "--timeout", "60s"],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "stdout: {}\nstderr: {}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        // stderr has the progress lines, then the error: one line.
+        let err = text(&out.stderr);
+        let errors: Vec<&str> = err
+            .lines()
+            .filter(|l| !l.starts_with('[') && !l.starts_with("Applying"))
+            .collect();
+        assert_eq!(errors.len(), 1, "{err}");
+        let line = errors[0];
+        assert!(
+            line.starts_with("error: ")
+                && line.contains("context \"daemonsync-sim\"")
+                && line.contains("403")
+                && line.contains(&format!("cannot {verb} resource \"pods\""))
+                && line.ends_with("grant the ClusterRole in examples/deploy/rbac.yaml"),
+            "{line}"
+        );
+        assert!(
+            !line.contains("keep failing"),
+            "refused once, not retried: {line}"
+        );
+        assert_eq!(
+            agent_pods(&server.url),
+            before,
+            "{forbid}: no pod created or deleted"
+        );
+    }
 }

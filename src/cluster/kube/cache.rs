@@ -7,7 +7,7 @@
 //! a broken connection); there is no periodic list.
 
 use super::record::{ManagedDaemonSet, ManagedDaemonSetStatus};
-use crate::model::{Node, Pod};
+use crate::model::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, Node, Pod};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use kube::api::Api;
@@ -106,6 +106,9 @@ pub struct State {
     pub nodes: Feed<Node>,
     /// Pods, one feed per label selector watched.
     pub pods: Vec<Feed<CachedPod>>,
+    /// The feed of the managed pods (label `app.kubernetes.io/managed-by=daemonsync`), the
+    /// only one whose view of them counts.
+    pub managed: Option<usize>,
     /// Live `apps/v1` DaemonSets.
     pub daemonsets: Feed<DaemonSet>,
     /// ManagedDaemonSet records.
@@ -136,16 +139,34 @@ impl State {
         .find_map(|(kind, e)| e.map(|e| (kind, e)))
     }
 
-    /// A pod by key, from whichever feed has it.
-    pub fn pod(&self, key: &Key) -> Option<&CachedPod> {
-        self.pods.iter().find_map(|f| f.items.get(key))
+    /// True when feed `i` speaks for `pod`. Feeds are separate watches, each at its own point
+    /// in time (one may be relisting after a dropped watch while another is current), and
+    /// their selectors overlap: a managed pod also matches the selector of the DaemonSet it
+    /// replaces. Only the managed feed speaks for managed pods, so a lagging adoption feed
+    /// never shows a pod this client deleted as still running.
+    fn speaks_for(&self, i: usize, pod: &CachedPod) -> bool {
+        let managed =
+            pod.pod.labels.get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY_VALUE);
+        !managed || self.managed.is_none_or(|m| m == i)
     }
 
-    /// Every cached pod once, in key order.
+    /// A pod by key, from the feed that speaks for it.
+    pub fn pod(&self, key: &Key) -> Option<&CachedPod> {
+        self.pods
+            .iter()
+            .enumerate()
+            .find_map(|(i, f)| f.items.get(key).filter(|p| self.speaks_for(i, p)))
+    }
+
+    /// Every cached pod once, in key order, each from the feed that speaks for it.
     pub fn all_pods(&self) -> Vec<Pod> {
         let mut merged: BTreeMap<&Key, &CachedPod> = BTreeMap::new();
-        for feed in &self.pods {
-            merged.extend(feed.items.iter());
+        for (i, feed) in self.pods.iter().enumerate() {
+            for (key, pod) in &feed.items {
+                if self.speaks_for(i, pod) {
+                    merged.entry(key).or_insert(pod);
+                }
+            }
         }
         merged.into_values().map(|c| c.pod.clone()).collect()
     }
@@ -248,7 +269,14 @@ pub fn start(
     pod_selectors: &[(Option<String>, String)],
 ) -> Arc<Cache> {
     let cache = Arc::new(Cache::default());
-    cache.lock().pods = pod_selectors.iter().map(|_| Feed::default()).collect();
+    {
+        let mut s = cache.lock();
+        s.pods = pod_selectors.iter().map(|_| Feed::default()).collect();
+        let managed = format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}");
+        s.managed = pod_selectors
+            .iter()
+            .position(|(ns, sel)| ns.is_none() && *sel == managed);
+    }
     follow(
         runtime,
         &cache,
@@ -320,6 +348,60 @@ mod tests {
 
     fn key(name: &str) -> Key {
         ("ns".into(), name.into())
+    }
+
+    fn cached(name: &str, managed: bool, terminating: bool) -> CachedPod {
+        let mut pod = Pod {
+            namespace: "ns".into(),
+            name: name.into(),
+            ..Pod::default()
+        };
+        if managed {
+            pod.labels
+                .insert(MANAGED_BY_LABEL.into(), MANAGED_BY_VALUE.into());
+        }
+        if terminating {
+            pod.deletion_timestamp = Some(crate::model::Timestamp::UNIX_EPOCH);
+        }
+        CachedPod {
+            pod,
+            uid: format!("uid-{name}"),
+            resource_version: if terminating { "2" } else { "1" }.into(),
+        }
+    }
+
+    #[test]
+    fn a_lagging_adoption_feed_never_speaks_for_managed_pods() {
+        let mut s = State {
+            pods: vec![Feed::default(), Feed::default()],
+            managed: Some(0),
+            ..State::default()
+        };
+        // The managed feed shows the deletion; the adoption feed (app=agent) still shows the
+        // pod running, and also has a pod of the built-in controller.
+        s.pods[0]
+            .items
+            .insert(key("agent-a"), cached("agent-a", true, true));
+        s.pods[1]
+            .items
+            .insert(key("agent-a"), cached("agent-a", true, false));
+        s.pods[1]
+            .items
+            .insert(key("legacy-b"), cached("legacy-b", false, false));
+        let all = s.all_pods();
+        assert_eq!(all.len(), 2);
+        assert!(
+            all.iter()
+                .find(|p| p.name == "agent-a")
+                .unwrap()
+                .is_terminating()
+        );
+        assert_eq!(s.pod(&key("agent-a")).unwrap().resource_version, "2");
+        assert!(s.pod(&key("legacy-b")).is_some());
+        // Gone from the managed feed: gone, whatever the adoption feed still holds.
+        s.pods[0].items.clear();
+        assert!(s.pod(&key("agent-a")).is_none());
+        assert_eq!(s.all_pods().len(), 1);
     }
 
     #[test]

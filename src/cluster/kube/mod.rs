@@ -266,15 +266,12 @@ impl KubeCluster {
                 .unwrap_or_else(|_| http::HeaderValue::from_static("daemonsync")),
         ));
         let client = kube::Client::try_from(config).map_err(|e| connect_error(&target, &e))?;
-        client
-            .apiserver_version()
+        with_retries(|| client.apiserver_version())
             .await
             .map_err(|e| connect_error(&target, &e))?;
         let records: Api<ManagedDaemonSet> = Api::all(client.clone());
-        if let Err(e) = records
-            .list(&kube::api::ListParams::default().limit(1))
-            .await
-        {
+        let one = kube::api::ListParams::default().limit(1);
+        if let Err(e) = with_retries(|| records.list(&one)).await {
             return Err(match &e {
                 kube::Error::Api(s) if s.code == 404 => ClusterError::Backend(format!(
                     "the ManagedDaemonSet CRD is not installed in {target}: run `kubectl apply \
@@ -293,8 +290,8 @@ impl KubeCluster {
         );
         if options.all_daemonset_pods {
             let live: Api<DaemonSet> = Api::all(client.clone());
-            let list = live
-                .list(&kube::api::ListParams::default())
+            let all = kube::api::ListParams::default();
+            let list = with_retries(|| live.list(&all))
                 .await
                 .map_err(|e| connect_error(&target, &e))?;
             for ds in list.items {
@@ -478,6 +475,17 @@ fn is_code(e: &kube::Error, code: u16) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == code)
 }
 
+/// A refused write: [`ClusterError::Forbidden`] for 401 and 403 (permanent until granted),
+/// [`ClusterError::Rejected`] for the rest; `what` prefixes the description.
+fn refused(target: &Target, what: &str, e: &kube::Error) -> ClusterError {
+    let line = format!("{what}{}", describe(target, e));
+    if is_code(e, 401) || is_code(e, 403) {
+        ClusterError::Forbidden(line)
+    } else {
+        ClusterError::Rejected(line)
+    }
+}
+
 fn record_reference(namespace: &str, name: &str, uid: Option<String>) -> ObjectReference {
     ObjectReference {
         api_version: Some(RECORD_API_VERSION.into()),
@@ -552,13 +560,16 @@ impl Cluster for KubeCluster {
             let written = with_retries(|| api.patch(&name, &params, &patch))
                 .await
                 .map_err(|e| {
-                    ClusterError::Rejected(format!(
-                        "cannot write the record of {namespace}/{name}: {}",
-                        describe(&target, &e)
-                    ))
+                    refused(
+                        &target,
+                        &format!("cannot write the record of {namespace}/{name}: "),
+                        &e,
+                    )
                 })?;
-            // The uid is what pods will name: wait until the watch has it too.
+            // The uid is what pods will name, and the spec what the next call compares
+            // with: wait until the watch shows this write (an existing record keeps its uid).
             let uid = written.metadata.uid.unwrap_or_default();
+            let spec = written.spec.daemon_set;
             let wait = async {
                 loop {
                     let changed = cache.changed();
@@ -567,7 +578,7 @@ impl Cluster for KubeCluster {
                         .records
                         .items
                         .get(&key)
-                        .is_some_and(|r| r.uid == uid)
+                        .is_some_and(|r| r.uid == uid && r.daemon_set == spec)
                     {
                         return;
                     }
@@ -651,18 +662,29 @@ impl Cluster for KubeCluster {
                 name: name.into(),
             });
         };
+        // The status describes the record's generation (its conditions too), not the
+        // DaemonSet manifest's.
+        let counters = crate::plan::Status {
+            observed_generation: generation,
+            ..status.counters
+        };
         let mut written = ManagedDaemonSetStatus::from_plan(
-            &status.counters,
+            &counters,
             Some(&status.revision),
             previous.as_ref(),
             Timestamp::now(),
         );
-        written.observed_generation = generation;
         written.set_halted(
             status.halted.as_deref(),
             previous.as_ref(),
             Timestamp::now(),
         );
+        // Unchanged (transition times are kept while a condition holds): writing it anyway
+        // would only wake this client's own record watch, and the next observation would
+        // write again.
+        if previous.as_ref() == Some(&written) {
+            return Ok(());
+        }
         let api: Api<ManagedDaemonSet> = Api::namespaced(self.client.clone(), namespace);
         let target = self.target.clone();
         let name = name.to_string();
@@ -689,7 +711,7 @@ impl Cluster for KubeCluster {
             recorder
                 .publish(&ev, &reference)
                 .await
-                .map_err(|e| ClusterError::Rejected(describe(&target, &e)))
+                .map_err(|e| refused(&target, "", &e))
         })
         .await
     }
@@ -733,7 +755,7 @@ pub mod requests {
         with_retries(|| api.create(&params, pod))
             .await
             .map(|created| created.metadata.name.unwrap_or_default())
-            .map_err(|e| ClusterError::Rejected(describe(target, &e)))
+            .map_err(|e| refused(target, "", &e))
     }
 
     /// Deletes a pod only if it is still the one observed: `(uid, resourceVersion)`
@@ -762,7 +784,7 @@ pub mod requests {
                 "pod {namespace}/{name} changed since it was observed (delete precondition \
                  failed); the next step re-plans"
             ))),
-            Err(e) => Err(ClusterError::Rejected(describe(target, &e))),
+            Err(e) => Err(refused(target, "", &e)),
         }
     }
 
@@ -783,7 +805,7 @@ pub mod requests {
         with_retries(|| api.patch_status(name, &params, &patch))
             .await
             .map(|_| ())
-            .map_err(|e| ClusterError::Rejected(describe(target, &e)))
+            .map_err(|e| refused(target, "", &e))
     }
 }
 

@@ -1,10 +1,10 @@
 //! `--faults`: API failures injected for tests of clients (`error-rate=0.05,latency=20ms,
-//! watch-drop=5s`).
+//! watch-drop=5s,forbid=create:pods`).
 
 use std::time::Duration;
 
 /// Injected failures. The default injects nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Faults {
     /// Share of requests answered 500 or 429 (half each), from 0 to 1.
     pub error_rate: f64,
@@ -12,7 +12,43 @@ pub struct Faults {
     pub latency: Duration,
     /// Every watch connection is closed after this long.
     pub watch_drop: Option<Duration>,
+    /// Requests answered 403 Forbidden, as a cluster whose RBAC does not grant them.
+    pub forbid: Vec<Forbid>,
 }
+
+/// `forbid=VERB:RESOURCE[/SUBRESOURCE]`: requests with this RBAC verb (`*`: any) on this
+/// resource (of any group) are refused with 403.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forbid {
+    /// The RBAC verb (`create`, `delete`, `patch`, …) or `*`.
+    pub verb: String,
+    /// The resource plural (`pods`).
+    pub resource: String,
+    /// The subresource (`status`), or none: the resource itself.
+    pub subresource: Option<String>,
+}
+
+impl Forbid {
+    /// True when a request with `verb` on `resource`/`subresource` is refused.
+    pub fn matches(&self, verb: &str, resource: &str, subresource: Option<&str>) -> bool {
+        (self.verb == "*" || self.verb == verb)
+            && self.resource == resource
+            && self.subresource.as_deref() == subresource
+    }
+}
+
+/// RBAC verbs a `forbid` may name.
+const VERBS: &[&str] = &[
+    "*",
+    "get",
+    "list",
+    "watch",
+    "create",
+    "update",
+    "patch",
+    "delete",
+    "deletecollection",
+];
 
 /// A `--faults` spec that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,7 +80,7 @@ impl std::str::FromStr for Faults {
                 return Err(err(format!("{item:?} is not KEY=VALUE")));
             };
             let (key, value) = (key.trim(), value.trim());
-            if seen.contains(&key) {
+            if seen.contains(&key) && key != "forbid" {
                 return Err(err(format!("{key} is given twice")));
             }
             seen.push(key);
@@ -78,9 +114,34 @@ impl std::str::FromStr for Faults {
                     }
                     faults.watch_drop = Some(d);
                 }
+                "forbid" => {
+                    let Some((verb, resource)) = value.split_once(':') else {
+                        return Err(err(format!(
+                            "forbid {value:?} is not VERB:RESOURCE (e.g. create:pods)"
+                        )));
+                    };
+                    if !VERBS.contains(&verb) {
+                        return Err(err(format!(
+                            "forbid verb {verb:?} is not one of {}",
+                            VERBS.join(", ")
+                        )));
+                    }
+                    let (resource, subresource) = match resource.split_once('/') {
+                        Some((r, s)) => (r, Some(s.to_string())),
+                        None => (resource, None),
+                    };
+                    if resource.is_empty() || subresource.as_deref() == Some("") {
+                        return Err(err(format!("forbid {value:?} names no resource")));
+                    }
+                    faults.forbid.push(Forbid {
+                        verb: verb.to_string(),
+                        resource: resource.to_string(),
+                        subresource,
+                    });
+                }
                 other => {
                     return Err(err(format!(
-                        "unknown key {other:?} (known: error-rate, latency, watch-drop)"
+                        "unknown key {other:?} (known: error-rate, latency, watch-drop, forbid)"
                     )));
                 }
             }
@@ -104,6 +165,13 @@ impl Faults {
     /// True when nothing is injected.
     pub fn is_none(&self) -> bool {
         *self == Faults::default()
+    }
+
+    /// True when a request with `verb` on `resource`/`subresource` is to be refused with 403.
+    pub fn forbids(&self, verb: &str, resource: &str, subresource: Option<&str>) -> bool {
+        self.forbid
+            .iter()
+            .any(|f| f.matches(verb, resource, subresource))
     }
 
     /// The fate of a request, given a uniform random number.
@@ -146,6 +214,25 @@ mod tests {
         assert!(why("latency=1s,latency=2s").contains("twice"));
         assert!(why("").contains("empty"));
         assert!(why("error-rate").contains("KEY=VALUE"));
+        assert!(why("forbid=pods").contains("VERB:RESOURCE"));
+        assert!(why("forbid=destroy:pods").contains("\"destroy\" is not one of"));
+        assert!(why("forbid=create:").contains("names no resource"));
+        assert!(why("forbid=patch:pods/").contains("names no resource"));
+    }
+
+    #[test]
+    fn forbid_may_be_given_more_than_once_and_matches_verb_resource_and_subresource() {
+        let f: Faults = "forbid=create:pods,forbid=patch:manageddaemonsets/status,forbid=*:nodes"
+            .parse()
+            .unwrap();
+        assert_eq!(f.forbid.len(), 3);
+        assert!(f.forbids("create", "pods", None));
+        assert!(!f.forbids("delete", "pods", None));
+        assert!(!f.forbids("create", "pods", Some("status")));
+        assert!(f.forbids("patch", "manageddaemonsets", Some("status")));
+        assert!(!f.forbids("patch", "manageddaemonsets", None));
+        assert!(f.forbids("watch", "nodes", None));
+        assert!(!f.is_none());
     }
 
     #[test]

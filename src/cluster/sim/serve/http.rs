@@ -1,5 +1,5 @@
 //! The HTTP surface: routes, query parameters, content negotiation (JSON or Table), watches
-//! as chunked NDJSON, and fault injection.
+//! as chunked NDJSON, fault injection and the request log.
 
 use super::convert::to_view;
 use super::discovery;
@@ -40,6 +40,8 @@ pub struct Shared {
     pub shutdown: watch::Receiver<bool>,
     /// `host:port` the server listens on.
     pub address: String,
+    /// Where each request is logged (`--request-log`).
+    pub request_log: Option<Arc<RequestLog>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -73,6 +75,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
             shared.clone(),
             inject_faults,
         ))
+        .layer(middleware::from_fn_with_state(shared.clone(), log_requests))
         .with_state(shared)
 }
 
@@ -83,6 +86,25 @@ async fn inject_faults(State(s): State<Arc<Shared>>, req: Request, next: Next) -
     if !s.faults.latency.is_zero() {
         tokio::time::sleep(s.faults.latency).await;
     }
+    if let RequestInfo::Resource {
+        verb,
+        group,
+        resource,
+        subresource,
+        namespace,
+        ..
+    } = RequestInfo::of(req.method(), req.uri().path(), req.uri().query())
+        && s.faults.forbids(&verb, &resource, subresource.as_deref())
+    {
+        return ApiError::forbidden(
+            &verb,
+            &group,
+            &resource,
+            subresource.as_deref(),
+            namespace.as_deref(),
+        )
+        .into_response();
+    }
     let r =
         crate::cluster::sim::splitmix64(&mut s.fault_rng.lock().unwrap_or_else(|e| e.into_inner()));
     match s.faults.decide(r) {
@@ -92,6 +114,193 @@ async fn inject_faults(State(s): State<Arc<Shared>>, req: Request, next: Next) -
         }
         Injected::TooManyRequests => ApiError::too_many_requests(1).into_response(),
     }
+}
+
+/// What the API server's authorization sees of a request (upstream's `RequestInfo`): a
+/// resource request's verb, group, resource, subresource, namespace and name, or the path of a
+/// non-resource URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestInfo {
+    /// `/api/v1/...` or `/apis/GROUP/VERSION/...` naming a resource.
+    Resource {
+        /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete` or
+        /// `deletecollection`.
+        verb: String,
+        /// The API group (`""` for core).
+        group: String,
+        /// The resource plural.
+        resource: String,
+        /// `status`, or none.
+        subresource: Option<String>,
+        /// The namespace, when the URL names one.
+        namespace: Option<String>,
+        /// The object's name, when the URL names one.
+        name: Option<String>,
+    },
+    /// `/version`, `/api`, `/apis`, `/api/v1` (discovery), `/openapi/...`, `/healthz`, ...
+    NonResource {
+        /// The URL path.
+        path: String,
+        /// The HTTP method in lower case (`get`).
+        verb: String,
+    },
+}
+
+/// The RBAC verb of an HTTP method before the URL is looked at (upstream's mapping).
+fn method_verb(method: &Method) -> String {
+    match *method {
+        Method::GET | Method::HEAD => "get".into(),
+        Method::POST => "create".into(),
+        Method::PUT => "update".into(),
+        Method::PATCH => "patch".into(),
+        Method::DELETE => "delete".into(),
+        ref other => other.as_str().to_ascii_lowercase(),
+    }
+}
+
+/// `?watch=` as the API server parses it (Go's `strconv.ParseBool`).
+fn parse_bool(v: &str) -> bool {
+    matches!(v, "1" | "t" | "T" | "true" | "TRUE" | "True")
+}
+
+impl RequestInfo {
+    /// Computes what the API server computes for `method` on `path?query`: `GET` on a
+    /// collection is `list`, or `watch` with `watch=true`; `DELETE` on a collection is
+    /// `deletecollection`; `/api/v1/watch/...` is `watch`; a namespace's `status` and
+    /// `finalize` are its subresources; fewer than a resource's segments is non-resource.
+    pub fn of(method: &Method, path: &str, query: Option<&str>) -> RequestInfo {
+        let non_resource = || RequestInfo::NonResource {
+            path: path.to_string(),
+            verb: method.as_str().to_ascii_lowercase(),
+        };
+        let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        let (group, mut rest) = match parts.as_slice() {
+            ["api", _version, rest @ ..] if !rest.is_empty() => ("", rest),
+            ["apis", group, _version, rest @ ..] if !rest.is_empty() => (*group, rest),
+            _ => return non_resource(),
+        };
+        let mut verb = method_verb(method);
+        if rest[0] == "watch" || rest[0] == "proxy" {
+            if rest.len() < 2 {
+                return non_resource();
+            }
+            verb = rest[0].to_string();
+            rest = &rest[1..];
+        }
+        let mut namespace = None;
+        if rest[0] == "namespaces" && rest.len() > 1 {
+            namespace = Some(rest[1].to_string());
+            if rest.len() > 2 && !matches!(rest[2], "status" | "finalize") {
+                rest = &rest[2..];
+            }
+        }
+        let resource = rest[0].to_string();
+        let name = rest.get(1).map(|n| n.to_string());
+        let subresource = rest.get(2).map(|s| s.to_string());
+        let query: HashMap<String, String> =
+            form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+                .into_owned()
+                .collect();
+        if name.is_none() {
+            match verb.as_str() {
+                "get" if query.get("watch").is_some_and(|w| parse_bool(w)) => verb = "watch".into(),
+                "get" => verb = "list".into(),
+                "delete" => verb = "deletecollection".into(),
+                _ => {}
+            }
+        }
+        RequestInfo::Resource {
+            verb,
+            group: group.to_string(),
+            resource,
+            subresource,
+            namespace,
+            name,
+        }
+    }
+
+    /// The verb of a resource request.
+    pub fn verb(&self) -> Option<&str> {
+        match self {
+            RequestInfo::Resource { verb, .. } => Some(verb),
+            RequestInfo::NonResource { .. } => None,
+        }
+    }
+}
+
+/// `--request-log`: one JSON line per request, written whole (readers may follow the file).
+pub struct RequestLog {
+    file: Mutex<std::fs::File>,
+}
+
+impl RequestLog {
+    /// Creates (or truncates) `path`.
+    pub fn create(path: &std::path::Path) -> std::io::Result<RequestLog> {
+        Ok(RequestLog {
+            file: Mutex::new(std::fs::File::create(path)?),
+        })
+    }
+
+    fn write(&self, line: &Value) {
+        use std::io::Write as _;
+        let mut bytes = serde_json::to_vec(line).unwrap_or_default();
+        bytes.push(b'\n');
+        let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(e) = f.write_all(&bytes) {
+            tracing::warn!(error = %e, "cannot write the request log");
+        }
+    }
+}
+
+/// The request log's line for a request and its answer. A server-side apply that created the
+/// object (201 to a PATCH) is authorized by the API server as `patch` and `create`: `verbs`
+/// lists both (and every other line lists its one verb there too).
+pub fn log_line(info: &RequestInfo, user_agent: &str, code: u16) -> Value {
+    match info {
+        RequestInfo::Resource {
+            verb,
+            group,
+            resource,
+            subresource,
+            namespace,
+            name,
+        } => {
+            let mut verbs = vec![verb.clone()];
+            if verb == "patch" && code == 201 {
+                verbs.push("create".into());
+            }
+            let mut line = json!({"verb": verb, "verbs": verbs, "group": group,
+                "resource": resource, "userAgent": user_agent, "code": code});
+            if let Some(s) = subresource {
+                line["subresource"] = json!(s);
+            }
+            if let Some(ns) = namespace {
+                line["namespace"] = json!(ns);
+            }
+            if let Some(n) = name {
+                line["name"] = json!(n);
+            }
+            line
+        }
+        RequestInfo::NonResource { path, verb } => json!({"nonResourceURL": path, "verb": verb,
+            "verbs": [verb], "userAgent": user_agent, "code": code}),
+    }
+}
+
+async fn log_requests(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let Some(log) = s.request_log.clone() else {
+        return next.run(req).await;
+    };
+    let info = RequestInfo::of(req.method(), req.uri().path(), req.uri().query());
+    let agent = req
+        .headers()
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let response = next.run(req).await;
+    log.write(&log_line(&info, &agent, response.status().as_u16()));
+    response
 }
 
 /// What a resource URL names.
@@ -565,4 +774,266 @@ where
         Body::from_stream(stream),
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (verb, group, resource, subresource, namespace, name) of a resource request.
+    fn info(method: Method, url: &str) -> (String, String, String, String, String, String) {
+        let (path, query) = match url.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (url, None),
+        };
+        match RequestInfo::of(&method, path, query) {
+            RequestInfo::Resource {
+                verb,
+                group,
+                resource,
+                subresource,
+                namespace,
+                name,
+            } => (
+                verb,
+                group,
+                resource,
+                subresource.unwrap_or_default(),
+                namespace.unwrap_or_default(),
+                name.unwrap_or_default(),
+            ),
+            other => panic!("{url} is not a resource request: {other:?}"),
+        }
+    }
+
+    fn row(
+        v: &str,
+        g: &str,
+        r: &str,
+        s: &str,
+        ns: &str,
+        n: &str,
+    ) -> (String, String, String, String, String, String) {
+        (v.into(), g.into(), r.into(), s.into(), ns.into(), n.into())
+    }
+
+    #[test]
+    fn core_and_group_urls_map_to_the_verbs_rbac_checks() {
+        let cases = [
+            (
+                Method::GET,
+                "/api/v1/pods",
+                row("list", "", "pods", "", "", ""),
+            ),
+            (
+                Method::GET,
+                "/api/v1/pods?watch=true&resourceVersion=5",
+                row("watch", "", "pods", "", "", ""),
+            ),
+            (
+                Method::GET,
+                "/api/v1/pods?watch=1",
+                row("watch", "", "pods", "", "", ""),
+            ),
+            (
+                Method::GET,
+                "/api/v1/pods?watch=false",
+                row("list", "", "pods", "", "", ""),
+            ),
+            (
+                Method::GET,
+                "/api/v1/namespaces/demo/pods",
+                row("list", "", "pods", "", "demo", ""),
+            ),
+            (
+                Method::GET,
+                "/api/v1/namespaces/demo/pods/p-1",
+                row("get", "", "pods", "", "demo", "p-1"),
+            ),
+            (
+                Method::POST,
+                "/api/v1/namespaces/demo/pods",
+                row("create", "", "pods", "", "demo", ""),
+            ),
+            (
+                Method::PUT,
+                "/api/v1/namespaces/demo/pods/p-1",
+                row("update", "", "pods", "", "demo", "p-1"),
+            ),
+            (
+                Method::PATCH,
+                "/api/v1/namespaces/demo/pods/p-1/status",
+                row("patch", "", "pods", "status", "demo", "p-1"),
+            ),
+            (
+                Method::DELETE,
+                "/api/v1/namespaces/demo/pods/p-1",
+                row("delete", "", "pods", "", "demo", "p-1"),
+            ),
+            (
+                Method::DELETE,
+                "/api/v1/namespaces/demo/pods",
+                row("deletecollection", "", "pods", "", "demo", ""),
+            ),
+            (
+                Method::GET,
+                "/api/v1/watch/namespaces/demo/pods",
+                row("watch", "", "pods", "", "demo", ""),
+            ),
+            // Cluster-scoped, named and collection.
+            (
+                Method::GET,
+                "/api/v1/nodes",
+                row("list", "", "nodes", "", "", ""),
+            ),
+            (
+                Method::GET,
+                "/api/v1/nodes/n-1",
+                row("get", "", "nodes", "", "", "n-1"),
+            ),
+            (
+                Method::PUT,
+                "/api/v1/nodes/n-1/status",
+                row("update", "", "nodes", "status", "", "n-1"),
+            ),
+            // A namespace is its own namespace; status and finalize are its subresources.
+            (
+                Method::GET,
+                "/api/v1/namespaces",
+                row("list", "", "namespaces", "", "", ""),
+            ),
+            (
+                Method::GET,
+                "/api/v1/namespaces/demo",
+                row("get", "", "namespaces", "", "demo", "demo"),
+            ),
+            (
+                Method::PUT,
+                "/api/v1/namespaces/demo/finalize",
+                row("update", "", "namespaces", "finalize", "demo", "demo"),
+            ),
+            (
+                Method::GET,
+                "/api/v1/namespaces/demo/status",
+                row("get", "", "namespaces", "status", "demo", "demo"),
+            ),
+            // Groups.
+            (
+                Method::GET,
+                "/apis/apps/v1/daemonsets?watch=true",
+                row("watch", "apps", "daemonsets", "", "", ""),
+            ),
+            (
+                Method::GET,
+                "/apis/daemonsync.io/v1alpha1/manageddaemonsets?limit=1",
+                row("list", "daemonsync.io", "manageddaemonsets", "", "", ""),
+            ),
+            (
+                Method::PATCH,
+                "/apis/daemonsync.io/v1alpha1/namespaces/demo/manageddaemonsets/agent?fieldManager=daemonsync&force=true",
+                row(
+                    "patch",
+                    "daemonsync.io",
+                    "manageddaemonsets",
+                    "",
+                    "demo",
+                    "agent",
+                ),
+            ),
+            (
+                Method::PATCH,
+                "/apis/daemonsync.io/v1alpha1/namespaces/demo/manageddaemonsets/agent/status",
+                row(
+                    "patch",
+                    "daemonsync.io",
+                    "manageddaemonsets",
+                    "status",
+                    "demo",
+                    "agent",
+                ),
+            ),
+            (
+                Method::POST,
+                "/apis/events.k8s.io/v1/namespaces/demo/events",
+                row("create", "events.k8s.io", "events", "", "demo", ""),
+            ),
+            (
+                Method::GET,
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/x.y",
+                row(
+                    "get",
+                    "apiextensions.k8s.io",
+                    "customresourcedefinitions",
+                    "",
+                    "",
+                    "x.y",
+                ),
+            ),
+            (
+                Method::DELETE,
+                "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases",
+                row(
+                    "deletecollection",
+                    "coordination.k8s.io",
+                    "leases",
+                    "",
+                    "kube-system",
+                    "",
+                ),
+            ),
+        ];
+        for (method, url, want) in cases {
+            assert_eq!(info(method, url), want, "{url}");
+        }
+    }
+
+    #[test]
+    fn discovery_and_other_non_resource_urls_are_logged_by_path() {
+        for path in [
+            "/version",
+            "/api",
+            "/apis",
+            "/api/v1",
+            "/apis/apps/v1",
+            "/openapi/v3",
+            "/openapi/v3/api/v1",
+            "/healthz",
+            "/",
+        ] {
+            assert_eq!(
+                RequestInfo::of(&Method::GET, path, None),
+                RequestInfo::NonResource {
+                    path: path.into(),
+                    verb: "get".into()
+                },
+                "{path}"
+            );
+            let line = log_line(
+                &RequestInfo::of(&Method::GET, path, None),
+                "kubectl/v1.32",
+                200,
+            );
+            assert_eq!(line["nonResourceURL"], path);
+            assert!(line.get("resource").is_none());
+        }
+    }
+
+    #[test]
+    fn a_server_side_apply_that_creates_is_logged_as_patch_and_create() {
+        let info = RequestInfo::of(
+            &Method::PATCH,
+            "/apis/daemonsync.io/v1alpha1/namespaces/demo/manageddaemonsets/agent",
+            Some("fieldManager=daemonsync"),
+        );
+        let created = log_line(&info, "daemonsync/0.1.0", 201);
+        assert_eq!(created["verb"], "patch");
+        assert_eq!(created["verbs"], json!(["patch", "create"]));
+        assert_eq!(created["group"], "daemonsync.io");
+        assert_eq!(created["namespace"], "demo");
+        assert_eq!(created["userAgent"], "daemonsync/0.1.0");
+        assert_eq!(created["code"], 201);
+        assert!(created.get("subresource").is_none());
+        let updated = log_line(&info, "daemonsync/0.1.0", 200);
+        assert_eq!(updated["verbs"], json!(["patch"]));
+    }
 }

@@ -65,6 +65,8 @@ pub struct ServeOptions {
     pub history: usize,
     /// Interval of watch bookmarks.
     pub bookmark_interval: Duration,
+    /// Where to log every request, one JSON line each (`None`: no log).
+    pub request_log: Option<PathBuf>,
 }
 
 impl ServeOptions {
@@ -77,6 +79,7 @@ impl ServeOptions {
             faults: Faults::default(),
             history: 10_000,
             bookmark_interval: Duration::from_secs(15),
+            request_log: None,
         }
     }
 }
@@ -95,6 +98,12 @@ impl Server {
     /// tokio runtime). Writes the kubeconfig when asked.
     pub async fn start(opts: ServeOptions) -> Result<Server> {
         let world = build_world(&opts.config, opts.history)?;
+        let request_log = match &opts.request_log {
+            Some(path) => Some(Arc::new(http::RequestLog::create(path).with_context(
+                || format!("cannot create the request log {}", path.display()),
+            )?)),
+            None => None,
+        };
         let listener = tokio::net::TcpListener::bind(opts.listen)
             .await
             .with_context(|| format!("cannot listen on {}", opts.listen))?;
@@ -113,6 +122,7 @@ impl Server {
             bookmark_interval: opts.bookmark_interval,
             shutdown: stopped.clone(),
             address: addr.to_string(),
+            request_log,
         });
         tokio::spawn(drive_clock(shared.clone(), stopped.clone()));
         let app = http::router(shared.clone());

@@ -164,6 +164,36 @@ impl ApiError {
         }
     }
 
+    /// 403, worded as the API server's RBAC refusal (for `--faults forbid=`): the anonymous
+    /// user, as the served kubeconfig has no credentials.
+    pub fn forbidden(
+        verb: &str,
+        group: &str,
+        resource: &str,
+        subresource: Option<&str>,
+        namespace: Option<&str>,
+    ) -> Self {
+        let full = match subresource {
+            Some(sub) => format!("{resource}/{sub}"),
+            None => resource.to_string(),
+        };
+        let scope = match namespace {
+            Some(ns) => format!(" in the namespace \"{ns}\""),
+            None => " at the cluster scope".to_string(),
+        };
+        ApiError {
+            details: Some(json!({"kind": resource, "group": group})),
+            ..Self::new(
+                403,
+                "Forbidden",
+                format!(
+                    "{} is forbidden: User \"system:anonymous\" cannot {verb} resource \"{full}\" in API group \"{group}\"{scope}",
+                    qualified(resource, group)
+                ),
+            )
+        }
+    }
+
     /// 400.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)

@@ -1,0 +1,193 @@
+//! examples/deploy/rbac.yaml against what daemonsync really asks of the API: `apply`, `plan`,
+//! `status` and `snapshot` over `--cluster kube` run against `sim serve --request-log`, and
+//! every request they make must be granted by the ClusterRole, and every rule the ClusterRole
+//! grants must have been used (least privilege: a grant nothing needs is a grant too many).
+
+use crate::live::{daemonsync, text};
+use crate::serve_support::{ServeProcess, sim_dir};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+const RBAC_YAML: &str = include_str!("../../examples/deploy/rbac.yaml");
+
+/// (verb, group, resource with `/subresource`) triples, as RBAC rules and the log name them.
+type Grant = (String, String, String);
+
+/// The request log's lines.
+pub(crate) fn request_log(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// The triples a resource request needs (its `verbs`), or none for a non-resource URL.
+fn needs(line: &Value) -> Vec<Grant> {
+    let Some(resource) = line["resource"].as_str() else {
+        return Vec::new();
+    };
+    let resource = match line["subresource"].as_str() {
+        Some(sub) => format!("{resource}/{sub}"),
+        None => resource.to_string(),
+    };
+    let group = line["group"].as_str().unwrap().to_string();
+    line["verbs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v.as_str().unwrap().to_string(),
+                group.clone(),
+                resource.clone(),
+            )
+        })
+        .collect()
+}
+
+/// The ClusterRole `daemonsync` of rbac.yaml, each rule expanded to triples. Wildcards and
+/// resourceNames are refused: the role is to say exactly what it grants.
+fn granted() -> BTreeSet<Grant> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(RBAC_YAML).expect("rbac.yaml is YAML");
+    let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["ServiceAccount", "ClusterRole", "ClusterRoleBinding"],
+        "rbac.yaml's documents"
+    );
+    let role: ClusterRole = serde_json::from_value(docs[1].clone()).unwrap();
+    assert_eq!(role.metadata.name.as_deref(), Some("daemonsync"));
+    let binding: ClusterRoleBinding = serde_json::from_value(docs[2].clone()).unwrap();
+    assert_eq!(binding.role_ref.kind, "ClusterRole");
+    assert_eq!(binding.role_ref.name, "daemonsync");
+    let subjects = binding.subjects.unwrap_or_default();
+    assert!(
+        subjects.iter().any(|s| s.kind == "ServiceAccount"
+            && s.name == "daemonsync"
+            && s.namespace.as_deref() == Some("daemonsync")),
+        "the binding names the daemonsync service account: {subjects:?}"
+    );
+    let mut out = BTreeSet::new();
+    for rule in role.rules.unwrap_or_default() {
+        assert!(
+            rule.resource_names.is_none() && rule.non_resource_urls.is_none(),
+            "{rule:?}"
+        );
+        let groups = rule.api_groups.unwrap_or_default();
+        let resources = rule.resources.unwrap_or_default();
+        for word in groups.iter().chain(&resources).chain(&rule.verbs) {
+            assert!(
+                !word.contains('*'),
+                "no wildcards in the ClusterRole: {word}"
+            );
+        }
+        for g in &groups {
+            for r in &resources {
+                for v in &rule.verbs {
+                    assert!(
+                        out.insert((v.clone(), g.clone(), r.clone())),
+                        "{v} {g}/{r} granted twice"
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_cluster_role_grants_exactly_what_apply_plan_status_and_snapshot_use() {
+    let dir = sim_dir();
+    let log = dir.path().join("requests.jsonl");
+    let server = ServeProcess::start(dir.path(), &["--request-log", log.to_str().unwrap()]);
+    let kc = server.kubeconfig.clone();
+    // A changed DaemonSet (pods replaced), an unchanged one, and a new one (its record is
+    // created by a server-side apply).
+    let git = dir.path().join("git");
+    std::fs::create_dir_all(&git).unwrap();
+    let ds = |name: &str, image: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {{name: {name}, namespace: demo}}\nspec:\n  selector: {{matchLabels: {{app: {name}}}}}\n  updateStrategy: {{rollingUpdate: {{maxUnavailable: 1}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers: [{{name: {name}, image: '{image}'}}]\n"
+        )
+    };
+    std::fs::write(
+        git.join("ds.yaml"),
+        [
+            ds("agent", "agent:2"),
+            ds("logger", "logger:1"),
+            ds("newcomer", "newcomer:1"),
+        ]
+        .join("---\n"),
+    )
+    .unwrap();
+    let m = git.display().to_string();
+    let snap = dir.path().join("snap.yaml");
+    let runs: [(&[&str], i32); 5] = [
+        (&["plan", "-m", &m, "--cluster", "kube"], 2),
+        (
+            &["apply", "-m", &m, "--cluster", "kube", "--timeout", "90s"],
+            0,
+        ),
+        (&["plan", "-m", &m, "--cluster", "kube"], 0),
+        (&["status", "--cluster", "kube"], 0),
+        (
+            &[
+                "snapshot",
+                "--cluster",
+                "kube",
+                "-o",
+                snap.to_str().unwrap(),
+            ],
+            0,
+        ),
+    ];
+    for (args, code) in runs {
+        let out = daemonsync(&kc, args);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "daemonsync {args:?}\nstdout: {}\nstderr: {}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+    }
+    drop(server);
+
+    let lines = request_log(&log);
+    let ours: Vec<&Value> = lines
+        .iter()
+        .filter(|l| {
+            l["userAgent"]
+                .as_str()
+                .is_some_and(|a| a.starts_with("daemonsync/"))
+        })
+        .collect();
+    assert!(
+        ours.len() > 20,
+        "the commands made requests: {}",
+        ours.len()
+    );
+    let granted = granted();
+    let mut used = BTreeSet::new();
+    let mut missing = BTreeSet::new();
+    for line in &ours {
+        for need in needs(line) {
+            if !granted.contains(&need) {
+                missing.insert(need.clone());
+            }
+            used.insert(need);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "daemonsync made requests the ClusterRole in examples/deploy/rbac.yaml does not grant: {missing:?}"
+    );
+    let unused: Vec<&Grant> = granted.difference(&used).collect();
+    assert!(
+        unused.is_empty(),
+        "the ClusterRole grants what no command used (least privilege): {unused:?}"
+    );
+}
