@@ -199,15 +199,22 @@ impl Cache {
         self.changed.notify_waiters();
     }
 
-    /// Waits until the state's version passes `seen` (at once if it already has).
-    pub async fn changed_since(&self, seen: u64) {
+    /// Waits until `holds` is true of the state (at once if it already is). Level-triggered:
+    /// the condition is checked after every change, and a change between two checks is
+    /// never missed.
+    pub async fn wait_until(&self, holds: impl Fn(&State) -> bool) {
         loop {
             let changed = self.changed();
-            if self.lock().version > seen {
+            if holds(&self.lock()) {
                 return;
             }
             changed.await;
         }
+    }
+
+    /// Waits until the state's version passes `seen` (at once if it already has).
+    pub async fn changed_since(&self, seen: u64) {
+        self.wait_until(|s| s.version > seen).await;
     }
 }
 

@@ -364,26 +364,16 @@ impl KubeCluster {
         if creates.is_empty() && deletes.is_empty() {
             return;
         }
-        let met = move || {
-            let s = cache.lock();
+        let met = move |s: &cache::State| {
             creates.iter().all(|k| s.pod(k).is_some())
                 && deletes.iter().all(|(k, uid)| {
                     s.pod(k)
                         .is_none_or(|p| &p.uid != uid || p.pod.deletion_timestamp.is_some())
                 })
         };
-        let cache = Arc::clone(&self.cache);
         let waited = self
             .run(async move {
-                let wait = async {
-                    loop {
-                        let changed = cache.changed();
-                        if met() {
-                            return;
-                        }
-                        changed.await;
-                    }
-                };
+                let wait = cache.wait_until(met);
                 Ok(tokio::time::timeout(EXPECTATION_TIMEOUT, wait)
                     .await
                     .is_ok())
@@ -570,21 +560,12 @@ impl Cluster for KubeCluster {
             // with: wait until the watch shows this write (an existing record keeps its uid).
             let uid = written.metadata.uid.unwrap_or_default();
             let spec = written.spec.daemon_set;
-            let wait = async {
-                loop {
-                    let changed = cache.changed();
-                    if cache
-                        .lock()
-                        .records
-                        .items
-                        .get(&key)
-                        .is_some_and(|r| r.uid == uid && r.daemon_set == spec)
-                    {
-                        return;
-                    }
-                    changed.await;
-                }
-            };
+            let wait = cache.wait_until(|s| {
+                s.records
+                    .items
+                    .get(&key)
+                    .is_some_and(|r| r.uid == uid && r.daemon_set == spec)
+            });
             let _ = tokio::time::timeout(EXPECTATION_TIMEOUT, wait).await;
             Ok(())
         })
