@@ -58,7 +58,7 @@ fn bad_files_are_refused_with_a_reason() {
     assert!(bad("nodes: [{name: 'w-{i}'}]").contains("needs a count"));
     assert!(bad("nodes: [{name: a}, {name: a}]").contains("twice"));
     assert!(bad("kubelet: {startLatency: {fixed: soon}}").contains("duration"));
-    assert!(bad("churn: [{at: 1s}]").contains("exactly one"));
+    assert!(bad("nodes: [{name: a}]\nchurn: [{at: 1s}]").contains("exactly one"));
     assert!(bad("nodez: []").contains("unknown field"));
     assert!(bad("nodes: [{name: a, taints: [{key: k, effect: Sometimes}]}]").contains("effect"));
 }
