@@ -284,3 +284,205 @@ fn rust_log_turns_on_logging_which_is_off_by_default() {
     // Secrets in manifests never reach the logs.
     assert!(!logs.contains("sekrit"), "{logs}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Hostile files: every reader (manifests, snapshots, sim files) refuses them with exit 1 and
+// an error naming the file, instead of hanging, exhausting memory or panicking.
+
+/// Nine levels of nine aliases: 387 million strings once expanded.
+fn alias_bomb() -> String {
+    let mut text = String::from(
+        "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+    );
+    let names = ["a", "b", "c", "d", "e", "f", "g", "h", "i"];
+    for w in names.windows(2) {
+        let refs = vec![format!("*{}", w[0]); 9].join(",");
+        text.push_str(&format!("{}: &{} [{}]\n", w[1], w[1], refs));
+    }
+    text
+}
+
+/// Hostile contents, as (file name, bytes, what the error must say besides the file name);
+/// `base` is a valid file holding `agent:2` and `{name: agent,`, spoilt in several ways.
+fn hostile_files(base: &str) -> Vec<(&'static str, Vec<u8>, &'static str)> {
+    let flow_deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let block_deep: String = (0..3_000)
+        .map(|i| format!("{}a:\n", " ".repeat(i)))
+        .collect();
+    let agent = base.as_bytes();
+    let replace = |from: &[u8], to: &[u8]| -> Vec<u8> {
+        let i = agent
+            .windows(from.len())
+            .position(|w| w == from)
+            .expect("in the base file");
+        [&agent[..i], to, &agent[i + from.len()..]].concat()
+    };
+    vec![
+        ("bomb.yaml", alias_bomb().into_bytes(), ""),
+        ("deep.yaml", flow_deep.clone().into_bytes(), ""),
+        ("deep.json", flow_deep.into_bytes(), ""),
+        ("deepmap.yaml", block_deep.into_bytes(), ""),
+        (
+            "latin1.yaml",
+            replace(b"agent:2", b"agent:\xe9\xff"),
+            "UTF-8",
+        ),
+        ("nul.yaml", replace(b"agent:2", b"agent\x002"), "\\u{0}"),
+        (
+            "dup.yaml",
+            replace(b"{name: agent,", b"{name: agent, name: other,"),
+            "duplicate",
+        ),
+    ]
+}
+
+#[test]
+fn hostile_sim_files_are_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ds.yaml", AGENT);
+    let mut cases = hostile_files("nodes: [{name: agent, labels: {image: 'agent:2'}}]\n");
+    // An alias bomb where a sim file takes maps: 5,000 nodes sharing 200 labels.
+    let labels: Vec<String> = (0..200).map(|i| format!("k{i}: v{i}")).collect();
+    let mut shared = format!(
+        "nodes:\n- {{name: a, labels: &l {{{}}}}}\n",
+        labels.join(", ")
+    );
+    for i in 0..5_000 {
+        shared.push_str(&format!("- {{name: n{i}, labels: *l}}\n"));
+    }
+    cases.push(("shared.yaml", shared.into_bytes(), "budget"));
+    cases.push((
+        "dupkey.yaml",
+        b"nodes: [{name: a}]\nnodes: [{name: b}]\n".to_vec(),
+        "duplicate mapping key: nodes",
+    ));
+    let huge = format!("nodes: [{{name: a}}]\n# {}\n", "x".repeat(8 * 1024 * 1024));
+    cases.push((
+        "huge.yaml",
+        huge.into_bytes(),
+        "larger than the limit of 8388608 bytes",
+    ));
+    for (name, bytes, says) in cases {
+        std::fs::write(dir.path().join(name), &bytes).unwrap();
+        let cluster = format!("sim:{name}");
+        let (code, out, err) = run(
+            dir.path(),
+            &["apply", "-m", "ds.yaml", "--cluster", &cluster],
+        );
+        assert_eq!(code, Some(1), "{name}: {out}{err}");
+        assert!(
+            err.contains(name),
+            "{name}: the error does not name the file: {err}"
+        );
+        assert!(err.contains(says), "{name}: {err}");
+        assert!(!err.contains("DuplicateKeyPolicy"), "{name}: {err}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn sim_file_that_is_a_fifo_is_refused_not_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ds.yaml", AGENT);
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.path().join("sim.yaml"))
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: mkfifo is not available");
+        return;
+    }
+    let (code, out, err) = run(
+        dir.path(),
+        &["apply", "-m", "ds.yaml", "--cluster", "sim:sim.yaml"],
+    );
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.contains("sim.yaml") && err.contains("not a regular file"),
+        "{err}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Numbers out of range, field by field: refused naming the field, never wrapped or clamped.
+
+/// A sim file line per case: (text, what the error says). Each must exit 1.
+#[test]
+fn out_of_range_numbers_in_sim_files_are_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ds.yaml", AGENT);
+    for (sim, says) in [
+        ("nodes: [{name: a, count: -1}]\n", "line 1 column 26"),
+        (
+            "nodes: [{name: a, count: 18446744073709551616}]\n",
+            "line 1 column 26",
+        ),
+        ("nodes: [{name: a}]\nseed: -1\n", "line 2 column 7"),
+        ("nodes: [{name: a}]\nseed: 1e400\n", "line 2"),
+        (
+            "nodes: [{name: a}]\nchurn: [{at: -1s, remove: a}]\n",
+            "duration \"-1s\" is negative",
+        ),
+        (
+            "nodes: [{name: a}]\nkubelet: {startLatency: {fixed: 99999999999999999999h}}\n",
+            "invalid duration \"99999999999999999999h\"",
+        ),
+        (
+            "nodes: [{name: a}]\nkubelet: {terminationGrace: 1e400s}\n",
+            "invalid duration",
+        ),
+        (
+            "nodes: [{name: a}]\nkubelet: {startLatency: {uniform: [8s, 3s]}}\n",
+            "kubelet.startLatency.uniform: the first bound (8s) is longer than the second (3s)",
+        ),
+        (
+            "nodes: [{name: a}]\nstart: 10000-01-01T00:00:00Z\n",
+            "line 2 column 8",
+        ),
+        (
+            "nodes: [{name: a}]\nstart: -009999-01-02T00:00:00Z\n",
+            "line 2 column 8",
+        ),
+    ] {
+        write(dir.path(), "sim.yaml", sim);
+        let (code, out, err) = run(
+            dir.path(),
+            &["apply", "-m", "ds.yaml", "--cluster", "sim:sim.yaml"],
+        );
+        assert_eq!(code, Some(1), "{sim}: {out}{err}");
+        assert!(err.contains("invalid sim file sim.yaml"), "{sim}: {err}");
+        assert!(err.contains(says), "{sim}: {err}");
+    }
+}
+
+#[test]
+fn sim_latencies_at_the_end_of_time_neither_panic_nor_wrap_to_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ds.yaml", AGENT);
+    // u64::MAX milliseconds as the upper bound: the draw's range is the whole of u64, which
+    // used to overflow computing its size.
+    write(
+        dir.path(),
+        "sim.yaml",
+        "nodes: [{name: a}]\nkubelet: {startLatency: {uniform: [0s, 18446744073709551s 615ms]}}\n",
+    );
+    let (code, out, err) = run(
+        dir.path(),
+        &["apply", "-m", "ds.yaml", "--cluster", "sim:sim.yaml"],
+    );
+    assert_ne!(code, Some(101), "panicked: {err}");
+    assert!(matches!(code, Some(0) | Some(3)), "{out}{err}");
+    // One millisecond more than u64 holds used to wrap to a latency of zero: the pod was ready
+    // at once. It is 584 million years: the rollout halts at the progress deadline.
+    write(
+        dir.path(),
+        "sim.yaml",
+        "nodes: [{name: a}]\nkubelet: {startLatency: {fixed: 18446744073709551s 616ms}, terminationGrace: 9223372036854775807s}\n",
+    );
+    let (code, out, err) = run(
+        dir.path(),
+        &["apply", "-m", "ds.yaml", "--cluster", "sim:sim.yaml"],
+    );
+    assert_eq!(code, Some(3), "{out}{err}");
+    assert!(out.contains("Halted"), "{out}");
+    assert!(!out.contains("Converged"), "{out}");
+}
