@@ -329,3 +329,67 @@ fn symlink_to_a_manifest_in_the_same_tree_is_a_duplicate() {
         .unwrap_err();
     assert!(matches!(err, SourceError::Duplicate { .. }), "{err}");
 }
+
+#[test]
+fn tokens_in_query_strings_fragments_and_ssh_urls_never_reach_any_output() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("sim.yaml"),
+        "nodes: [{name: 'n-{i}', count: 2}]\n",
+    )
+    .unwrap();
+    let port = crate::support::free_port();
+    let urls = [
+        format!("https://127.0.0.1:{port}/r.git?access_token=qs-sekrit"),
+        format!("https://127.0.0.1:{port}/r.git?x=1&private_token=qs-sekrit&y#frag-sekrit"),
+        format!("http://127.0.0.1:{port}/r.git#tok-sekrit"),
+        format!("https://x-access-token:ghs_tok-sekrit@127.0.0.1:{port}/r.git"),
+        format!("https://us%40er:p%2Fw-sekrit@127.0.0.1:{port}/r.git?t=qs-sekrit"),
+        format!("ssh://git:ssh-sekrit@127.0.0.1:{port}/r.git"),
+        "git:scp-sekrit@127.0.0.1:org/r.git".to_string(),
+    ];
+    for url in &urls {
+        for command in [
+            vec!["plan", "--cluster", "none"],
+            vec!["apply", "--cluster", "sim:sim.yaml"],
+            vec![
+                "plan",
+                "--cluster",
+                "none",
+                "--base",
+                "main",
+                "--head",
+                "pr",
+                "-o",
+                "json",
+            ],
+        ] {
+            let out = daemonsync()
+                .current_dir(dir.path())
+                .args(&command)
+                .args(["--git-timeout", "2s", "--repo", url])
+                .arg("--cache-dir")
+                .arg(cache.path())
+                .env("RUST_LOG", "trace")
+                .env("GIT_SSH_COMMAND", "false")
+                .timeout(Duration::from_secs(60))
+                .output()
+                .unwrap();
+            let all = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(out.status.code(), Some(1), "{command:?} {url}: {all}");
+            assert!(
+                all.contains("127.0.0.1"),
+                "{command:?} {url}: the URL is not named: {all}"
+            );
+            assert!(
+                !all.contains("sekrit"),
+                "{command:?} {url}: secret printed: {all}"
+            );
+        }
+    }
+}
