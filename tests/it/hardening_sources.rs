@@ -393,3 +393,28 @@ fn tokens_in_query_strings_fragments_and_ssh_urls_never_reach_any_output() {
         }
     }
 }
+
+/// Found by the `git_tree` fuzz target: git2 panics looking up a name with a NUL byte, which
+/// a subpath or a symlink's target (any bytes, in a hostile tree) may hold.
+#[test]
+fn nul_bytes_in_a_subpath_or_a_symlink_target_are_errors_not_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Repository::init(dir.path()).unwrap();
+    let agent = repo.blob(ds("agent", "agent:1").as_bytes()).unwrap();
+    let link = repo.blob(b"agent.yaml\0.yaml").unwrap();
+    let mut tb = repo.treebuilder(None).unwrap();
+    tb.insert("agent.yaml", agent, FileMode::Blob.into())
+        .unwrap();
+    tb.insert("link.yaml", link, FileMode::Link.into()).unwrap();
+    let tree = tb.write().unwrap();
+    commit_tree(&repo, tree);
+    let err = git_load(dir.path()).unwrap_err();
+    assert!(matches!(err, SourceError::PathNotFound { .. }), "{err}");
+    assert!(err.to_string().contains("link.yaml"), "{err}");
+    assert!(err.to_string().contains("dangling symlink"), "{err}");
+
+    let err = GitSource::new(dir.path().display().to_string(), "HEAD", "\0")
+        .load(&LoadOptions::default())
+        .unwrap_err();
+    assert!(matches!(err, SourceError::PathNotAllowed { .. }), "{err}");
+}
