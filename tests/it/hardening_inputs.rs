@@ -337,6 +337,54 @@ fn hostile_files(base: &str) -> Vec<(&'static str, Vec<u8>, &'static str)> {
 }
 
 #[test]
+fn hostile_manifest_files_are_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cases = hostile_files(AGENT);
+    let many: String = (0..1_025).map(|i| format!("---\na: {i}\n")).collect();
+    cases.push(("many.yaml", many.into_bytes(), "more than 1024 documents"));
+    let huge = format!("# {}\n{AGENT}", "x".repeat(8 * 1024 * 1024));
+    cases.push((
+        "huge.yaml",
+        huge.into_bytes(),
+        "more than the limit of 8388608 bytes",
+    ));
+    for (name, bytes, says) in cases {
+        std::fs::write(dir.path().join(name), &bytes).unwrap();
+        let (code, out, err) = run(dir.path(), &["plan", "--cluster", "none", "-m", name]);
+        assert_eq!(code, Some(1), "{name}: {out}{err}");
+        assert!(
+            err.contains(name),
+            "{name}: the error does not name the file: {err}"
+        );
+        assert!(err.contains(says), "{name}: {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        assert!(!err.contains("DuplicateKeyPolicy"), "{name}: {err}");
+        std::fs::remove_file(dir.path().join(name)).unwrap();
+    }
+}
+
+#[test]
+fn hostile_snapshot_files_are_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ds.yaml", AGENT);
+    for (name, bytes, says) in hostile_files(AGENT) {
+        std::fs::write(dir.path().join(name), &bytes).unwrap();
+        let cluster = format!("snapshot:{name}");
+        let (code, out, err) = run(
+            dir.path(),
+            &["plan", "-m", "ds.yaml", "--cluster", &cluster],
+        );
+        assert_eq!(code, Some(1), "{name}: {out}{err}");
+        assert!(
+            err.contains(name),
+            "{name}: the error does not name the file: {err}"
+        );
+        assert!(err.contains(says), "{name}: {err}");
+        assert!(!err.contains("DuplicateKeyPolicy"), "{name}: {err}");
+    }
+}
+
+#[test]
 fn hostile_sim_files_are_refused_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "ds.yaml", AGENT);
@@ -404,6 +452,162 @@ fn sim_file_that_is_a_fifo_is_refused_not_waited_for() {
 
 // ---------------------------------------------------------------------------------------------
 // Numbers out of range, field by field: refused naming the field, never wrapped or clamped.
+
+/// A DaemonSet with a placeholder in every numeric field.
+const NUMBERS: &str = "\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: kube-system}
+spec:
+  minReadySeconds: MIN_READY
+  revisionHistoryLimit: HISTORY
+  updateStrategy: {rollingUpdate: {maxUnavailable: MAX_UNAVAILABLE, maxSurge: MAX_SURGE}}
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      terminationGracePeriodSeconds: GRACE
+      tolerations: [{key: k, operator: Exists, effect: NoExecute, tolerationSeconds: TOLERATION}]
+      containers:
+      - name: agent
+        image: agent:2
+        ports: [{containerPort: CONTAINER_PORT, hostPort: HOST_PORT}]
+";
+
+/// (placeholder, field path in errors, value that fits, whether the field is 64-bit).
+const NUMERIC_FIELDS: [(&str, &str, &str, bool); 8] = [
+    ("MIN_READY", "spec.minReadySeconds", "0", false),
+    ("HISTORY", "spec.revisionHistoryLimit", "10", false),
+    (
+        "MAX_UNAVAILABLE",
+        "spec.updateStrategy.rollingUpdate.maxUnavailable",
+        "1",
+        false,
+    ),
+    (
+        "MAX_SURGE",
+        "spec.updateStrategy.rollingUpdate.maxSurge",
+        "0",
+        false,
+    ),
+    (
+        "GRACE",
+        "spec.template.spec.terminationGracePeriodSeconds",
+        "30",
+        true,
+    ),
+    (
+        "TOLERATION",
+        "spec.template.spec.tolerations[0].tolerationSeconds",
+        "60",
+        true,
+    ),
+    (
+        "CONTAINER_PORT",
+        "spec.template.spec.containers[0].ports[0].containerPort",
+        "80",
+        false,
+    ),
+    (
+        "HOST_PORT",
+        "spec.template.spec.containers[0].ports[0].hostPort",
+        "80",
+        false,
+    ),
+];
+
+/// [`NUMBERS`] with `field` set to `value` and every other field to its fitting value.
+fn numbers_with(field: &str, value: &str) -> String {
+    NUMERIC_FIELDS
+        .iter()
+        .fold(NUMBERS.to_string(), |text, (f, _, ok, _)| {
+            text.replace(f, if *f == field { value } else { ok })
+        })
+}
+
+#[test]
+fn out_of_range_numbers_in_every_daemonset_field_are_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    for (field, path, _, wide) in NUMERIC_FIELDS {
+        let mut values = vec!["9223372036854775808", "-9223372036854775809", "1e20", "2.5"];
+        if !wide {
+            values.extend(["2147483648", "-1"]);
+        }
+        for value in values {
+            write(dir.path(), "ds.yaml", &numbers_with(field, value));
+            let (code, out, err) = run(dir.path(), &["plan", "--cluster", "none", "-m", "ds.yaml"]);
+            assert_eq!(code, Some(1), "{field}={value}: {out}{err}");
+            assert!(err.contains("ds.yaml"), "{field}={value}: {err}");
+            assert!(
+                err.contains(&format!("{path}: Invalid value")),
+                "{field}={value}: the error does not name {path}: {err}"
+            );
+        }
+        // Too large even for a float: a syntax error at its line.
+        write(dir.path(), "ds.yaml", &numbers_with(field, "1e400"));
+        let (code, _, err) = run(dir.path(), &["plan", "--cluster", "none", "-m", "ds.yaml"]);
+        assert_eq!(code, Some(1), "{field}=1e400: {err}");
+        assert!(
+            err.contains("ds.yaml, document 1, line"),
+            "{field}=1e400: {err}"
+        );
+    }
+    // Ports beyond 65535 and percentages beyond 100% are refused by validation.
+    for (field, value) in [
+        ("CONTAINER_PORT", "65536"),
+        ("HOST_PORT", "65536"),
+        ("MAX_UNAVAILABLE", "'101%'"),
+        ("MAX_SURGE", "'4294967297%'"),
+    ] {
+        write(dir.path(), "ds.yaml", &numbers_with(field, value));
+        let (code, _, err) = run(dir.path(), &["plan", "--cluster", "none", "-m", "ds.yaml"]);
+        assert_eq!(code, Some(1), "{field}={value}: {err}");
+        let path = NUMERIC_FIELDS.iter().find(|f| f.0 == field).unwrap().1;
+        assert!(err.contains(path), "{field}={value}: {err}");
+    }
+}
+
+#[test]
+fn largest_valid_numbers_plan_and_roll_out_without_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = NUMBERS.to_string();
+    for (field, value) in [
+        ("MIN_READY", "2147483647"),
+        ("HISTORY", "2147483647"),
+        ("MAX_UNAVAILABLE", "2147483647"),
+        ("MAX_SURGE", "0"),
+        ("GRACE", "9223372036854775807"),
+        ("TOLERATION", "-9223372036854775808"),
+        ("CONTAINER_PORT", "65535"),
+        ("HOST_PORT", "65535"),
+    ] {
+        text = text.replace(field, value);
+    }
+    write(dir.path(), "ds.yaml", &text);
+    let (code, out, err) = run(dir.path(), &["plan", "--cluster", "none", "-m", "ds.yaml"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("maxUnavailable=2147483647"), "{out}");
+    // A rollout: minReadySeconds of 68 years is never reached within the timeout.
+    write(
+        dir.path(),
+        "sim.yaml",
+        "nodes: [{name: 'n-{i}', count: 3}]\n",
+    );
+    let (code, out, err) = run(
+        dir.path(),
+        &[
+            "apply",
+            "-m",
+            "ds.yaml",
+            "--cluster",
+            "sim:sim.yaml",
+            "--timeout",
+            "1h",
+        ],
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(matches!(code, Some(3)), "{out}{err}");
+}
 
 /// A sim file line per case: (text, what the error says). Each must exit 1.
 #[test]

@@ -394,6 +394,75 @@ fn tokens_in_query_strings_fragments_and_ssh_urls_never_reach_any_output() {
     }
 }
 
+/// Writes a raw tree object: (mode, name bytes, id) per entry, as a hostile server may send
+/// it (names with `/` or `..`, modes that lie about the object).
+fn raw_tree(repo: &Repository, entries: &[(&str, &[u8], Oid)]) -> Oid {
+    let mut bytes = Vec::new();
+    for (mode, name, id) in entries {
+        bytes.extend_from_slice(mode.as_bytes());
+        bytes.push(b' ');
+        bytes.extend_from_slice(name);
+        bytes.push(0);
+        bytes.extend_from_slice(id.as_bytes());
+    }
+    repo.odb()
+        .unwrap()
+        .write(git2::ObjectType::Tree, &bytes)
+        .unwrap()
+}
+
+#[test]
+fn hostile_tree_objects_are_read_as_blobs_of_the_tree_or_refused() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("evil.yaml"), ds("evil", "evil:1")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Repository::init(dir.path()).unwrap();
+    let agent = repo.blob(ds("agent", "agent:1").as_bytes()).unwrap();
+    let other = repo.blob(ds("other", "other:1").as_bytes()).unwrap();
+    let hidden = repo.blob(ds("hidden", "hidden:1").as_bytes()).unwrap();
+    // Names a well-behaved git refuses: absolute, `..`-relative, with slashes. They are names
+    // in the tree, nothing more: the blobs they name are read (a name starting with a dot is
+    // hidden, as everywhere), never a file outside.
+    let tree = raw_tree(
+        &repo,
+        &[
+            ("100644", b"../evil.yaml", hidden),
+            ("100644", b"/abs.yaml", agent),
+            ("100644", b"a/../b.yaml", other),
+        ],
+    );
+    commit_tree(&repo, tree);
+    let rendered = git_load(dir.path()).unwrap();
+    let mut names: Vec<_> = rendered
+        .manifests
+        .daemonsets
+        .iter()
+        .map(|d| d.daemonset.metadata.name.clone().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["agent", "other"], "read something not in the tree");
+
+    // A tree entry whose object is missing, and a blob that claims to be a tree.
+    let missing = Oid::from_bytes(&[0x42; 20]).unwrap();
+    for (mode, id) in [("100644", missing), ("40000", missing), ("40000", agent)] {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let agent = repo.blob(ds("agent", "agent:1").as_bytes()).unwrap();
+        let tree = raw_tree(
+            &repo,
+            &[("100644", b"agent.yaml", agent), (mode, b"z.yaml", id)],
+        );
+        commit_tree(&repo, tree);
+        let err = git_load(dir.path()).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            matches!(err, SourceError::Repository { .. }),
+            "{mode} {id}: {msg}"
+        );
+        assert!(!msg.contains("panicked"), "{msg}");
+    }
+}
+
 /// Found by the `git_tree` fuzz target: git2 panics looking up a name with a NUL byte, which
 /// a subpath or a symlink's target (any bytes, in a hostile tree) may hold.
 #[test]
