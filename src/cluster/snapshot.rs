@@ -281,7 +281,11 @@ fn parse_documents(path: &Path, text: &str) -> Result<Vec<Value>, SnapshotError>
     };
     let docs: Vec<Value> =
         serde_saphyr::from_multiple_with_options(text, options).map_err(|e| {
-            let mut message = e.without_snippet().to_string();
+            // A hint about parser options is of no use to whoever exported the snapshot.
+            let mut message = e
+                .without_snippet()
+                .to_string()
+                .replace(crate::cluster::sim::config::DUPLICATE_KEY_HINT, "");
             match e.location() {
                 Some(loc) if loc.line() > 0 => {
                     let said = format!(" at line {}, column {}", loc.line(), loc.column());

@@ -1,7 +1,6 @@
 //! Scenario (spec 9.G), defaulting, parser and corpus tests for the manifest module.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -684,7 +683,7 @@ fn syntax_error_reports_line_and_column() {
 }
 
 #[test]
-fn alias_bomb_is_rejected_quickly() {
+fn alias_bomb_is_rejected_by_the_alias_budget() {
     let mut text = String::from(
         "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
     );
@@ -693,16 +692,17 @@ fn alias_bomb_is_rejected_quickly() {
         let refs = vec![format!("*{}", w[0]); 9].join(",");
         text.push_str(&format!("{}: &{} [{}]\n", w[1], w[1], refs));
     }
-    let start = Instant::now();
+    // Refused by the alias budget before the expansion happens (no clock in tests: the budget
+    // error itself says that the replay stopped at its limit).
     let err = read_documents("bomb.yaml", &text, &Limits::default()).unwrap_err();
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "took {:?}",
-        start.elapsed()
-    );
     assert!(matches!(err, LoadError::Budget { .. }), "{err}");
     assert!(
         err.to_string().starts_with("bomb.yaml: refused to parse"),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("alias replay limit exceeded: total_replayed_events=10001 > 10000"),
         "{err}"
     );
 }

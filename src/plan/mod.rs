@@ -31,8 +31,8 @@ mod rollout;
 #[cfg(test)]
 mod scenarios;
 mod status;
-#[cfg(test)]
-mod testkit;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod testkit;
 mod view;
 mod waves;
 

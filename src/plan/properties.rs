@@ -3,7 +3,7 @@
 
 use super::testkit::*;
 use crate::model::{PodPhase, REVISION_HASH_LABEL, ReadyCondition, TaintEffect};
-use crate::plan::{DaemonSetPlan, StepPhase};
+use crate::plan::StepPhase;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use proptest::prelude::*;
 use serde_json::json;
@@ -103,59 +103,6 @@ fn build(case: &Case) -> (Cluster, DaemonSet) {
     (c, d)
 }
 
-/// Desired nodes counted unavailable the way upstream's rolling update counts them, and nodes
-/// surging (an available old pod beside an unavailable new one).
-///
-/// In surge mode a node counts as available while any of its pods is; without surge, a node
-/// with both an old and a new pod counts as unavailable, as upstream counts it.
-fn counts(plan: &DaemonSetPlan, c: &Cluster) -> (usize, usize) {
-    let mut unavailable = 0;
-    let mut surging = 0;
-    let surge = plan.budgets.max_surge > 0;
-    for entry in &plan.nodes {
-        let pods: Vec<_> = c
-            .pods
-            .iter()
-            .filter(|p| p.target_node.as_deref() == Some(&*entry.node) && !p.is_terminating())
-            .collect();
-        let desired = !matches!(
-            entry.state,
-            crate::plan::NodeState::Ineligible | crate::plan::NodeState::Blocked
-        );
-        let new: Vec<_> = pods
-            .iter()
-            .filter(|p| p.revision_hash() != Some("old"))
-            .collect();
-        let old: Vec<_> = pods
-            .iter()
-            .filter(|p| p.revision_hash() == Some("old"))
-            .collect();
-        let avail = |p: &&&crate::model::Pod| p.is_available(0, c.now);
-        if desired {
-            let ok = if surge {
-                pods.iter().any(|p| p.is_available(0, c.now))
-            } else {
-                match (new.as_slice(), old.as_slice()) {
-                    ([], []) => false,
-                    ([n], []) => avail(n),
-                    ([], [o]) => avail(o),
-                    _ => false,
-                }
-            };
-            if !ok {
-                unavailable += 1;
-            }
-        }
-        if let ([n], [o]) = (new.as_slice(), old.as_slice())
-            && avail(o)
-            && !avail(n)
-        {
-            surging += 1;
-        }
-    }
-    (unavailable, surging)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -166,9 +113,10 @@ proptest! {
         if plan.step.phase != StepPhase::RollingUpdate {
             return Ok(());
         }
-        let (unavail_before, surge_before) = counts(&plan, &c);
+        prop_assert_eq!(check_step(&plan, &c), Ok(()));
+        let (unavail_before, surge_before) = unavailable_and_surging(&plan, &c);
         c.step(&d);
-        let (unavail_after, surge_after) = counts(&plan, &c);
+        let (unavail_after, surge_after) = unavailable_and_surging(&plan, &c);
         let b = plan.budgets;
         if b.max_surge == 0 {
             prop_assert!(
@@ -198,6 +146,7 @@ proptest! {
             // Instant readiness: terminating pods finish, every pod becomes ready.
             c.pods.retain(|p| !p.is_terminating());
             c.mark_ready();
+            prop_assert_eq!(check_step(&c.plan(&d), &c), Ok(()));
             let (phase, _) = c.step(&d);
             if phase == StepPhase::None {
                 break;

@@ -20,15 +20,29 @@ static SECRETS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 /// are still removed from URLs by the structural pass).
 const MIN_SECRET_LEN: usize = 4;
 
-/// Remembers the user-info of `url` (if it has one) so that [`redact`] removes it from every
-/// message, even one where a library printed it without the rest of the URL.
+/// Remembers the user-info of `url` (if it has one), its query values and its fragment, so
+/// that [`redact`] removes them from every message, even one where a library printed them
+/// without the rest of the URL.
 pub fn register_url(url: &str) {
-    let Some(userinfo) = userinfo(url) else {
-        return;
+    let mut found: Vec<String> = Vec::new();
+    if let Some(userinfo) = userinfo(url) {
+        found.push(userinfo.to_string());
+        if let Some((_, password)) = userinfo.split_once(':') {
+            found.push(password.to_string());
+        }
+    }
+    // After the user-info (which may itself hold '?' or '#'): query values and the fragment.
+    let after_userinfo = match url.find("://") {
+        Some(i) => url[i + 3..].rfind('@').map_or(url, |at| &url[i + 3 + at..]),
+        None => url,
     };
-    let mut found = vec![userinfo.to_string()];
-    if let Some((_, password)) = userinfo.split_once(':') {
-        found.push(password.to_string());
+    found.extend(
+        query_secrets(after_userinfo)
+            .into_iter()
+            .map(str::to_string),
+    );
+    if found.is_empty() {
+        return;
     }
     let decoded: Vec<String> = found.iter().filter_map(|s| percent_decode(s)).collect();
     found.extend(decoded);
@@ -133,9 +147,68 @@ fn redact_line(line: &str) -> String {
             .unwrap_or(rest.len());
         out.push_str(&rest[..end]);
         rest = &rest[end..];
+        // The path, with the values of its query and its fragment hidden: tokens travel there
+        // too (`?access_token=…`).
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        if !rest[..end].contains("://") {
+            out.push_str(&redact_query(&rest[..end]));
+            rest = &rest[end..];
+        }
     }
     out.push_str(&redact_scp_words(rest));
     out
+}
+
+/// A URL's path onwards with every query value and the fragment replaced by `***`
+/// (`/r.git?access_token=***&ref=***#***`); punctuation that ends a sentence around the URL
+/// (`:`, `,`, `)`…) is kept.
+fn redact_query(path: &str) -> String {
+    let core = path.trim_end_matches([':', ',', ';', '.', ')', '"', '\'', '`']);
+    let tail = &path[core.len()..];
+    let (before, fragment) = match core.split_once('#') {
+        Some((b, _)) => (b, true),
+        None => (core, false),
+    };
+    let mut out = String::with_capacity(path.len());
+    match before.split_once('?') {
+        Some((p, query)) => {
+            out.push_str(p);
+            out.push('?');
+            let params: Vec<String> = query
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _)) => format!("{k}=***"),
+                    None if kv.is_empty() => String::new(),
+                    None => "***".to_string(),
+                })
+                .collect();
+            out.push_str(&params.join("&"));
+        }
+        None => out.push_str(before),
+    }
+    if fragment {
+        out.push_str("#***");
+    }
+    out.push_str(tail);
+    out
+}
+
+/// The query values and the fragment of `url` (what [`redact_query`] hides), for
+/// [`register_url`].
+fn query_secrets(url: &str) -> Vec<&str> {
+    let Some(i) = url.find(['?', '#']) else {
+        return Vec::new();
+    };
+    let (query, fragment) = match url[i..].split_once('#') {
+        Some((q, f)) => (q, Some(f)),
+        None => (&url[i..], None),
+    };
+    query
+        .trim_start_matches('?')
+        .split('&')
+        .filter_map(|kv| kv.split_once('=').map_or(Some(kv), |(_, v)| Some(v)))
+        .chain(fragment)
+        .collect()
 }
 
 /// scp-style `user:password@host:path` words (no scheme): the part before the last `@` goes
@@ -223,6 +296,22 @@ mod tests {
         register_url("https://bot:Zq9%2Fxx%23yy@h.example/r.git");
         let out = redact("auth failed: Zq9%2Fxx%23yy / Zq9/xx#yy");
         assert!(!out.contains("Zq9"), "{out}");
+    }
+
+    #[test]
+    fn tokens_in_query_strings_and_fragments_are_removed() {
+        assert_eq!(
+            redact("cannot fetch https://h/r.git?access_token=qs-sekrit: refused"),
+            "cannot fetch https://h/r.git?access_token=***: refused"
+        );
+        assert_eq!(
+            redact("https://u:p@h/r.git?x=1&private_token=t0ken&flag#frag-sekrit"),
+            "https://***@h/r.git?x=***&private_token=***&***#***"
+        );
+        // Registered values go wherever a library printed them.
+        register_url("https://h.example/r.git?token=Qq77-registered");
+        let out = redact("auth failed with Qq77-registered");
+        assert!(!out.contains("Qq77"), "{out}");
     }
 
     #[test]

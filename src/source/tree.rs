@@ -17,6 +17,10 @@ pub(crate) fn subpath_components(path: &str) -> Result<Vec<String>, SourceError>
         return Err(refused());
     }
     let mut out = Vec::new();
+    // No name in a git tree holds a NUL byte (and git2 cannot even look one up).
+    if path.contains('\0') {
+        return Err(refused());
+    }
     for c in path.split(['/', '\\']) {
         match c {
             "" | "." => {}
@@ -87,6 +91,11 @@ impl<'r> TreeReader<'r> {
         let mut tree_id = self.root.id();
         for (i, name) in components.iter().enumerate() {
             let tree = self.repo.find_tree(tree_id).map_err(|e| self.git_err(e))?;
+            // A symlink's target may hold a NUL byte; no entry is named so (and git2 panics
+            // looking one up).
+            if name.contains('\0') {
+                return Ok(Found::Missing);
+            }
             let Some(entry) = tree.get_name(name) else {
                 return Ok(Found::Missing);
             };
@@ -272,5 +281,6 @@ mod tests {
         assert!(subpath_components("/etc").is_err());
         assert!(subpath_components("a/../../b").is_err());
         assert!(subpath_components("..").is_err());
+        assert!(subpath_components("deploy\0").is_err());
     }
 }

@@ -450,6 +450,8 @@ fn snapshot_writes_a_pruned_snapshot_that_plans_the_same() {
             .args(["-c", cluster, "--now", NOW, "-o", "json"]);
         stdout(&mut c)
     };
+    // The same plan: the snapshot withholds env values, args and commands but records their
+    // digests, and plans never show them on either side.
     assert_eq!(json(&pruned), json(&seven_nodes()));
 
     let mut c = bin();

@@ -284,3 +284,409 @@ fn rust_log_turns_on_logging_which_is_off_by_default() {
     // Secrets in manifests never reach the logs.
     assert!(!logs.contains("sekrit"), "{logs}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Hostile files: every reader (manifests, snapshots, sim files) refuses them with exit 1 and
+// an error naming the file, instead of hanging, exhausting memory or panicking.
+
+/// Nine levels of nine aliases: 387 million strings once expanded.
+fn alias_bomb() -> String {
+    let mut text = String::from(
+        "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+    );
+    let names = ["a", "b", "c", "d", "e", "f", "g", "h", "i"];
+    for w in names.windows(2) {
+        let refs = vec![format!("*{}", w[0]); 9].join(",");
+        text.push_str(&format!("{}: &{} [{}]\n", w[1], w[1], refs));
+    }
+    text
+}
+
+/// Hostile contents, as (file name, bytes, what the error must say besides the file name);
+/// `base` is a valid file holding `agent:2` and `{name: agent,`, spoilt in several ways.
+fn hostile_files(base: &str) -> Vec<(&'static str, Vec<u8>, &'static str)> {
+    let flow_deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let block_deep: String = (0..3_000)
+        .map(|i| format!("{}a:\n", " ".repeat(i)))
+        .collect();
+    let agent = base.as_bytes();
+    let replace = |from: &[u8], to: &[u8]| -> Vec<u8> {
+        let i = agent
+            .windows(from.len())
+            .position(|w| w == from)
+            .expect("in the base file");
+        [&agent[..i], to, &agent[i + from.len()..]].concat()
+    };
+    vec![
+        ("bomb.yaml", alias_bomb().into_bytes(), ""),
+        ("deep.yaml", flow_deep.clone().into_bytes(), ""),
+        ("deep.json", flow_deep.into_bytes(), ""),
+        ("deepmap.yaml", block_deep.into_bytes(), ""),
+        (
+            "latin1.yaml",
+            replace(b"agent:2", b"agent:\xe9\xff"),
+            "UTF-8",
+        ),
+        ("nul.yaml", replace(b"agent:2", b"agent\x002"), "\\u{0}"),
+        (
+            "dup.yaml",
+            replace(b"{name: agent,", b"{name: agent, name: other,"),
+            "duplicate",
+        ),
+    ]
+}
+
+#[test]
+fn hostile_manifest_files_are_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cases = hostile_files(AGENT);
+    let many: String = (0..1_025).map(|i| format!("---\na: {i}\n")).collect();
+    cases.push(("many.yaml", many.into_bytes(), "more than 1024 documents"));
+    let huge = format!("# {}\n{AGENT}", "x".repeat(8 * 1024 * 1024));
+    cases.push((
+        "huge.yaml",
+        huge.into_bytes(),
+        "more than the limit of 8388608 bytes",
+    ));
+    for (name, bytes, says) in cases {
+        std::fs::write(dir.path().join(name), &bytes).unwrap();
+        let (code, out, err) = run(dir.path(), &["plan", "--cluster", "none", "-m", name]);
+        assert_eq!(code, Some(1), "{name}: {out}{err}");
+        assert!(
+            err.contains(name),
+            "{name}: the error does not name the file: {err}"
+        );
+        assert!(err.contains(says), "{name}: {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        assert!(!err.contains("DuplicateKeyPolicy"), "{name}: {err}");
+        std::fs::remove_file(dir.path().join(name)).unwrap();
+    }
+}
+
+#[test]
+fn hostile_snapshot_files_are_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ds.yaml", AGENT);
+    for (name, bytes, says) in hostile_files(AGENT) {
+        std::fs::write(dir.path().join(name), &bytes).unwrap();
+        let cluster = format!("snapshot:{name}");
+        let (code, out, err) = run(
+            dir.path(),
+            &["plan", "-m", "ds.yaml", "--cluster", &cluster],
+        );
+        assert_eq!(code, Some(1), "{name}: {out}{err}");
+        assert!(
+            err.contains(name),
+            "{name}: the error does not name the file: {err}"
+        );
+        assert!(err.contains(says), "{name}: {err}");
+        assert!(!err.contains("DuplicateKeyPolicy"), "{name}: {err}");
+    }
+}
+
+#[test]
+fn hostile_sim_files_are_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ds.yaml", AGENT);
+    let mut cases = hostile_files("nodes: [{name: agent, labels: {image: 'agent:2'}}]\n");
+    // An alias bomb where a sim file takes maps: 5,000 nodes sharing 200 labels.
+    let labels: Vec<String> = (0..200).map(|i| format!("k{i}: v{i}")).collect();
+    let mut shared = format!(
+        "nodes:\n- {{name: a, labels: &l {{{}}}}}\n",
+        labels.join(", ")
+    );
+    for i in 0..5_000 {
+        shared.push_str(&format!("- {{name: n{i}, labels: *l}}\n"));
+    }
+    cases.push(("shared.yaml", shared.into_bytes(), "budget"));
+    cases.push((
+        "dupkey.yaml",
+        b"nodes: [{name: a}]\nnodes: [{name: b}]\n".to_vec(),
+        "duplicate mapping key: nodes",
+    ));
+    let huge = format!("nodes: [{{name: a}}]\n# {}\n", "x".repeat(8 * 1024 * 1024));
+    cases.push((
+        "huge.yaml",
+        huge.into_bytes(),
+        "larger than the limit of 8388608 bytes",
+    ));
+    for (name, bytes, says) in cases {
+        std::fs::write(dir.path().join(name), &bytes).unwrap();
+        let cluster = format!("sim:{name}");
+        let (code, out, err) = run(
+            dir.path(),
+            &["apply", "-m", "ds.yaml", "--cluster", &cluster],
+        );
+        assert_eq!(code, Some(1), "{name}: {out}{err}");
+        assert!(
+            err.contains(name),
+            "{name}: the error does not name the file: {err}"
+        );
+        assert!(err.contains(says), "{name}: {err}");
+        assert!(!err.contains("DuplicateKeyPolicy"), "{name}: {err}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn sim_file_that_is_a_fifo_is_refused_not_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ds.yaml", AGENT);
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.path().join("sim.yaml"))
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: mkfifo is not available");
+        return;
+    }
+    let (code, out, err) = run(
+        dir.path(),
+        &["apply", "-m", "ds.yaml", "--cluster", "sim:sim.yaml"],
+    );
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.contains("sim.yaml") && err.contains("not a regular file"),
+        "{err}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Numbers out of range, field by field: refused naming the field, never wrapped or clamped.
+
+/// A DaemonSet with a placeholder in every numeric field.
+const NUMBERS: &str = "\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: kube-system}
+spec:
+  minReadySeconds: MIN_READY
+  revisionHistoryLimit: HISTORY
+  updateStrategy: {rollingUpdate: {maxUnavailable: MAX_UNAVAILABLE, maxSurge: MAX_SURGE}}
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      terminationGracePeriodSeconds: GRACE
+      tolerations: [{key: k, operator: Exists, effect: NoExecute, tolerationSeconds: TOLERATION}]
+      containers:
+      - name: agent
+        image: agent:2
+        ports: [{containerPort: CONTAINER_PORT, hostPort: HOST_PORT}]
+";
+
+/// (placeholder, field path in errors, value that fits, whether the field is 64-bit).
+const NUMERIC_FIELDS: [(&str, &str, &str, bool); 8] = [
+    ("MIN_READY", "spec.minReadySeconds", "0", false),
+    ("HISTORY", "spec.revisionHistoryLimit", "10", false),
+    (
+        "MAX_UNAVAILABLE",
+        "spec.updateStrategy.rollingUpdate.maxUnavailable",
+        "1",
+        false,
+    ),
+    (
+        "MAX_SURGE",
+        "spec.updateStrategy.rollingUpdate.maxSurge",
+        "0",
+        false,
+    ),
+    (
+        "GRACE",
+        "spec.template.spec.terminationGracePeriodSeconds",
+        "30",
+        true,
+    ),
+    (
+        "TOLERATION",
+        "spec.template.spec.tolerations[0].tolerationSeconds",
+        "60",
+        true,
+    ),
+    (
+        "CONTAINER_PORT",
+        "spec.template.spec.containers[0].ports[0].containerPort",
+        "80",
+        false,
+    ),
+    (
+        "HOST_PORT",
+        "spec.template.spec.containers[0].ports[0].hostPort",
+        "80",
+        false,
+    ),
+];
+
+/// [`NUMBERS`] with `field` set to `value` and every other field to its fitting value.
+fn numbers_with(field: &str, value: &str) -> String {
+    NUMERIC_FIELDS
+        .iter()
+        .fold(NUMBERS.to_string(), |text, (f, _, ok, _)| {
+            text.replace(f, if *f == field { value } else { ok })
+        })
+}
+
+#[test]
+fn out_of_range_numbers_in_every_daemonset_field_are_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    for (field, path, _, wide) in NUMERIC_FIELDS {
+        let mut values = vec!["9223372036854775808", "-9223372036854775809", "1e20", "2.5"];
+        if !wide {
+            values.extend(["2147483648", "-1"]);
+        }
+        for value in values {
+            write(dir.path(), "ds.yaml", &numbers_with(field, value));
+            let (code, out, err) = run(dir.path(), &["plan", "--cluster", "none", "-m", "ds.yaml"]);
+            assert_eq!(code, Some(1), "{field}={value}: {out}{err}");
+            assert!(err.contains("ds.yaml"), "{field}={value}: {err}");
+            assert!(
+                err.contains(&format!("{path}: Invalid value")),
+                "{field}={value}: the error does not name {path}: {err}"
+            );
+        }
+        // Too large even for a float: a syntax error at its line.
+        write(dir.path(), "ds.yaml", &numbers_with(field, "1e400"));
+        let (code, _, err) = run(dir.path(), &["plan", "--cluster", "none", "-m", "ds.yaml"]);
+        assert_eq!(code, Some(1), "{field}=1e400: {err}");
+        assert!(
+            err.contains("ds.yaml, document 1, line"),
+            "{field}=1e400: {err}"
+        );
+    }
+    // Ports beyond 65535 and percentages beyond 100% are refused by validation.
+    for (field, value) in [
+        ("CONTAINER_PORT", "65536"),
+        ("HOST_PORT", "65536"),
+        ("MAX_UNAVAILABLE", "'101%'"),
+        ("MAX_SURGE", "'4294967297%'"),
+    ] {
+        write(dir.path(), "ds.yaml", &numbers_with(field, value));
+        let (code, _, err) = run(dir.path(), &["plan", "--cluster", "none", "-m", "ds.yaml"]);
+        assert_eq!(code, Some(1), "{field}={value}: {err}");
+        let path = NUMERIC_FIELDS.iter().find(|f| f.0 == field).unwrap().1;
+        assert!(err.contains(path), "{field}={value}: {err}");
+    }
+}
+
+#[test]
+fn largest_valid_numbers_plan_and_roll_out_without_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = NUMBERS.to_string();
+    for (field, value) in [
+        ("MIN_READY", "2147483647"),
+        ("HISTORY", "2147483647"),
+        ("MAX_UNAVAILABLE", "2147483647"),
+        ("MAX_SURGE", "0"),
+        ("GRACE", "9223372036854775807"),
+        ("TOLERATION", "-9223372036854775808"),
+        ("CONTAINER_PORT", "65535"),
+        ("HOST_PORT", "65535"),
+    ] {
+        text = text.replace(field, value);
+    }
+    write(dir.path(), "ds.yaml", &text);
+    let (code, out, err) = run(dir.path(), &["plan", "--cluster", "none", "-m", "ds.yaml"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("maxUnavailable=2147483647"), "{out}");
+    // A rollout: minReadySeconds of 68 years is never reached within the timeout.
+    write(
+        dir.path(),
+        "sim.yaml",
+        "nodes: [{name: 'n-{i}', count: 3}]\n",
+    );
+    let (code, out, err) = run(
+        dir.path(),
+        &[
+            "apply",
+            "-m",
+            "ds.yaml",
+            "--cluster",
+            "sim:sim.yaml",
+            "--timeout",
+            "1h",
+        ],
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(matches!(code, Some(3)), "{out}{err}");
+}
+
+/// A sim file line per case: (text, what the error says). Each must exit 1.
+#[test]
+fn out_of_range_numbers_in_sim_files_are_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ds.yaml", AGENT);
+    for (sim, says) in [
+        ("nodes: [{name: a, count: -1}]\n", "line 1 column 26"),
+        (
+            "nodes: [{name: a, count: 18446744073709551616}]\n",
+            "line 1 column 26",
+        ),
+        ("nodes: [{name: a}]\nseed: -1\n", "line 2 column 7"),
+        ("nodes: [{name: a}]\nseed: 1e400\n", "line 2"),
+        (
+            "nodes: [{name: a}]\nchurn: [{at: -1s, remove: a}]\n",
+            "duration \"-1s\" is negative",
+        ),
+        (
+            "nodes: [{name: a}]\nkubelet: {startLatency: {fixed: 99999999999999999999h}}\n",
+            "invalid duration \"99999999999999999999h\"",
+        ),
+        (
+            "nodes: [{name: a}]\nkubelet: {terminationGrace: 1e400s}\n",
+            "invalid duration",
+        ),
+        (
+            "nodes: [{name: a}]\nkubelet: {startLatency: {uniform: [8s, 3s]}}\n",
+            "kubelet.startLatency.uniform: the first bound (8s) is longer than the second (3s)",
+        ),
+        (
+            "nodes: [{name: a}]\nstart: 10000-01-01T00:00:00Z\n",
+            "line 2 column 8",
+        ),
+        (
+            "nodes: [{name: a}]\nstart: -009999-01-02T00:00:00Z\n",
+            "line 2 column 8",
+        ),
+    ] {
+        write(dir.path(), "sim.yaml", sim);
+        let (code, out, err) = run(
+            dir.path(),
+            &["apply", "-m", "ds.yaml", "--cluster", "sim:sim.yaml"],
+        );
+        assert_eq!(code, Some(1), "{sim}: {out}{err}");
+        assert!(err.contains("invalid sim file sim.yaml"), "{sim}: {err}");
+        assert!(err.contains(says), "{sim}: {err}");
+    }
+}
+
+#[test]
+fn sim_latencies_at_the_end_of_time_neither_panic_nor_wrap_to_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ds.yaml", AGENT);
+    // u64::MAX milliseconds as the upper bound: the draw's range is the whole of u64, which
+    // used to overflow computing its size.
+    write(
+        dir.path(),
+        "sim.yaml",
+        "nodes: [{name: a}]\nkubelet: {startLatency: {uniform: [0s, 18446744073709551s 615ms]}}\n",
+    );
+    let (code, out, err) = run(
+        dir.path(),
+        &["apply", "-m", "ds.yaml", "--cluster", "sim:sim.yaml"],
+    );
+    assert_ne!(code, Some(101), "panicked: {err}");
+    assert!(matches!(code, Some(0) | Some(3)), "{out}{err}");
+    // One millisecond more than u64 holds used to wrap to a latency of zero: the pod was ready
+    // at once. It is 584 million years: the rollout halts at the progress deadline.
+    write(
+        dir.path(),
+        "sim.yaml",
+        "nodes: [{name: a}]\nkubelet: {startLatency: {fixed: 18446744073709551s 616ms}, terminationGrace: 9223372036854775807s}\n",
+    );
+    let (code, out, err) = run(
+        dir.path(),
+        &["apply", "-m", "ds.yaml", "--cluster", "sim:sim.yaml"],
+    );
+    assert_eq!(code, Some(3), "{out}{err}");
+    assert!(out.contains("Halted"), "{out}");
+    assert!(!out.contains("Converged"), "{out}");
+}

@@ -329,3 +329,161 @@ fn symlink_to_a_manifest_in_the_same_tree_is_a_duplicate() {
         .unwrap_err();
     assert!(matches!(err, SourceError::Duplicate { .. }), "{err}");
 }
+
+#[test]
+fn tokens_in_query_strings_fragments_and_ssh_urls_never_reach_any_output() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("sim.yaml"),
+        "nodes: [{name: 'n-{i}', count: 2}]\n",
+    )
+    .unwrap();
+    let port = crate::support::free_port();
+    let urls = [
+        format!("https://127.0.0.1:{port}/r.git?access_token=qs-sekrit"),
+        format!("https://127.0.0.1:{port}/r.git?x=1&private_token=qs-sekrit&y#frag-sekrit"),
+        format!("http://127.0.0.1:{port}/r.git#tok-sekrit"),
+        format!("https://x-access-token:ghs_tok-sekrit@127.0.0.1:{port}/r.git"),
+        format!("https://us%40er:p%2Fw-sekrit@127.0.0.1:{port}/r.git?t=qs-sekrit"),
+        format!("ssh://git:ssh-sekrit@127.0.0.1:{port}/r.git"),
+        "git:scp-sekrit@127.0.0.1:org/r.git".to_string(),
+    ];
+    for url in &urls {
+        for command in [
+            vec!["plan", "--cluster", "none"],
+            vec!["apply", "--cluster", "sim:sim.yaml"],
+            vec![
+                "plan",
+                "--cluster",
+                "none",
+                "--base",
+                "main",
+                "--head",
+                "pr",
+                "-o",
+                "json",
+            ],
+        ] {
+            let out = daemonsync()
+                .current_dir(dir.path())
+                .args(&command)
+                .args(["--git-timeout", "2s", "--repo", url])
+                .arg("--cache-dir")
+                .arg(cache.path())
+                .env("RUST_LOG", "trace")
+                .env("GIT_SSH_COMMAND", "false")
+                .timeout(Duration::from_secs(60))
+                .output()
+                .unwrap();
+            let all = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(out.status.code(), Some(1), "{command:?} {url}: {all}");
+            assert!(
+                all.contains("127.0.0.1"),
+                "{command:?} {url}: the URL is not named: {all}"
+            );
+            assert!(
+                !all.contains("sekrit"),
+                "{command:?} {url}: secret printed: {all}"
+            );
+        }
+    }
+}
+
+/// Writes a raw tree object: (mode, name bytes, id) per entry, as a hostile server may send
+/// it (names with `/` or `..`, modes that lie about the object).
+fn raw_tree(repo: &Repository, entries: &[(&str, &[u8], Oid)]) -> Oid {
+    let mut bytes = Vec::new();
+    for (mode, name, id) in entries {
+        bytes.extend_from_slice(mode.as_bytes());
+        bytes.push(b' ');
+        bytes.extend_from_slice(name);
+        bytes.push(0);
+        bytes.extend_from_slice(id.as_bytes());
+    }
+    repo.odb()
+        .unwrap()
+        .write(git2::ObjectType::Tree, &bytes)
+        .unwrap()
+}
+
+#[test]
+fn hostile_tree_objects_are_read_as_blobs_of_the_tree_or_refused() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("evil.yaml"), ds("evil", "evil:1")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Repository::init(dir.path()).unwrap();
+    let agent = repo.blob(ds("agent", "agent:1").as_bytes()).unwrap();
+    let other = repo.blob(ds("other", "other:1").as_bytes()).unwrap();
+    let hidden = repo.blob(ds("hidden", "hidden:1").as_bytes()).unwrap();
+    // Names a well-behaved git refuses: absolute, `..`-relative, with slashes. They are names
+    // in the tree, nothing more: the blobs they name are read (a name starting with a dot is
+    // hidden, as everywhere), never a file outside.
+    let tree = raw_tree(
+        &repo,
+        &[
+            ("100644", b"../evil.yaml", hidden),
+            ("100644", b"/abs.yaml", agent),
+            ("100644", b"a/../b.yaml", other),
+        ],
+    );
+    commit_tree(&repo, tree);
+    let rendered = git_load(dir.path()).unwrap();
+    let mut names: Vec<_> = rendered
+        .manifests
+        .daemonsets
+        .iter()
+        .map(|d| d.daemonset.metadata.name.clone().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["agent", "other"], "read something not in the tree");
+
+    // A tree entry whose object is missing, and a blob that claims to be a tree.
+    let missing = Oid::from_bytes(&[0x42; 20]).unwrap();
+    for (mode, id) in [("100644", missing), ("40000", missing), ("40000", agent)] {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let agent = repo.blob(ds("agent", "agent:1").as_bytes()).unwrap();
+        let tree = raw_tree(
+            &repo,
+            &[("100644", b"agent.yaml", agent), (mode, b"z.yaml", id)],
+        );
+        commit_tree(&repo, tree);
+        let err = git_load(dir.path()).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            matches!(err, SourceError::Repository { .. }),
+            "{mode} {id}: {msg}"
+        );
+        assert!(!msg.contains("panicked"), "{msg}");
+    }
+}
+
+/// Found by the `git_tree` fuzz target: git2 panics looking up a name with a NUL byte, which
+/// a subpath or a symlink's target (any bytes, in a hostile tree) may hold.
+#[test]
+fn nul_bytes_in_a_subpath_or_a_symlink_target_are_errors_not_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Repository::init(dir.path()).unwrap();
+    let agent = repo.blob(ds("agent", "agent:1").as_bytes()).unwrap();
+    let link = repo.blob(b"agent.yaml\0.yaml").unwrap();
+    let mut tb = repo.treebuilder(None).unwrap();
+    tb.insert("agent.yaml", agent, FileMode::Blob.into())
+        .unwrap();
+    tb.insert("link.yaml", link, FileMode::Link.into()).unwrap();
+    let tree = tb.write().unwrap();
+    commit_tree(&repo, tree);
+    let err = git_load(dir.path()).unwrap_err();
+    assert!(matches!(err, SourceError::PathNotFound { .. }), "{err}");
+    assert!(err.to_string().contains("link.yaml"), "{err}");
+    assert!(err.to_string().contains("dangling symlink"), "{err}");
+
+    let err = GitSource::new(dir.path().display().to_string(), "HEAD", "\0")
+        .load(&LoadOptions::default())
+        .unwrap_err();
+    assert!(matches!(err, SourceError::PathNotAllowed { .. }), "{err}");
+}

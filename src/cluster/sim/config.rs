@@ -33,9 +33,11 @@ pub fn parse_duration(s: &str) -> Result<SignedDuration, String> {
 }
 
 impl Dur {
-    /// Milliseconds (the simulator's clock unit).
+    /// Milliseconds (the simulator's clock unit), saturating: a duration longer than
+    /// `u64::MAX` milliseconds (jiff allows up to `i64::MAX` seconds) is `u64::MAX`, never a
+    /// wrapped, short one.
     pub fn millis(self) -> u64 {
-        self.0.as_millis().max(0) as u64
+        u64::try_from(self.0.as_millis().max(0)).unwrap_or(u64::MAX)
     }
 }
 
@@ -341,6 +343,30 @@ impl Churn {
     }
 }
 
+/// What serde-saphyr appends to a duplicate key error.
+pub(crate) const DUPLICATE_KEY_HINT: &str = ", set DuplicateKeyPolicy in Options if acceptable";
+
+/// Largest sim file read, in bytes (8 MiB, the manifest file limit): a sim file describes
+/// nodes by pattern, so even the largest fleet takes a few kilobytes.
+pub const MAX_SIM_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Reads at most [`MAX_SIM_FILE_BYTES`] of a regular file as UTF-8 text: a FIFO, a device or
+/// a huge file is refused instead of blocking or exhausting memory.
+fn read_limited(path: &Path) -> Result<String> {
+    use std::io::Read;
+    // Checked before opening: opening a FIFO for reading blocks until a writer appears.
+    if !std::fs::metadata(path)?.is_file() {
+        bail!("not a regular file");
+    }
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SIM_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_SIM_FILE_BYTES {
+        bail!("larger than the limit of {MAX_SIM_FILE_BYTES} bytes");
+    }
+    String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("not UTF-8 text"))
+}
+
 /// Most nodes a sim file may define, its `nodes:` and churn additions together: twice the
 /// largest fleet benchmarked, far below what would exhaust memory.
 pub const MAX_SIM_NODES: usize = 200_000;
@@ -348,8 +374,13 @@ pub const MAX_SIM_NODES: usize = 200_000;
 impl SimConfig {
     /// Parses the YAML text of a sim file.
     pub fn parse(text: &str) -> Result<SimConfig> {
-        let cfg: SimConfig = serde_saphyr::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let cfg: SimConfig = serde_saphyr::from_str(text).map_err(|e| {
+            // A hint about parser options is of no use to the author of a sim file.
+            let m = e.to_string();
+            anyhow::anyhow!("{}", m.replace(DUPLICATE_KEY_HINT, ""))
+        })?;
         cfg.check_size()?;
+        cfg.check_latency()?;
         Ok(cfg)
     }
 
@@ -381,9 +412,25 @@ impl SimConfig {
         Ok(())
     }
 
+    /// Refuses a uniform start latency whose bounds are the wrong way round, which would
+    /// otherwise silently mean the first bound, every time.
+    fn check_latency(&self) -> Result<()> {
+        if let Latency::Uniform([lo, hi]) = self.kubelet.start_latency
+            && lo > hi
+        {
+            bail!(
+                "kubelet.startLatency.uniform: the first bound ({:#}) is longer than the second \
+                 ({:#}); give [shortest, longest]",
+                lo.0,
+                hi.0
+            );
+        }
+        Ok(())
+    }
+
     /// Reads a sim file; relative `running.manifest` paths are resolved against its directory.
     pub fn load(path: &Path) -> Result<SimConfig> {
-        let text = std::fs::read_to_string(path)
+        let text = read_limited(path)
             .with_context(|| format!("cannot read sim file {}", path.display()))?;
         let mut cfg = SimConfig::parse(&text)
             .with_context(|| format!("invalid sim file {}", path.display()))?;

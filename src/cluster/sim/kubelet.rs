@@ -16,7 +16,13 @@ impl Sim {
             Latency::Fixed(d) => d.millis(),
             Latency::Uniform([lo, hi]) => {
                 let (lo, hi) = (lo.millis(), hi.millis().max(lo.millis()));
-                lo + self.next_random() % (hi - lo + 1)
+                let r = self.next_random();
+                // The whole u64 range has no `span + 1`: any draw is in it.
+                let offset = match (hi - lo).checked_add(1) {
+                    Some(span) => r % span,
+                    None => r,
+                };
+                lo.saturating_add(offset)
             }
         }
     }
@@ -96,7 +102,7 @@ impl Sim {
             && self.nodes.contains_key(&target)
         {
             sim_pod.pod.node_name = Some(target);
-            let at = self.clock() + self.start_latency();
+            let at = self.clock().saturating_add(self.start_latency());
             self.schedule(
                 at,
                 SimEvent::PodStarted {
@@ -130,7 +136,7 @@ impl Sim {
             return Ok(());
         }
         p.pod.deletion_timestamp = Some(now);
-        let at = self.clock() + grace;
+        let at = self.clock().saturating_add(grace);
         self.schedule(
             at,
             SimEvent::PodGone {
@@ -235,7 +241,7 @@ impl Sim {
             }
         }
         for (namespace, name) in waiting {
-            let at = self.clock() + self.start_latency();
+            let at = self.clock().saturating_add(self.start_latency());
             self.schedule(at, SimEvent::PodStarted { namespace, name });
         }
     }

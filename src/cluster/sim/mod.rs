@@ -154,7 +154,7 @@ impl Sim {
 
     /// Virtual time since the start.
     pub fn elapsed(&self) -> SignedDuration {
-        SignedDuration::from_millis(self.clock as i64)
+        SignedDuration::from_millis(i64::try_from(self.clock).unwrap_or(i64::MAX))
     }
 
     /// The start of the virtual clock.
