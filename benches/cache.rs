@@ -38,7 +38,15 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-const PODS: usize = 10_000;
+/// Pods per DaemonSet: `cargo bench` passes `--bench`; `cargo test --all-targets` runs this
+/// once as a quick check, with a few.
+fn pod_count() -> usize {
+    if std::env::args().any(|a| a == "--bench") {
+        10_000
+    } else {
+        100
+    }
+}
 
 /// A running pod of `ds` on `node`, as a live API server returns it.
 fn live_pod(
@@ -101,8 +109,9 @@ fn main() {
         .load(&daemonsync::manifest::LoadOptions::default())
         .expect("examples load");
     let desired = rendered.desired().expect("examples are valid");
+    let count = pod_count();
     for d in &desired {
-        let pods: Vec<_> = (0..PODS).map(|i| live_pod(&d.daemonset, i)).collect();
+        let pods: Vec<_> = (0..count).map(|i| live_pod(&d.daemonset, i)).collect();
         let json_bytes: usize = pods
             .iter()
             .map(|p| serde_json::to_vec(p).unwrap().len())
@@ -130,11 +139,11 @@ fn main() {
         let cached_bytes = LIVE.load(Ordering::Relaxed) - before;
         println!(
             "cache/{name}: {cached} bytes per cached pod (map entry and key included); the full \
-             Pod takes {full} bytes in memory and {json} as JSON ({PODS} pods)",
+             Pod takes {full} bytes in memory and {json} as JSON ({count} pods)",
             name = d.daemonset.metadata.name.as_deref().unwrap_or("?"),
-            cached = cached_bytes as usize / PODS,
-            full = full_bytes as usize / PODS,
-            json = json_bytes / PODS,
+            cached = cached_bytes as usize / count,
+            full = full_bytes as usize / count,
+            json = json_bytes / count,
         );
         drop(cache);
     }
