@@ -27,7 +27,10 @@ Examples:
   kubectl get nodes,pods,daemonsets -A -o yaml > full.yaml
   daemonsync snapshot --cluster snapshot:full.yaml -o fixtures/cluster.yaml
 
-  # Write to stdout
+  # As JSON, which plans read fastest: recommended for large clusters
+  daemonsync snapshot -o cluster.json
+
+  # Write to stdout (YAML)
   daemonsync snapshot --cluster snapshot:full.yaml -o -
 
   # The simulated demo fleet as a snapshot, to plan against without the simulator
@@ -54,7 +57,8 @@ pub struct SnapshotArgs {
     /// `snapshot:FILE` or `sim:FILE`.
     #[arg(long, short = 'c', value_name = "SOURCE", default_value = "kube")]
     pub cluster: ClusterSpec,
-    /// Output file (`-` for stdout).
+    /// Output file (`-` for stdout). A name ending in `.json` is written as JSON, which plans
+    /// read fastest (recommended for large clusters); anything else as YAML.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: PathBuf,
 }
@@ -62,13 +66,18 @@ pub struct SnapshotArgs {
 /// Runs `daemonsync snapshot`; returns the exit code.
 pub fn run(args: &SnapshotArgs) -> Result<i32> {
     let observed = args.cluster.observe()?;
-    let yaml = to_yaml(&observed)?;
+    let json = args.output.extension().is_some_and(|e| e == "json");
+    let text = if json {
+        to_json(&observed)?
+    } else {
+        to_yaml(&observed)?
+    };
     if args.output.as_os_str() == "-" {
         let mut out = std::io::stdout().lock();
-        out.write_all(yaml.as_bytes())?;
+        out.write_all(text.as_bytes())?;
         out.flush()?;
     } else {
-        std::fs::write(&args.output, yaml)
+        write_replacing(&args.output, &text)
             .with_context(|| format!("cannot write snapshot {}", args.output.display()))?;
         eprintln!(
             "wrote {}: {} nodes, {} pods, {} DaemonSets",
@@ -81,8 +90,21 @@ pub fn run(args: &SnapshotArgs) -> Result<i32> {
     Ok(super::EXIT_OK)
 }
 
-/// The observed state as one YAML `kind: List` document.
-pub fn to_yaml(observed: &Observed) -> Result<String> {
+/// Writes `text` to `path` through a temporary file beside it, renamed into place: a failed
+/// write never leaves a truncated snapshot where a good one was.
+fn write_replacing(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = PathBuf::from(partial);
+    let written = std::fs::write(&partial, text).and_then(|()| std::fs::rename(&partial, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    written
+}
+
+/// The observed state as one `kind: List` object.
+fn to_list(observed: &Observed) -> Value {
     let items: Vec<Value> = observed
         .nodes
         .iter()
@@ -90,8 +112,19 @@ pub fn to_yaml(observed: &Observed) -> Result<String> {
         .chain(observed.pods.iter().map(pod))
         .chain(observed.daemonsets.iter().map(daemonset))
         .collect();
-    let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
-    serde_saphyr::to_string(&list).context("cannot write YAML")
+    json!({"apiVersion": "v1", "kind": "List", "items": items})
+}
+
+/// The observed state as one YAML `kind: List` document.
+pub fn to_yaml(observed: &Observed) -> Result<String> {
+    serde_saphyr::to_string(&to_list(observed)).context("cannot write YAML")
+}
+
+/// The observed state as one JSON `kind: List` object, as `kubectl get -o json` prints it.
+pub fn to_json(observed: &Observed) -> Result<String> {
+    let mut text = serde_json::to_string_pretty(&to_list(observed)).context("cannot write JSON")?;
+    text.push('\n');
+    Ok(text)
 }
 
 fn insert(m: &mut Map<String, Value>, k: &str, v: Value) {

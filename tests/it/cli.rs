@@ -465,6 +465,59 @@ fn snapshot_writes_a_pruned_snapshot_that_plans_the_same() {
 }
 
 #[test]
+fn snapshot_to_a_json_file_is_json_and_plans_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cluster.json");
+    let mut c = bin();
+    c.arg("snapshot")
+        .arg("-c")
+        .arg(seven_nodes())
+        .arg("-o")
+        .arg(&out);
+    c.assert().success();
+    let text = std::fs::read_to_string(&out).unwrap();
+    let list: serde_json::Value = serde_json::from_str(&text).expect("a JSON file");
+    assert_eq!(list["kind"], "List");
+    assert_eq!(list["items"].as_array().unwrap().len(), 7 + 7 + 1);
+    let json = |cluster: &str| {
+        let mut c = bin();
+        c.arg("plan")
+            .arg("-m")
+            .arg(flannel())
+            .args(["-c", cluster, "--now", NOW, "-o", "json"]);
+        stdout(&mut c)
+    };
+    assert_eq!(
+        json(&format!("snapshot:{}", out.display())),
+        json(&seven_nodes())
+    );
+}
+
+#[test]
+fn a_snapshot_that_cannot_be_written_leaves_no_partial_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // A directory where the file should go: the rename into place fails.
+    let out = dir.path().join("cluster.yaml");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("keep"), "x").unwrap();
+    let mut c = bin();
+    c.arg("snapshot")
+        .arg("-c")
+        .arg(seven_nodes())
+        .arg("-o")
+        .arg(&out);
+    c.assert()
+        .code(1)
+        .stderr(predicate::str::contains("cannot write snapshot"));
+    assert!(out.join("keep").exists(), "what was there is untouched");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, [std::ffi::OsString::from("cluster.yaml")]);
+}
+
+#[test]
 fn snapshot_of_the_simulated_fleet_plans_like_the_simulator() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("demo.yaml");
