@@ -426,6 +426,16 @@ fn status_errors() {
         .stderr(predicate::str::contains("--cluster snapshot:FILE"));
 }
 
+/// The JSON plan of the flannel fixture against `cluster`, at [`NOW`].
+fn flannel_plan_json(cluster: &str) -> String {
+    let mut c = bin();
+    c.arg("plan")
+        .arg("-m")
+        .arg(flannel())
+        .args(["-c", cluster, "--now", NOW, "-o", "json"]);
+    stdout(&mut c)
+}
+
 #[test]
 fn snapshot_writes_a_pruned_snapshot_that_plans_the_same() {
     let dir = tempfile::tempdir().unwrap();
@@ -442,14 +452,7 @@ fn snapshot_writes_a_pruned_snapshot_that_plans_the_same() {
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(!text.contains("managedFields"));
     let pruned = format!("snapshot:{}", out.display());
-    let json = |cluster: &str| {
-        let mut c = bin();
-        c.arg("plan")
-            .arg("-m")
-            .arg(flannel())
-            .args(["-c", cluster, "--now", NOW, "-o", "json"]);
-        stdout(&mut c)
-    };
+    let json = flannel_plan_json;
     // The same plan: the snapshot withholds env values, args and commands but records their
     // digests, and plans never show them on either side.
     assert_eq!(json(&pruned), json(&seven_nodes()));
@@ -479,17 +482,9 @@ fn snapshot_to_a_json_file_is_json_and_plans_the_same() {
     let list: serde_json::Value = serde_json::from_str(&text).expect("a JSON file");
     assert_eq!(list["kind"], "List");
     assert_eq!(list["items"].as_array().unwrap().len(), 7 + 7 + 1);
-    let json = |cluster: &str| {
-        let mut c = bin();
-        c.arg("plan")
-            .arg("-m")
-            .arg(flannel())
-            .args(["-c", cluster, "--now", NOW, "-o", "json"]);
-        stdout(&mut c)
-    };
     assert_eq!(
-        json(&format!("snapshot:{}", out.display())),
-        json(&seven_nodes())
+        flannel_plan_json(&format!("snapshot:{}", out.display())),
+        flannel_plan_json(&seven_nodes())
     );
 }
 

@@ -336,6 +336,31 @@ fn hostile_files(base: &str) -> Vec<(&'static str, Vec<u8>, &'static str)> {
     ]
 }
 
+/// Writes each case's file into `dir`, runs daemonsync with the arguments `args(name)` gives,
+/// and checks it refuses with exit 1, naming the file and saying what was wrong, never with a
+/// panic or a parser option the user cannot reach. The file is removed after its run.
+fn assert_each_refused_naming_the_file<'a>(
+    dir: &Path,
+    cases: Vec<(&'a str, Vec<u8>, &'a str)>,
+    args: impl Fn(&'a str) -> Vec<String>,
+) {
+    for (name, bytes, says) in cases {
+        std::fs::write(dir.join(name), &bytes).unwrap();
+        let args = args(name);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, out, err) = run(dir, &args);
+        assert_eq!(code, Some(1), "{name}: {out}{err}");
+        assert!(
+            err.contains(name),
+            "{name}: the error does not name the file: {err}"
+        );
+        assert!(err.contains(says), "{name}: {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        assert!(!err.contains("DuplicateKeyPolicy"), "{name}: {err}");
+        std::fs::remove_file(dir.join(name)).unwrap();
+    }
+}
+
 #[test]
 fn hostile_manifest_files_are_refused_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -348,40 +373,23 @@ fn hostile_manifest_files_are_refused_naming_the_file() {
         huge.into_bytes(),
         "more than the limit of 8388608 bytes",
     ));
-    for (name, bytes, says) in cases {
-        std::fs::write(dir.path().join(name), &bytes).unwrap();
-        let (code, out, err) = run(dir.path(), &["plan", "--cluster", "none", "-m", name]);
-        assert_eq!(code, Some(1), "{name}: {out}{err}");
-        assert!(
-            err.contains(name),
-            "{name}: the error does not name the file: {err}"
-        );
-        assert!(err.contains(says), "{name}: {err}");
-        assert!(!err.contains("panicked"), "{name}: {err}");
-        assert!(!err.contains("DuplicateKeyPolicy"), "{name}: {err}");
-        std::fs::remove_file(dir.path().join(name)).unwrap();
-    }
+    assert_each_refused_naming_the_file(dir.path(), cases, |name| {
+        ["plan", "--cluster", "none", "-m", name]
+            .map(String::from)
+            .to_vec()
+    });
 }
 
 #[test]
 fn hostile_snapshot_files_are_refused_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "ds.yaml", AGENT);
-    for (name, bytes, says) in hostile_files(AGENT) {
-        std::fs::write(dir.path().join(name), &bytes).unwrap();
+    assert_each_refused_naming_the_file(dir.path(), hostile_files(AGENT), |name| {
         let cluster = format!("snapshot:{name}");
-        let (code, out, err) = run(
-            dir.path(),
-            &["plan", "-m", "ds.yaml", "--cluster", &cluster],
-        );
-        assert_eq!(code, Some(1), "{name}: {out}{err}");
-        assert!(
-            err.contains(name),
-            "{name}: the error does not name the file: {err}"
-        );
-        assert!(err.contains(says), "{name}: {err}");
-        assert!(!err.contains("DuplicateKeyPolicy"), "{name}: {err}");
-    }
+        ["plan", "-m", "ds.yaml", "--cluster", &cluster]
+            .map(String::from)
+            .to_vec()
+    });
 }
 
 #[test]
@@ -410,21 +418,12 @@ fn hostile_sim_files_are_refused_naming_the_file() {
         huge.into_bytes(),
         "larger than the limit of 8388608 bytes",
     ));
-    for (name, bytes, says) in cases {
-        std::fs::write(dir.path().join(name), &bytes).unwrap();
+    assert_each_refused_naming_the_file(dir.path(), cases, |name| {
         let cluster = format!("sim:{name}");
-        let (code, out, err) = run(
-            dir.path(),
-            &["apply", "-m", "ds.yaml", "--cluster", &cluster],
-        );
-        assert_eq!(code, Some(1), "{name}: {out}{err}");
-        assert!(
-            err.contains(name),
-            "{name}: the error does not name the file: {err}"
-        );
-        assert!(err.contains(says), "{name}: {err}");
-        assert!(!err.contains("DuplicateKeyPolicy"), "{name}: {err}");
-    }
+        ["apply", "-m", "ds.yaml", "--cluster", &cluster]
+            .map(String::from)
+            .to_vec()
+    });
 }
 
 #[cfg(unix)]
