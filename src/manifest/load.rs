@@ -142,7 +142,24 @@ fn yaml_error(
             limit: max_documents,
         };
     }
-    let message = clean_message(&inner.to_string());
+    if let serde_saphyr::Error::Budget {
+        breach: serde_saphyr::budget::BudgetBreach::Depth { depth },
+        ..
+    } = inner
+    {
+        return LoadError::Budget {
+            file: file_label.to_string(),
+            message: format!(
+                "nested more than {} levels deep (no Kubernetes object is)",
+                depth.saturating_sub(1)
+            ),
+        };
+    }
+    let mut message = clean_message(&inner.to_string());
+    if message.contains("recursion limit") {
+        message =
+            "nested too deeply to be a Kubernetes object (the parser's recursion limit)".into();
+    }
     let is_budget = matches!(
         inner,
         serde_saphyr::Error::Budget { .. }
@@ -359,9 +376,18 @@ fn parse_json(
     Ok(out)
 }
 
+/// How deep serde_json nests before it refuses (its recursion limit).
+const JSON_DEPTH_LIMIT: usize = 128;
+
 /// The message of a JSON error, with the field path where the document has one (a second
 /// pass over the failing document only: errors are the rare case).
 fn json_error_message(document: &str, err: serde_json::Error) -> String {
+    if err.to_string().starts_with("recursion limit exceeded") {
+        // The path would be the same `[0]` or `.a` a hundred times over.
+        return format!(
+            "nested more than {JSON_DEPTH_LIMIT} levels deep (no Kubernetes object is)"
+        );
+    }
     let mut de = serde_json::Deserializer::from_str(document);
     let path = match serde_path_to_error::deserialize::<_, json_strict::StrictValue>(&mut de) {
         Err(e) => e.path().to_string(),

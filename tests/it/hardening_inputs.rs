@@ -381,6 +381,35 @@ fn hostile_manifest_files_are_refused_naming_the_file() {
 }
 
 #[test]
+fn deeply_nested_manifests_say_how_deep_not_where_a_hundred_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let flow = format!("{}{}", "[".repeat(300), "]".repeat(300));
+    let block: String = (0..100).map(|i| format!("{}a:\n", " ".repeat(i))).collect();
+    let cases = vec![
+        (
+            "flow.yaml",
+            flow.clone().into_bytes(),
+            "nested too deeply to be a Kubernetes object",
+        ),
+        (
+            "flow.json",
+            flow.into_bytes(),
+            "nested more than 128 levels deep",
+        ),
+        (
+            "block.yaml",
+            block.into_bytes(),
+            "nested more than 64 levels deep",
+        ),
+    ];
+    assert_each_refused_naming_the_file(dir.path(), cases, |name| {
+        ["plan", "--cluster", "none", "-m", name]
+            .map(String::from)
+            .to_vec()
+    });
+}
+
+#[test]
 fn hostile_snapshot_files_are_refused_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "ds.yaml", AGENT);
