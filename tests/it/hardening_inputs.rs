@@ -336,6 +336,13 @@ fn hostile_files(base: &str) -> Vec<(&'static str, Vec<u8>, &'static str)> {
     ]
 }
 
+/// `plan --cluster none -m NAME`: the manifest alone.
+fn plan_manifest_alone(name: &str) -> Vec<String> {
+    ["plan", "--cluster", "none", "-m", name]
+        .map(String::from)
+        .to_vec()
+}
+
 /// Writes each case's file into `dir`, runs daemonsync with the arguments `args(name)` gives,
 /// and checks it refuses with exit 1, naming the file and saying what was wrong, never with a
 /// panic or a parser option the user cannot reach. The file is removed after its run.
@@ -373,11 +380,7 @@ fn hostile_manifest_files_are_refused_naming_the_file() {
         huge.into_bytes(),
         "more than the limit of 8388608 bytes",
     ));
-    assert_each_refused_naming_the_file(dir.path(), cases, |name| {
-        ["plan", "--cluster", "none", "-m", name]
-            .map(String::from)
-            .to_vec()
-    });
+    assert_each_refused_naming_the_file(dir.path(), cases, plan_manifest_alone);
 }
 
 #[test]
@@ -402,11 +405,7 @@ fn deeply_nested_manifests_say_how_deep_not_where_a_hundred_times() {
             "nested more than 64 levels deep",
         ),
     ];
-    assert_each_refused_naming_the_file(dir.path(), cases, |name| {
-        ["plan", "--cluster", "none", "-m", name]
-            .map(String::from)
-            .to_vec()
-    });
+    assert_each_refused_naming_the_file(dir.path(), cases, plan_manifest_alone);
 }
 
 #[test]

@@ -5,6 +5,16 @@ use assert_cmd::Command;
 
 const NOW: &str = "2026-01-01T00:00:00Z";
 
+/// `plan` of a pull request: `--base BASE --head HEAD --path deploy` of the repository at
+/// `url`, then `extra`.
+fn plan_pr(url: &str, base: &str, head: &str, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec![
+        "--repo", url, "--base", base, "--head", head, "--path", "deploy",
+    ];
+    args.extend_from_slice(extra);
+    plan(&args)
+}
+
 fn plan(args: &[&str]) -> (i32, String, String) {
     let cache = tempfile::tempdir().unwrap();
     let out = Command::cargo_bin("daemonsync")
@@ -90,16 +100,7 @@ fn pr_repo() -> (Repo, [String; 3]) {
 #[test]
 fn pull_request_shows_three_readable_diffs_and_per_node_impact() {
     let (r, [_, c2, c3]) = pr_repo();
-    let (code, out, err) = plan(&[
-        "--repo",
-        &r.url(),
-        "--base",
-        "main",
-        "--head",
-        "pr",
-        "--path",
-        "deploy",
-    ]);
+    let (code, out, err) = plan_pr(&r.url(), "main", "pr", &[]);
     assert_eq!(code, 2, "{out}\n{err}");
     assert!(
         out.starts_with(&format!(
@@ -167,20 +168,12 @@ fn pull_request_shows_three_readable_diffs_and_per_node_impact() {
 #[test]
 fn pull_request_markdown_names_the_commits_and_carries_the_diffs() {
     let (r, [_, c2, c3]) = pr_repo();
-    let (code, out, err) = plan(&[
-        "--repo",
+    let (code, out, err) = plan_pr(
         &r.url(),
-        "--base",
         "main",
-        "--head",
         "pr",
-        "--path",
-        "deploy",
-        "-o",
-        "markdown",
-        "--repository",
-        "acme/fleet",
-    ]);
+        &["-o", "markdown", "--repository", "acme/fleet"],
+    );
     assert_eq!(code, 2, "{err}");
     assert!(
         out.starts_with("<!-- daemonsync-plan:default -->\n"),
@@ -202,16 +195,7 @@ fn pull_request_markdown_names_the_commits_and_carries_the_diffs() {
 #[test]
 fn reordering_keys_and_explicit_defaults_show_no_change() {
     let (r, [c1, c2, _]) = pr_repo();
-    let (code, out, err) = plan(&[
-        "--repo",
-        &r.url(),
-        "--base",
-        &c1,
-        "--head",
-        &c2,
-        "--path",
-        "deploy",
-    ]);
+    let (code, out, err) = plan_pr(&r.url(), &c1, &c2, &[]);
     assert!(
         out.contains("0 added, 0 removed, 0 changed, 4 unchanged"),
         "{out}\n{err}"
@@ -229,16 +213,7 @@ fn added_and_removed_daemonsets_are_diffed_and_removed_ones_never_deleted() {
     r.remove("deploy/d.yaml")
         .write("deploy/e.yaml", &ds("e", "e:1"));
     r.commit("replace d by e");
-    let (code, out, err) = plan(&[
-        "--repo",
-        &r.url(),
-        "--base",
-        "main",
-        "--head",
-        "swap",
-        "--path",
-        "deploy",
-    ]);
+    let (code, out, err) = plan_pr(&r.url(), "main", "swap", &[]);
     assert_eq!(code, 2, "{err}");
     assert!(
         out.contains("1 added, 1 removed, 0 changed, 3 unchanged"),
@@ -353,16 +328,7 @@ fn pull_request_fixing_an_unknown_field_is_a_change_and_head_is_validated_strict
     r.git(&["checkout", "-q", "-b", "pr"]);
     r.write("deploy/a.yaml", &ds("a", "agent:1.1"));
     r.commit("fix it");
-    let (code, out, err) = plan(&[
-        "--repo",
-        &r.url(),
-        "--base",
-        "main",
-        "--head",
-        "pr",
-        "--path",
-        "deploy",
-    ]);
+    let (code, out, err) = plan_pr(&r.url(), "main", "pr", &[]);
     assert_eq!(code, 2, "{out}\n{err}");
     assert!(
         out.contains("0 added, 0 removed, 1 changed, 0 unchanged"),
@@ -370,16 +336,7 @@ fn pull_request_fixing_an_unknown_field_is_a_change_and_head_is_validated_strict
     );
     // The other way round, head's unknown field is an error naming it.
     r.git(&["checkout", "-q", "-b", "pr2", "main"]);
-    let (code, _, err) = plan(&[
-        "--repo",
-        &r.url(),
-        "--base",
-        "pr",
-        "--head",
-        "pr2",
-        "--path",
-        "deploy",
-    ]);
+    let (code, _, err) = plan_pr(&r.url(), "pr", "pr2", &[]);
     assert_eq!(code, 1);
     assert!(
         err.contains(
