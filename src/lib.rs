@@ -30,3 +30,4 @@ pub mod model;
 pub mod plan;
 pub mod report;
 pub mod source;
+pub mod sync;

@@ -324,6 +324,12 @@ impl KubeCluster {
         &self.target
     }
 
+    /// A client for the same API server, with the same credentials and User-Agent (for the
+    /// requests that are not the executor's, such as the leader-election Lease).
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
     /// The DaemonSets the cluster's records say daemonsync manages (their spec), by namespace
     /// and name. A record whose spec is not a DaemonSet is skipped with a warning.
     pub fn managed_daemonsets(&self) -> Vec<DaemonSet> {
