@@ -171,10 +171,15 @@ impl Health {
             .collect()
     }
 
-    /// True when every node is settled, except nodes that are NotReady themselves. With
-    /// OnDelete, an old pod is settled too: it is replaced only when someone deletes it.
-    pub(crate) fn converged(&self, plan: &Plan) -> bool {
-        plan.daemonsets.iter().all(|ds| {
+    /// True when every node of the DaemonSets `include` selects is settled, except nodes
+    /// that are NotReady themselves. With OnDelete, an old pod is settled too: it is replaced
+    /// only when someone deletes it.
+    pub(crate) fn converged(
+        &self,
+        plan: &Plan,
+        include: impl Fn(&crate::plan::DaemonSetPlan) -> bool,
+    ) -> bool {
+        plan.daemonsets.iter().filter(|ds| include(ds)).all(|ds| {
             let on_delete = ds.strategy.type_ == "OnDelete";
             ds.nodes.iter().all(|n| {
                 is_settled(n.state)

@@ -22,7 +22,7 @@ use crate::cluster::{
 use crate::model::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, Timestamp};
 use crate::plan::{self, DaemonSetSpec, Desired, NodeState, Plan, Policy};
 use jiff::SignedDuration;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake};
@@ -46,6 +46,9 @@ pub struct ApplyOptions {
     pub stop_after_writes: Option<usize>,
     /// Where the manifests were read from, for the records.
     pub source: RecordSource,
+    /// DaemonSets whose newest source could not be used (their last good version is the
+    /// desired one meanwhile), with why: the records' `SourceError` condition.
+    pub source_errors: BTreeMap<Key, String>,
 }
 
 impl Default for ApplyOptions {
@@ -59,6 +62,7 @@ impl Default for ApplyOptions {
             timeout: None,
             stop_after_writes: None,
             source: RecordSource::default(),
+            source_errors: BTreeMap::new(),
         }
     }
 }
@@ -69,8 +73,12 @@ pub enum Outcome {
     /// Every DaemonSet is up to date on every node it should run on (nodes that are
     /// themselves NotReady excepted: see [`ApplyReport::node_problems`]).
     Converged,
-    /// New pods stayed unavailable past the progress deadline; nothing more was replaced.
+    /// Some DaemonSets halted (new pods stayed unavailable past the progress deadline;
+    /// nothing more of them was replaced); every other DaemonSet converged.
     Halted,
+    /// Some DaemonSets are paused by their record's `daemonsync.io/paused` annotation; every
+    /// other DaemonSet converged.
+    Paused,
     /// The timeout passed first.
     TimedOut,
     /// Nothing is left to do and nothing will change, yet the rollout is not complete.
@@ -115,6 +123,10 @@ pub struct ApplyReport {
     pub node_problems: Vec<FailedNode>,
     /// Managed DaemonSets no longer in the source (pruned with `--prune`, else left alone).
     pub orphans: Vec<Orphan>,
+    /// `namespace/name` of the DaemonSets that halted.
+    pub halted: Vec<String>,
+    /// `namespace/name` of the DaemonSets left alone because their record is paused.
+    pub paused: Vec<String>,
 }
 
 impl ApplyReport {
@@ -230,7 +242,239 @@ fn max_steps_at_instant(nodes: usize) -> usize {
 /// Consecutive steps with failed writes before the executor gives up.
 const MAX_FAILING_STEPS: usize = 5;
 
-/// Applies `desired` to `cluster` until converged, halted, timed out or interrupted.
+/// `(namespace, name)` of a DaemonSet.
+pub type Key = (String, String);
+
+/// The compiled specs of the desired DaemonSets, by key.
+type Specs<'d> = BTreeMap<Key, (&'d Desired, DaemonSetSpec)>;
+
+/// What observed state says, before anything is written: the plan, the health of the new
+/// pods, and which DaemonSets may be written to. Pure: [`assess`] makes it from the desired
+/// DaemonSets and one observation.
+#[derive(Debug)]
+pub struct Assessment<'d> {
+    /// The plan.
+    pub plan: Plan,
+    /// What the new-revision pods say.
+    pub health: Health,
+    /// Managed DaemonSets no longer in the source.
+    pub orphans: Vec<Orphan>,
+    /// DaemonSets whose new pods failed past the progress deadline: nothing more is written
+    /// for them until their template changes (the halt then clears by itself, since only the
+    /// current revision's pods are judged). The others go on.
+    pub halted: BTreeSet<Key>,
+    /// DaemonSets whose record carries `daemonsync.io/paused: "true"`: no pod writes.
+    pub paused: BTreeSet<Key>,
+    /// `--prune` would remove several DaemonSets without `--allow-mass-prune`: their names.
+    pub mass_prune: Option<Vec<String>>,
+    specs: Specs<'d>,
+}
+
+/// Plans `desired` against one observation and judges its health.
+pub fn assess<'d>(
+    desired: &'d [Desired],
+    state: &ClusterState,
+    opts: &ApplyOptions,
+) -> Assessment<'d> {
+    let specs: Specs<'d> = desired
+        .iter()
+        .map(|d| {
+            let spec = DaemonSetSpec::compile(&d.daemonset);
+            ((spec.namespace.clone(), spec.name.clone()), (d, spec))
+        })
+        .collect();
+    let plan = plan::plan(desired, &state.observed, &opts.policy, state.now);
+    let health = Health::assess(
+        &plan,
+        &specs,
+        &state.observed,
+        state.now,
+        opts.progress_deadline,
+    );
+    let orphans = orphans(state, &specs);
+    let halted = health
+        .failed
+        .iter()
+        .map(|f| (f.namespace.clone(), f.daemonset.clone()))
+        .collect();
+    let paused = state
+        .records
+        .iter()
+        .filter(|r| r.paused && specs.contains_key(&(r.namespace.clone(), r.name.clone())))
+        .map(|r| (r.namespace.clone(), r.name.clone()))
+        .collect();
+    let mass_prune = (opts.prune && orphans.len() > 1 && !opts.allow_mass_prune).then(|| {
+        orphans
+            .iter()
+            .map(|o| format!("{}/{}", o.namespace, o.name))
+            .collect()
+    });
+    Assessment {
+        plan,
+        health,
+        orphans,
+        halted,
+        paused,
+        mass_prune,
+        specs,
+    }
+}
+
+impl Assessment<'_> {
+    /// Whether the executor may write pods for this DaemonSet (neither halted nor paused).
+    pub fn is_active(&self, namespace: &str, name: &str) -> bool {
+        let key = (namespace.to_string(), name.to_string());
+        !self.halted.contains(&key) && !self.paused.contains(&key)
+    }
+
+    /// The orphans' pods `--prune` deletes (none while a mass prune is refused).
+    pub fn prune_pods(&self, opts: &ApplyOptions) -> Vec<Key> {
+        if !opts.prune || self.mass_prune.is_some() {
+            return Vec::new();
+        }
+        self.orphans
+            .iter()
+            .flat_map(|o| o.pods.iter().map(|p| (o.namespace.clone(), p.clone())))
+            .collect()
+    }
+
+    /// Whether the next step writes anything: a pod of an active DaemonSet, or a prune.
+    pub fn has_work(&self, opts: &ApplyOptions) -> bool {
+        self.plan
+            .daemonsets
+            .iter()
+            .any(|ds| !ds.step.is_empty() && self.is_active(&ds.namespace, &ds.name))
+            || !self.prune_pods(opts).is_empty()
+    }
+
+    /// Every active DaemonSet is converged (halted and paused ones are left where they are).
+    pub fn settled(&self) -> bool {
+        self.health
+            .converged(&self.plan, |ds| self.is_active(&ds.namespace, &ds.name))
+    }
+
+    /// `namespace/name` of the halted DaemonSets.
+    pub fn halted_names(&self) -> Vec<String> {
+        self.halted
+            .iter()
+            .map(|(ns, n)| format!("{ns}/{n}"))
+            .collect()
+    }
+}
+
+/// What one [`Executor::act`] did.
+#[derive(Debug, Default)]
+pub struct Acted {
+    /// A step was executed (some writes were attempted).
+    pub executed: bool,
+    /// Stopped after the requested number of writes (fault injection).
+    pub interrupted: bool,
+    /// The step's first error (a refusal takes precedence); the other DaemonSets' writes
+    /// went on.
+    pub step_error: Option<ClusterError>,
+    /// Writing a record status failed.
+    pub status_error: Option<ClusterError>,
+}
+
+/// Executes assessments: writes statuses and halt events, then the next step of every
+/// active DaemonSet. One executor serves a whole `apply`, or a `sync` for its lifetime; what
+/// it remembers (which halts were announced, what it wrote) never decides a pod write.
+#[derive(Debug, Default)]
+pub struct Executor {
+    counts: Counts,
+    announced: BTreeSet<Key>,
+}
+
+impl Executor {
+    /// Pods created and deleted so far.
+    pub fn writes(&self) -> (usize, usize) {
+        (self.counts.creates, self.counts.deletes)
+    }
+
+    /// Writes the record statuses, announces new halts, and executes the next step of the
+    /// active DaemonSets (and the prune). Errors of one DaemonSet do not stop the others',
+    /// except a refusal (401/403), which stops the step.
+    pub async fn act<C: Cluster>(
+        &mut self,
+        cluster: &mut C,
+        a: &Assessment<'_>,
+        state: &ClusterState,
+        opts: &ApplyOptions,
+    ) -> Acted {
+        let mut acted = Acted {
+            status_error: write_statuses(cluster, a, state, opts).await.err(),
+            ..Acted::default()
+        };
+        self.announced.retain(|k| a.halted.contains(k));
+        for key in &a.halted {
+            if self.announced.insert(key.clone()) {
+                announce_halt(cluster, a, key).await;
+            }
+        }
+        if matches!(acted.status_error, Some(ClusterError::Forbidden(_))) || !a.has_work(opts) {
+            return acted;
+        }
+        self.counts.steps += 1;
+        let prune = a.prune_pods(opts);
+        tracing::info!(
+            step = self.counts.steps,
+            at = %state.now,
+            creates = active_steps(a).map(|d| d.step.create.len()).sum::<usize>(),
+            deletes = active_steps(a).map(|d| d.step.delete.len()).sum::<usize>() + prune.len(),
+            "executing step"
+        );
+        acted.executed = true;
+        match execute(cluster, a, &prune, opts, &mut self.counts).await {
+            Ok(Executed::Done) => {}
+            Ok(Executed::Interrupted) => acted.interrupted = true,
+            Err(e) => {
+                tracing::warn!(step = self.counts.steps, error = %e, "step had failed writes");
+                acted.step_error = Some(e);
+            }
+        }
+        acted
+    }
+}
+
+/// The plans of the DaemonSets the executor may write for.
+fn active_steps<'a>(a: &'a Assessment<'_>) -> impl Iterator<Item = &'a plan::DaemonSetPlan> {
+    a.plan
+        .daemonsets
+        .iter()
+        .filter(|ds| a.is_active(&ds.namespace, &ds.name))
+}
+
+/// One `RolloutHalted` warning per halted DaemonSet, naming its failing nodes (events are
+/// best effort: a failure is logged, never stops the rollout of the others).
+async fn announce_halt<C: Cluster>(cluster: &mut C, a: &Assessment<'_>, key: &Key) {
+    let failed: Vec<String> = a
+        .health
+        .failed
+        .iter()
+        .filter(|f| f.namespace == key.0 && f.daemonset == key.1)
+        .map(|f| format!("pod {} on node {}: {}", f.pod, f.node, f.reason))
+        .collect();
+    tracing::warn!(
+        daemonset = %format!("{}/{}", key.0, key.1),
+        nodes = failed.len(),
+        first = failed.first().map(String::as_str).unwrap_or(""),
+        "rollout halted: new pods failed past the progress deadline; the other DaemonSets go on"
+    );
+    let event = Event {
+        namespace: key.0.clone(),
+        name: key.1.clone(),
+        type_: EventType::Warning,
+        reason: "RolloutHalted".into(),
+        message: event_message("new pods failed", &failed),
+    };
+    if let Err(e) = cluster.emit_event(event).await {
+        tracing::warn!(error = %e, "could not record the RolloutHalted event");
+    }
+}
+
+/// Applies `desired` to `cluster` until every DaemonSet is converged, halted or paused, or
+/// the apply timed out or was interrupted. A halted or paused DaemonSet does not stop the
+/// others: the apply finishes what it can.
 pub async fn apply<C: Cluster>(
     cluster: &mut C,
     desired: &[Desired],
@@ -240,92 +484,47 @@ pub async fn apply<C: Cluster>(
     if desired.is_empty() && opts.prune {
         return Err(ApplyError::PruneWithoutSource);
     }
-    let specs: BTreeMap<(String, String), (&Desired, DaemonSetSpec)> = desired
-        .iter()
-        .map(|d| {
-            let spec = DaemonSetSpec::compile(&d.daemonset);
-            ((spec.namespace.clone(), spec.name.clone()), (d, spec))
-        })
-        .collect();
     let mut state = cluster.observe().await?;
     let started = state.now;
     let deadline = opts.timeout.map(|t| crate::model::later(started, t));
-    let mut counts = Counts::default();
+    let mut executor = Executor::default();
     let mut last_instant = started;
     let mut steps_at_instant = 0;
     let mut failing_steps = 0;
     // A failed status write does not stop the rollout (upstream writes status after its sync
     // whatever happened); a failing step's error takes precedence over a status error.
-    let mut status_error: Option<ClusterError>;
     let mut failing_status = 0;
     loop {
         let now = state.now;
-        let plan = plan::plan(desired, &state.observed, &opts.policy, now);
-        let health = Health::assess(&plan, &specs, &state.observed, now, opts.progress_deadline);
-        let orphans = orphans(&state, &specs);
+        let a = assess(desired, &state, opts);
         progress.update(&ProgressUpdate {
-            step: counts.steps,
+            step: executor.counts.steps,
             elapsed: now.duration_since(started),
-            daemonsets: health.progress(&plan),
-            plan: &plan,
+            daemonsets: a.health.progress(&a.plan),
+            plan: &a.plan,
         });
-        let report = |outcome, plan: Plan, counts: &Counts, health: &Health, orphans| ApplyReport {
+        let report = |outcome, a: Assessment<'_>, counts: &Counts| ApplyReport {
             outcome,
-            plan,
             started,
             finished: now,
             steps: counts.steps,
             creates: counts.creates,
             deletes: counts.deletes,
-            failed: health.failed.clone(),
-            node_problems: health.node_problems.clone(),
-            orphans,
+            failed: a.health.failed.clone(),
+            node_problems: a.health.node_problems.clone(),
+            halted: a.halted_names(),
+            paused: a.paused.iter().map(|(ns, n)| format!("{ns}/{n}")).collect(),
+            orphans: a.orphans,
+            plan: a.plan,
         };
-        if opts.prune && orphans.len() > 1 && !opts.allow_mass_prune {
-            return Err(ApplyError::MassPrune(
-                orphans
-                    .iter()
-                    .map(|o| format!("{}/{}", o.namespace, o.name))
-                    .collect(),
-            ));
+        if let Some(names) = &a.mass_prune {
+            return Err(ApplyError::MassPrune(names.clone()));
         }
         if opts.dry_run {
-            return Ok(report(Outcome::DryRun, plan, &counts, &health, orphans));
+            return Ok(report(Outcome::DryRun, a, &executor.counts));
         }
-        match write_statuses(cluster, &plan, &state, &specs, &health, &opts.source).await {
-            Ok(()) => {
-                failing_status = 0;
-                status_error = None;
-            }
-            Err(e @ ClusterError::Forbidden(_)) => return Err(ApplyError::Cluster(e)),
-            Err(e) => {
-                failing_status += 1;
-                status_error = Some(e);
-            }
-        }
-        if !health.failed.is_empty() {
-            for f in &health.failed {
-                cluster
-                    .emit_event(Event {
-                        namespace: f.namespace.clone(),
-                        name: f.daemonset.clone(),
-                        type_: EventType::Warning,
-                        reason: "RolloutHalted".into(),
-                        message: format!("pod {} on node {}: {}", f.pod, f.node, f.reason),
-                    })
-                    .await?;
-            }
-            return Ok(report(Outcome::Halted, plan, &counts, &health, orphans));
-        }
-        let prune: Vec<(String, String)> = if opts.prune {
-            orphans
-                .iter()
-                .flat_map(|o| o.pods.iter().map(|p| (o.namespace.clone(), p.clone())))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        if plan.has_changes() || !prune.is_empty() {
+        let work = a.has_work(opts);
+        if work {
             if now == last_instant {
                 steps_at_instant += 1;
                 if steps_at_instant > max_steps_at_instant(state.observed.nodes.len()) {
@@ -335,29 +534,33 @@ pub async fn apply<C: Cluster>(
                 last_instant = now;
                 steps_at_instant = 1;
             }
-            counts.steps += 1;
-            tracing::info!(
-                step = counts.steps,
-                at = %now,
-                creates = plan.daemonsets.iter().map(|d| d.step.create.len()).sum::<usize>(),
-                deletes = plan.daemonsets.iter().map(|d| d.step.delete.len()).sum::<usize>() + prune.len(),
-                "executing step"
-            );
-            let result = execute(cluster, &plan, &specs, &prune, opts, &mut counts).await;
-            if let Err(e) = &result {
-                tracing::warn!(step = counts.steps, error = %e, "step had failed writes");
+        }
+        let acted = executor.act(cluster, &a, &state, opts).await;
+        // Retrying a refusal cannot help, and would only write more of the step.
+        for e in [&acted.status_error, &acted.step_error]
+            .into_iter()
+            .flatten()
+        {
+            if let ClusterError::Forbidden(line) = e {
+                return Err(ApplyError::Cluster(ClusterError::Forbidden(line.clone())));
             }
-            match result {
-                Ok(Executed::Done) => failing_steps = 0,
-                Ok(Executed::Interrupted) => {
-                    let now = cluster.observe().await?.now;
-                    let mut r = report(Outcome::Interrupted, plan, &counts, &health, orphans);
-                    r.finished = now;
-                    return Ok(r);
-                }
-                // Retrying a refusal cannot help, and would only write more of the step.
-                Err(e @ ClusterError::Forbidden(_)) => return Err(ApplyError::Cluster(e)),
-                Err(e) => {
+        }
+        let status_error = acted.status_error;
+        failing_status = if status_error.is_some() {
+            failing_status + 1
+        } else {
+            0
+        };
+        if acted.interrupted {
+            let now = cluster.observe().await?.now;
+            let mut r = report(Outcome::Interrupted, a, &executor.counts);
+            r.finished = now;
+            return Ok(r);
+        }
+        if acted.executed {
+            match acted.step_error {
+                None => failing_steps = 0,
+                Some(e) => {
                     failing_steps += 1;
                     if failing_steps >= MAX_FAILING_STEPS {
                         return Err(ApplyError::WritesFailing(e));
@@ -365,43 +568,33 @@ pub async fn apply<C: Cluster>(
                 }
             }
             if failing_status >= MAX_FAILING_STEPS
-                && let Some(e) = status_error.take()
+                && let Some(e) = status_error
             {
                 return Err(ApplyError::StatusFailing(e));
             }
             state = cluster.observe().await?;
             continue;
         }
-        if let Some(e) = status_error.take() {
+        if let Some(e) = status_error {
             return Err(ApplyError::StatusFailing(e));
         }
-        if health.converged(&plan) && (!opts.prune || orphans.is_empty()) {
-            if counts.steps > 0 {
-                // OnDelete DaemonSets converge without their pods being replaced: not complete.
-                let complete = plan.daemonsets.iter().filter(|ds| {
-                    ds.status.updated_number_scheduled == ds.status.desired_number_scheduled
-                });
-                for ds in complete {
-                    cluster
-                        .emit_event(Event {
-                            namespace: ds.namespace.clone(),
-                            name: ds.name.clone(),
-                            type_: EventType::Normal,
-                            reason: "RolloutComplete".into(),
-                            message: format!(
-                                "revision {} runs on all {} nodes",
-                                ds.revision, ds.status.desired_number_scheduled
-                            ),
-                        })
-                        .await?;
-                }
+        if a.settled() && (!opts.prune || a.orphans.is_empty()) {
+            if executor.counts.steps > 0 {
+                announce_complete(cluster, &a).await;
             }
-            return Ok(report(Outcome::Converged, plan, &counts, &health, orphans));
+            let outcome = if !a.halted.is_empty() {
+                Outcome::Halted
+            } else if !a.paused.is_empty() {
+                Outcome::Paused
+            } else {
+                Outcome::Converged
+            };
+            return Ok(report(outcome, a, &executor.counts));
         }
         if deadline.is_some_and(|d| now >= d) {
-            return Ok(report(Outcome::TimedOut, plan, &counts, &health, orphans));
+            return Ok(report(Outcome::TimedOut, a, &executor.counts));
         }
-        let wake = match (health.next_deadline, deadline) {
+        let wake = match (a.health.next_deadline, deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -410,7 +603,29 @@ pub async fn apply<C: Cluster>(
             .await?;
         state = cluster.observe().await?;
         if !changed && wake.is_none() {
-            return Ok(report(Outcome::Stalled, plan, &counts, &health, orphans));
+            return Ok(report(Outcome::Stalled, a, &executor.counts));
+        }
+    }
+}
+
+/// `RolloutComplete` for every active DaemonSet whose pods all run its revision (OnDelete
+/// DaemonSets converge without their pods being replaced: not complete).
+async fn announce_complete<C: Cluster>(cluster: &mut C, a: &Assessment<'_>) {
+    let complete = active_steps(a)
+        .filter(|ds| ds.status.updated_number_scheduled == ds.status.desired_number_scheduled);
+    for ds in complete {
+        let event = Event {
+            namespace: ds.namespace.clone(),
+            name: ds.name.clone(),
+            type_: EventType::Normal,
+            reason: "RolloutComplete".into(),
+            message: format!(
+                "revision {} runs on all {} nodes",
+                ds.revision, ds.status.desired_number_scheduled
+            ),
+        };
+        if let Err(e) = cluster.emit_event(event).await {
+            tracing::warn!(error = %e, "could not record the RolloutComplete event");
         }
     }
 }
@@ -427,13 +642,12 @@ enum Executed {
     Interrupted,
 }
 
-/// Executes one step: for every DaemonSet, its deletes, then its creates in slow-start
-/// batches; then the prune deletes.
+/// Executes one step: for every active DaemonSet, its deletes, then its creates in
+/// slow-start batches; then the prune deletes.
 async fn execute<C: Cluster>(
     cluster: &mut C,
-    plan: &Plan,
-    specs: &BTreeMap<(String, String), (&Desired, DaemonSetSpec)>,
-    prune: &[(String, String)],
+    a: &Assessment<'_>,
+    prune: &[Key],
     opts: &ApplyOptions,
     counts: &mut Counts,
 ) -> Result<Executed, ClusterError> {
@@ -442,19 +656,28 @@ async fn execute<C: Cluster>(
             .is_some_and(|n| counts.creates + counts.deletes >= n)
     };
     let mut first_error = None;
-    for ds in &plan.daemonsets {
+    for ds in active_steps(a) {
         if ds.step.is_empty() {
             continue;
         }
         if matches!(first_error, Some(ClusterError::Forbidden(_))) {
             break;
         }
-        let Some((desired, spec)) = specs.get(&(ds.namespace.clone(), ds.name.clone())) else {
+        let Some((desired, spec)) = a.specs.get(&(ds.namespace.clone(), ds.name.clone())) else {
             continue;
         };
-        cluster
+        if let Err(e) = cluster
             .ensure_record(&desired.daemonset, &opts.source)
-            .await?;
+            .await
+        {
+            // This DaemonSet cannot be written without its record; the others can.
+            let forbidden = matches!(e, ClusterError::Forbidden(_));
+            keep_forbidden(&mut first_error, e);
+            if forbidden {
+                break;
+            }
+            continue;
+        }
         let (mut created, mut deleted, mut failed_pods) = (Vec::new(), Vec::new(), Vec::new());
         let mut create_error = None;
         for d in &ds.step.delete {
@@ -591,18 +814,21 @@ fn event_message(what: &str, items: &[String]) -> String {
     text
 }
 
-/// Writes each DaemonSet's status (counters, revision, halt) to its record when it differs
-/// from what the record shows, making sure the record exists first.
+/// Writes each DaemonSet's status (counters, revision, halt, pause, source error) to its
+/// record when it differs from what the record shows, making sure the record exists first.
+/// One failing record does not keep the others from being written; the first error (a
+/// refusal first) is returned.
 async fn write_statuses<C: Cluster>(
     cluster: &mut C,
-    plan: &Plan,
+    a: &Assessment<'_>,
     state: &ClusterState,
-    specs: &BTreeMap<(String, String), (&Desired, DaemonSetSpec)>,
-    health: &Health,
-    source: &RecordSource,
+    opts: &ApplyOptions,
 ) -> Result<(), ClusterError> {
-    for ds in &plan.daemonsets {
-        let halted = health
+    let mut first_error = None;
+    for ds in &a.plan.daemonsets {
+        let key = (ds.namespace.clone(), ds.name.clone());
+        let halted = a
+            .health
             .failed
             .iter()
             .find(|f| f.namespace == ds.namespace && f.daemonset == ds.name)
@@ -611,32 +837,44 @@ async fn write_statuses<C: Cluster>(
             counters: ds.status,
             revision: ds.revision.clone(),
             halted,
+            paused: a.paused.contains(&key),
+            source_error: opts.source_errors.get(&key).cloned(),
         };
         let current = state
             .records
             .iter()
             .find(|r| r.namespace == ds.namespace && r.name == ds.name)
             .and_then(|r| r.status.as_ref());
-        if current != Some(&status) {
-            if let Some((desired, _)) = specs.get(&(ds.namespace.clone(), ds.name.clone())) {
-                cluster.ensure_record(&desired.daemonset, source).await?;
+        if current == Some(&status) {
+            continue;
+        }
+        let written = async {
+            if let Some((desired, _)) = a.specs.get(&key) {
+                cluster
+                    .ensure_record(&desired.daemonset, &opts.source)
+                    .await?;
             }
-            cluster
-                .write_status(&ds.namespace, &ds.name, &status)
-                .await?;
+            cluster.write_status(&ds.namespace, &ds.name, &status).await
+        };
+        if let Err(e) = written.await {
+            let forbidden = matches!(e, ClusterError::Forbidden(_));
+            keep_forbidden(&mut first_error, e);
+            if forbidden {
+                break;
+            }
         }
     }
-    Ok(())
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 /// Managed DaemonSets whose pods exist in the cluster but which the source no longer has:
 /// pods labelled managed-by daemonsync whose controller is a record (kind and API group) not
 /// in `specs`.
-pub fn orphans(
-    state: &ClusterState,
-    specs: &BTreeMap<(String, String), (&Desired, DaemonSetSpec)>,
-) -> Vec<Orphan> {
-    let mut found: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+fn orphans(state: &ClusterState, specs: &Specs<'_>) -> Vec<Orphan> {
+    let mut found: BTreeMap<Key, Vec<String>> = BTreeMap::new();
     for pod in &state.observed.pods {
         let Some(owner) = &pod.controller else {
             continue;

@@ -754,3 +754,140 @@ fn a_forbidden_write_stops_the_rollout_at_once_without_retrying() {
     assert_eq!(c.create_attempts, 1, "no second create after the refusal");
     assert!(c.sim.observed().pods.is_empty());
 }
+
+/// Counts the pods of DaemonSet `name` on `revision`.
+fn on_revision(sim: &Sim, name: &str, revision: &str) -> usize {
+    revisions(sim, name)
+        .values()
+        .flatten()
+        .filter(|r| *r == revision)
+        .count()
+}
+
+#[test]
+fn a_halted_daemonset_does_not_stop_the_others() {
+    let old = [
+        ds_yaml("agent", "agent:1", &rolling(2), ""),
+        ds_yaml("logs", "logs:1", &rolling(2), ""),
+    ]
+    .join("---\n");
+    let new = [
+        ds_yaml("agent", "agent:2-broken", &rolling(2), ""),
+        ds_yaml("logs", "logs:2", &rolling(2), ""),
+    ]
+    .join("---\n");
+    let failures = "failures:
+  images: [{image: 'agent:2-broken', reason: ErrImagePull}]";
+    let mut sim = sim(&fleet(10, failures));
+    sim.install(&desired(&old)).unwrap();
+    let new = desired(&new);
+    let opts = ApplyOptions {
+        progress_deadline: SignedDuration::from_mins(2),
+        ..ApplyOptions::default()
+    };
+    let r = run(&mut sim, &new, &opts);
+    assert_eq!(r.outcome, Outcome::Halted);
+    assert_eq!(r.halted, ["ns/agent"]);
+    assert!(
+        r.failed.iter().all(|f| f.daemonset == "agent"),
+        "{:?}",
+        r.failed
+    );
+    // logs rolled out everywhere; agent stopped at its first two nodes.
+    let logs = r.plan.daemonsets.iter().find(|d| d.name == "logs").unwrap();
+    assert_eq!(on_revision(&sim, "logs", &logs.revision), 10);
+    let agent = r
+        .plan
+        .daemonsets
+        .iter()
+        .find(|d| d.name == "agent")
+        .unwrap();
+    assert_eq!(on_revision(&sim, "agent", &agent.revision), 2);
+    // One RolloutHalted event, for agent, naming its failing nodes.
+    let halts: Vec<&Event> = sim
+        .events()
+        .iter()
+        .map(|(_, e)| e)
+        .filter(|e| e.reason == "RolloutHalted")
+        .collect();
+    assert_eq!(halts.len(), 1, "{halts:?}");
+    assert_eq!(halts[0].name, "agent");
+    assert!(halts[0].message.contains("n-01"), "{}", halts[0].message);
+    let state = block_on(sim.observe()).unwrap();
+    let status = |name: &str| {
+        state
+            .records
+            .iter()
+            .find(|r| r.name == name)
+            .and_then(|r| r.status.clone())
+            .unwrap()
+    };
+    assert!(status("agent").halted.is_some());
+    assert_eq!(status("logs").halted, None);
+}
+
+#[test]
+fn a_new_template_clears_the_halt() {
+    let failures = "failures:
+  images: [{image: 'agent:2-broken', reason: ErrImagePull}]";
+    let mut sim = sim(&fleet(6, failures));
+    sim.install(&desired(&ds_yaml("agent", "agent:1", &rolling(2), "")))
+        .unwrap();
+    let opts = ApplyOptions {
+        progress_deadline: SignedDuration::from_mins(2),
+        ..ApplyOptions::default()
+    };
+    let bad = desired(&ds_yaml("agent", "agent:2-broken", &rolling(2), ""));
+    assert_eq!(run(&mut sim, &bad, &opts).outcome, Outcome::Halted);
+    let fixed = desired(&ds_yaml("agent", "agent:3", &rolling(2), ""));
+    let r = run(&mut sim, &fixed, &opts);
+    assert_eq!(r.outcome, Outcome::Converged);
+    assert!(r.halted.is_empty());
+    let state = block_on(sim.observe()).unwrap();
+    assert_eq!(state.records[0].status.as_ref().unwrap().halted, None);
+}
+
+#[test]
+fn a_paused_record_gets_no_pod_writes_until_resumed() {
+    let old = [
+        ds_yaml("agent", "agent:1", &rolling(2), ""),
+        ds_yaml("logs", "logs:1", &rolling(2), ""),
+    ]
+    .join("---\n");
+    let new = [
+        ds_yaml("agent", "agent:2", &rolling(2), ""),
+        ds_yaml("logs", "logs:2", &rolling(2), ""),
+    ]
+    .join("---\n");
+    let mut sim = sim(&fleet(5, ""));
+    sim.install(&desired(&old)).unwrap();
+    sim.set_paused("ns", "agent", true);
+    let new = desired(&new);
+    let r = run(&mut sim, &new, &ApplyOptions::default());
+    assert_eq!(r.outcome, Outcome::Paused);
+    assert_eq!(r.paused, ["ns/agent"]);
+    let revision = |name: &str| {
+        r.plan
+            .daemonsets
+            .iter()
+            .find(|d| d.name == name)
+            .unwrap()
+            .revision
+            .clone()
+    };
+    assert_eq!(on_revision(&sim, "agent", &revision("agent")), 0);
+    assert_eq!(on_revision(&sim, "logs", &revision("logs")), 5);
+    let state = block_on(sim.observe()).unwrap();
+    let agent = state.records.iter().find(|r| r.name == "agent").unwrap();
+    assert!(
+        agent.status.as_ref().unwrap().paused,
+        "the Paused condition"
+    );
+    sim.set_paused("ns", "agent", false);
+    let r = run(&mut sim, &new, &ApplyOptions::default());
+    assert_eq!(r.outcome, Outcome::Converged);
+    assert_eq!(on_revision(&sim, "agent", &revision("agent")), 5);
+    let state = block_on(sim.observe()).unwrap();
+    let agent = state.records.iter().find(|r| r.name == "agent").unwrap();
+    assert!(!agent.status.as_ref().unwrap().paused);
+}

@@ -12,8 +12,12 @@ use anyhow::{Result, anyhow, bail};
 use jiff::SignedDuration;
 use std::io::{IsTerminal, Write};
 
-/// Exit code of `apply`: the rollout halted or did not converge.
+/// Exit code of `apply`: the rollout halted (and nothing else was left to finish), or did not
+/// converge.
 pub const EXIT_HALTED: i32 = 3;
+/// Exit code of `apply`: every DaemonSet that is not paused converged; the paused ones (their
+/// record carries `daemonsync.io/paused: "true"`) were left alone.
+pub const EXIT_PAUSED: i32 = 4;
 
 pub(crate) const APPLY_HELP: &str = "\
 Examples:
@@ -34,12 +38,19 @@ Examples:
   # and dropped, as `kubectl apply --validate=warn` does (the default, strict, refuses it)
   daemonsync apply --manifests ./deploy --cluster sim:fleet.yaml --validate=warn
 
+DaemonSets are independent: one that halts stops only its own rollout; the others are
+finished, then apply exits naming the halted ones.
+
 Exit status:
   0  converged (or --dry-run)
-  3  halted: new pods stayed unavailable past --progress-deadline, or the rollout could not
-     finish (timeout, nothing left that would change)
   1  error (bad manifests, an unknown field with --validate=strict, bad cluster file, an
-     unreachable cluster or a missing CRD, refused prune, failed writes)";
+     unreachable cluster or a missing CRD, refused prune, failed writes), or some
+     DaemonSets halted while the others converged (the halted ones are named)
+  3  halted: new pods stayed unavailable past --progress-deadline and no other DaemonSet
+     was left to finish, or the rollout could not finish (timeout, nothing left that would
+     change)
+  4  paused: the DaemonSets whose record carries daemonsync.io/paused: \"true\" were left
+     alone; all others converged";
 
 /// Output formats of `apply`'s final state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -123,6 +134,7 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
         timeout: args.timeout,
         stop_after_writes: None,
         source: record,
+        source_errors: Default::default(),
     };
     if !args.dry_run {
         let names: Vec<&str> = desired
@@ -142,10 +154,18 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
     progress.finish();
     let report = report.map_err(|e| anyhow!(e))?;
     print_report(&report, args, simulated)?;
-    Ok(match report.outcome {
+    Ok(exit_code(&report, desired.len()))
+}
+
+/// The exit status for how the apply ended, `daemonsets` the number applied.
+fn exit_code(report: &ApplyReport, daemonsets: usize) -> i32 {
+    match report.outcome {
         Outcome::Converged | Outcome::DryRun => EXIT_OK,
+        Outcome::Paused => EXIT_PAUSED,
+        // Others converged beside the halted ones: a partial apply, an error to look at.
+        Outcome::Halted if report.halted.len() < daemonsets => super::EXIT_ERROR,
         _ => EXIT_HALTED,
-    })
+    }
 }
 
 /// Progress as plain lines on stderr, one per change; on a terminal, a bar as well.
@@ -309,10 +329,23 @@ pub(crate) fn render_report(
              the next step."
             .to_string(),
         Outcome::Halted => format!(
-            "Halted after {time}: new pods stayed unavailable past the progress deadline ({:#}) \
-             on {} node(s); nothing more was replaced. {totals}.",
+            "Halted after {time}: new pods of {} stayed unavailable past the progress deadline \
+             ({:#}) on {} node(s); nothing more of {} was replaced{}. {totals}.",
+            r.halted.join(", "),
             args.progress_deadline,
-            r.failed.len()
+            r.failed.len(),
+            if r.halted.len() == 1 { "it" } else { "them" },
+            if r.halted.len() < r.plan.daemonsets.len() {
+                "; every other DaemonSet converged"
+            } else {
+                ""
+            },
+        ),
+        Outcome::Paused => format!(
+            "Converged in {time}, except {}: paused by daemonsync.io/paused on the record, left \
+             alone (`kubectl annotate manageddaemonset NAME daemonsync.io/paused-` resumes). \
+             {totals}.",
+            r.paused.join(", ")
         ),
         Outcome::TimedOut => format!("Timed out after {time} before converging: {totals}."),
         Outcome::Stalled if !r.node_problems.is_empty() => format!(

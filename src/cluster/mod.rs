@@ -74,6 +74,8 @@ pub struct Record {
     pub name: String,
     /// The last status written.
     pub status: Option<RecordStatus>,
+    /// The record carries `daemonsync.io/paused: "true"`: no pod writes for it.
+    pub paused: bool,
 }
 
 /// What the executor writes to a managed DaemonSet's record.
@@ -85,6 +87,11 @@ pub struct RecordStatus {
     pub revision: String,
     /// Why the rollout halted, while it is halted.
     pub halted: Option<String>,
+    /// Paused by the record's `daemonsync.io/paused` annotation (the `Paused` condition).
+    pub paused: bool,
+    /// Why the source's newest version of this DaemonSet could not be used (the
+    /// `SourceError` condition); the last good version keeps running meanwhile.
+    pub source_error: Option<String>,
 }
 
 impl RecordStatus {
@@ -97,6 +104,15 @@ impl RecordStatus {
                 .conditions
                 .iter()
                 .find(|c| c.type_ == "Halted" && c.status == "True")
+                .map(|c| c.message.clone()),
+            paused: status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Paused" && c.status == "True"),
+            source_error: status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "SourceError" && c.status == "True")
                 .map(|c| c.message.clone()),
         }
     }

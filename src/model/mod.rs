@@ -45,5 +45,8 @@ pub const TEMPLATE_GENERATION_ANNOTATION: &str = "deprecated.daemonset.template.
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 /// Value of [`MANAGED_BY_LABEL`] on pods daemonsync creates.
 pub const MANAGED_BY_VALUE: &str = "daemonsync";
+/// Annotation on a `ManagedDaemonSet` record: `"true"` pauses its rollout (no pod writes)
+/// until it is removed.
+pub const PAUSED_ANNOTATION: &str = "daemonsync.io/paused";
 /// The node field key used in `matchFields` (`metadata.name`).
 pub const NODE_NAME_FIELD: &str = "metadata.name";

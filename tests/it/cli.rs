@@ -805,3 +805,42 @@ fn every_command_that_reads_manifests_documents_validate_with_an_example() {
             );
     }
 }
+
+#[test]
+fn apply_finishes_the_other_daemonsets_and_exits_1_naming_the_halted_one() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut c = bin();
+    c.current_dir(root).args([
+        "apply",
+        "--manifests",
+        "examples/manifests",
+        "--cluster",
+        "sim:examples/sim/demo-failing.yaml",
+        "--progress-deadline",
+        "2m",
+    ]);
+    c.assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "Halted after 2:02 (simulated): new pods of monitoring/node-agent stayed unavailable",
+        ))
+        .stdout(predicate::str::contains("every other DaemonSet converged"));
+}
+
+#[test]
+fn apply_exits_3_when_its_only_daemonset_halts() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut c = bin();
+    c.current_dir(root).args([
+        "apply",
+        "--manifests",
+        "examples/manifests/node-agent.yaml",
+        "--cluster",
+        "sim:examples/sim/demo-failing.yaml",
+        "--progress-deadline",
+        "2m",
+    ]);
+    c.assert().code(3).stdout(predicate::str::contains(
+        "new pods of monitoring/node-agent",
+    ));
+}

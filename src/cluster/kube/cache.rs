@@ -42,6 +42,8 @@ pub struct CachedRecord {
     pub daemon_set: serde_json::Value,
     /// The status, as last written.
     pub status: Option<ManagedDaemonSetStatus>,
+    /// Carries `daemonsync.io/paused: "true"`.
+    pub paused: bool,
 }
 
 /// What one watcher has seen: its objects, and whether its first list is complete.
@@ -332,6 +334,12 @@ pub fn start(
                 generation: r.metadata.generation,
                 daemon_set: r.spec.daemon_set.clone(),
                 status: r.status.clone(),
+                paused: r
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(crate::model::PAUSED_ANNOTATION))
+                    .is_some_and(|v| v == "true"),
             };
             (key_of(&r.metadata), Some(record))
         },

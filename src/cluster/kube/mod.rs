@@ -511,6 +511,7 @@ impl Cluster for KubeCluster {
                 namespace: namespace.clone(),
                 name: name.clone(),
                 status: r.status.as_ref().map(RecordStatus::from_record),
+                paused: r.paused,
             })
             .collect();
         Ok(ClusterState {
@@ -661,11 +662,10 @@ impl Cluster for KubeCluster {
             previous.as_ref(),
             Timestamp::now(),
         );
-        written.set_halted(
-            status.halted.as_deref(),
-            previous.as_ref(),
-            Timestamp::now(),
-        );
+        let now = Timestamp::now();
+        written.set_halted(status.halted.as_deref(), previous.as_ref(), now);
+        written.set_paused(status.paused, previous.as_ref(), now);
+        written.set_source_error(status.source_error.as_deref(), previous.as_ref(), now);
         // Unchanged (transition times are kept while a condition holds): writing it anyway
         // would only wake this client's own record watch, and the next observation would
         // write again.

@@ -5,7 +5,7 @@
 //! deleting a record deletes its pods. `examples/deploy/crd.yaml` is generated from these types
 //! ([`crd_yaml`]); a test fails when the checked-in file differs.
 
-use crate::model::Timestamp;
+use crate::model::{PAUSED_ANNOTATION, Timestamp};
 use crate::plan::Status;
 use kube::CustomResource;
 use kube::CustomResourceExt;
@@ -192,47 +192,104 @@ impl ManagedDaemonSetStatus {
         previous: Option<&ManagedDaemonSetStatus>,
         now: Timestamp,
     ) {
-        let generation = self.observed_generation;
-        let Some(why) = halted else {
-            if previous.is_some_and(|p| p.conditions.iter().any(|c| c.type_ == "Halted")) {
-                let cleared = condition(
+        if let Some(why) = halted {
+            let generation = self.observed_generation;
+            if let Some(p) = self
+                .conditions
+                .iter_mut()
+                .find(|c| c.type_ == "Progressing")
+            {
+                *p = condition(
                     previous,
-                    "Halted",
+                    "Progressing",
                     false,
-                    "RolloutResumed",
-                    "the rollout is not halted".into(),
+                    "RolloutHalted",
+                    why.to_string(),
                     now,
                     generation,
                 );
-                self.conditions.push(cleared);
             }
-            return;
-        };
-        if let Some(p) = self
-            .conditions
-            .iter_mut()
-            .find(|c| c.type_ == "Progressing")
-        {
-            *p = condition(
-                previous,
-                "Progressing",
-                false,
-                "RolloutHalted",
-                why.to_string(),
-                now,
-                generation,
-            );
         }
-        let halted = condition(
+        self.set_flag(
             previous,
-            "Halted",
-            true,
-            "RolloutHalted",
-            why.into(),
             now,
-            generation,
+            "Halted",
+            halted.map(|why| ("RolloutHalted", why.to_string())),
+            ("RolloutResumed", "the rollout is not halted"),
         );
-        self.conditions.push(halted);
+    }
+
+    /// Sets the `Paused` condition while the record carries `daemonsync.io/paused: "true"`;
+    /// clears it once the annotation is gone.
+    pub fn set_paused(
+        &mut self,
+        paused: bool,
+        previous: Option<&ManagedDaemonSetStatus>,
+        now: Timestamp,
+    ) {
+        self.set_flag(
+            previous,
+            now,
+            "Paused",
+            paused.then(|| {
+                (
+                    "PausedByAnnotation",
+                    format!(
+                        "{PAUSED_ANNOTATION} is \"true\": no pods are written; remove the \
+                         annotation to resume"
+                    ),
+                )
+            }),
+            ("Resumed", "the rollout is not paused"),
+        );
+    }
+
+    /// Sets the `SourceError` condition while the newest source cannot be used for this
+    /// DaemonSet (the last good version keeps running); clears it once it can.
+    pub fn set_source_error(
+        &mut self,
+        error: Option<&str>,
+        previous: Option<&ManagedDaemonSetStatus>,
+        now: Timestamp,
+    ) {
+        self.set_flag(
+            previous,
+            now,
+            "SourceError",
+            error.map(|why| ("SourceError", why.to_string())),
+            ("SourceRead", "the newest source is in use"),
+        );
+    }
+
+    /// A condition that is True with `(reason, message)` while `on` is set, and False with
+    /// `cleared` afterwards (absent when it was never True).
+    fn set_flag(
+        &mut self,
+        previous: Option<&ManagedDaemonSetStatus>,
+        now: Timestamp,
+        type_: &str,
+        on: Option<(&str, String)>,
+        cleared: (&str, &str),
+    ) {
+        let generation = self.observed_generation;
+        let set = match on {
+            Some((reason, message)) => {
+                condition(previous, type_, true, reason, message, now, generation)
+            }
+            None if previous.is_some_and(|p| p.conditions.iter().any(|c| c.type_ == type_)) => {
+                condition(
+                    previous,
+                    type_,
+                    false,
+                    cleared.0,
+                    cleared.1.to_string(),
+                    now,
+                    generation,
+                )
+            }
+            None => return,
+        };
+        self.conditions.push(set);
     }
 
     /// The planner's counters this status records.
@@ -387,5 +444,50 @@ mod tests {
         resumed.set_halted(None, Some(&halted), t1);
         assert_eq!(find(&resumed, "Halted").status, "False");
         assert_eq!(find(&resumed, "Progressing").status, "True");
+    }
+
+    #[test]
+    fn paused_and_source_error_conditions_come_and_go_and_read_back() {
+        let t0: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let status = Status::default();
+        let mut paused = ManagedDaemonSetStatus::from_plan(&status, Some("abc"), None, t0);
+        paused.set_paused(true, None, t0);
+        paused.set_source_error(Some("deploy/agent.yaml: spec.template: bad"), None, t0);
+        let read = crate::cluster::RecordStatus::from_record(&paused);
+        assert!(read.paused);
+        assert_eq!(
+            read.source_error.as_deref(),
+            Some("deploy/agent.yaml: spec.template: bad")
+        );
+        let paused_condition = paused
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Paused")
+            .unwrap();
+        assert!(
+            paused_condition
+                .message
+                .contains("remove the annotation to resume")
+        );
+
+        let mut resumed =
+            ManagedDaemonSetStatus::from_plan(&status, Some("abc"), Some(&paused), t0);
+        resumed.set_paused(false, Some(&paused), t0);
+        resumed.set_source_error(None, Some(&paused), t0);
+        let read = crate::cluster::RecordStatus::from_record(&resumed);
+        assert!(!read.paused);
+        assert_eq!(read.source_error, None);
+        let types: Vec<(&str, &str)> = resumed
+            .conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.status.as_str()))
+            .collect();
+        assert!(types.contains(&("Paused", "False")), "{types:?}");
+        assert!(types.contains(&("SourceError", "False")), "{types:?}");
+        // Never set: never shown.
+        let plain = ManagedDaemonSetStatus::from_plan(&status, Some("abc"), None, t0);
+        let mut plain2 = plain.clone();
+        plain2.set_paused(false, Some(&plain), t0);
+        assert_eq!(plain, plain2);
     }
 }

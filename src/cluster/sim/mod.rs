@@ -63,6 +63,8 @@ pub struct Sim {
     queue: BTreeMap<(u64, u64), SimEvent>,
     seq: u64,
     records: BTreeMap<(String, String), Option<RecordStatus>>,
+    /// Records carrying `daemonsync.io/paused: "true"`.
+    paused: std::collections::BTreeSet<(String, String)>,
     events: Vec<(Timestamp, Event)>,
     probe: Option<Probe>,
     /// Writes accepted (creates and deletes), for reports and tests.
@@ -113,6 +115,7 @@ impl Sim {
             queue: BTreeMap::new(),
             seq: 0,
             records: BTreeMap::new(),
+            paused: Default::default(),
             events: Vec::new(),
             probe: None,
             writes: 0,
@@ -144,7 +147,19 @@ impl Sim {
         self.probed();
     }
 
-    /// The virtual now.
+    /// Sets or removes the `daemonsync.io/paused: "true"` annotation of a record (creating
+    /// the record when it does not exist yet), as `kubectl annotate` does on a live cluster.
+    pub fn set_paused(&mut self, namespace: &str, name: &str, paused: bool) {
+        let key = (namespace.to_string(), name.to_string());
+        if paused {
+            self.records.entry(key.clone()).or_default();
+            self.paused.insert(key);
+        } else {
+            self.paused.remove(&key);
+        }
+    }
+
+    /// Now (virtual).
     pub fn now(&self) -> Timestamp {
         crate::model::later(
             self.start,
@@ -404,6 +419,7 @@ impl Cluster for Sim {
                     namespace: ns.clone(),
                     name: name.clone(),
                     status: status.clone(),
+                    paused: self.paused.contains(&(ns.clone(), name.clone())),
                 })
                 .collect(),
             now: self.now(),
