@@ -31,8 +31,16 @@ pub struct CachedPod {
     pub resource_version: String,
 }
 
+/// The same object at the same resourceVersion is the same pod (every change of a pod gives
+/// it a new resourceVersion), without comparing the pods field by field.
+impl PartialEq for CachedPod {
+    fn eq(&self, other: &Self) -> bool {
+        self.uid == other.uid && self.resource_version == other.resource_version
+    }
+}
+
 /// A cached record.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CachedRecord {
     /// `metadata.uid`: the controller ownerReference of its pods names it.
     pub uid: String,
@@ -70,34 +78,42 @@ impl<T> Default for Feed<T> {
     }
 }
 
-impl<T> Feed<T> {
-    fn apply(&mut self, event: Event<(Key, Option<T>)>) {
-        self.error = None;
-        match event {
-            Event::Init => self.pending = Some(BTreeMap::new()),
-            Event::InitApply((key, value)) => {
-                if let (Some(pending), Some(v)) = (self.pending.as_mut(), value) {
-                    pending.insert(key, v);
+impl<T: PartialEq> Feed<T> {
+    /// Applies one watch event; false when it changed nothing the planner sees (a node's
+    /// heartbeat, a status field the model does not keep), so it wakes no one.
+    fn apply(&mut self, event: Event<(Key, Option<T>)>) -> bool {
+        let had_error = self.error.take().is_some();
+        had_error
+            | match event {
+                Event::Init => {
+                    self.pending = Some(BTreeMap::new());
+                    false
+                }
+                Event::InitApply((key, value)) => {
+                    if let (Some(pending), Some(v)) = (self.pending.as_mut(), value) {
+                        pending.insert(key, v);
+                    }
+                    false
+                }
+                Event::InitDone => {
+                    if let Some(items) = self.pending.take() {
+                        self.items = items;
+                    }
+                    self.synced = true;
+                    true
+                }
+                Event::Apply((key, Some(v))) => {
+                    if self.items.get(&key) == Some(&v) {
+                        false
+                    } else {
+                        self.items.insert(key, v);
+                        true
+                    }
+                }
+                Event::Apply((key, None)) | Event::Delete((key, _)) => {
+                    self.items.remove(&key).is_some()
                 }
             }
-            Event::InitDone => {
-                if let Some(items) = self.pending.take() {
-                    self.items = items;
-                }
-                self.synced = true;
-            }
-            Event::Apply((key, value)) => match value {
-                Some(v) => {
-                    self.items.insert(key, v);
-                }
-                None => {
-                    self.items.remove(&key);
-                }
-            },
-            Event::Delete((key, _)) => {
-                self.items.remove(&key);
-            }
-        }
     }
 }
 
@@ -192,10 +208,14 @@ impl Cache {
         self.changed.notified()
     }
 
-    fn update(&self, f: impl FnOnce(&mut State)) {
+    /// Applies `f`, which says whether it changed anything; only a change bumps the version
+    /// and wakes the waiters.
+    fn update(&self, f: impl FnOnce(&mut State) -> bool) {
         {
             let mut state = self.lock();
-            f(&mut state);
+            if !f(&mut state) {
+                return;
+            }
             state.version += 1;
         }
         self.changed.notify_waiters();
@@ -248,7 +268,7 @@ fn follow<K, T>(
     feed: impl Fn(&mut State) -> &mut Feed<T> + Send + 'static,
 ) where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
-    T: Send + 'static,
+    T: PartialEq + Send + 'static,
 {
     let cache = Arc::clone(cache);
     runtime.spawn(async move {
@@ -261,7 +281,10 @@ fn follow<K, T>(
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "watch failed; retrying with backoff");
-                    cache.update(|s| feed(s).error = Some(e));
+                    cache.update(|s| {
+                        feed(s).error = Some(e);
+                        true
+                    });
                 }
             }
         }
@@ -383,6 +406,36 @@ mod tests {
             uid: format!("uid-{name}"),
             resource_version: if terminating { "2" } else { "1" }.into(),
         }
+    }
+
+    #[test]
+    fn an_update_the_planner_cannot_see_wakes_no_one() {
+        let cache = Cache::default();
+        let node = |ready| Node {
+            name: "n1".into(),
+            ready: Some(ready),
+            ..Node::default()
+        };
+        let apply = |event: Event<(Key, Option<Node>)>| cache.update(|s| s.nodes.apply(event));
+        apply(Event::Init);
+        apply(Event::InitApply((key("n1"), Some(node(true)))));
+        apply(Event::InitDone);
+        let synced = cache.lock().version;
+        // A heartbeat: the same model node again.
+        apply(Event::Apply((key("n1"), Some(node(true)))));
+        assert_eq!(cache.lock().version, synced);
+        apply(Event::Apply((key("n1"), Some(node(false)))));
+        assert_eq!(cache.lock().version, synced + 1);
+        apply(Event::Delete((key("n1"), None)));
+        apply(Event::Delete((key("n1"), None)));
+        assert_eq!(
+            cache.lock().version,
+            synced + 2,
+            "a second delete changes nothing"
+        );
+        // A pod at the same resourceVersion is the same pod.
+        assert_eq!(cached("p", true, false), cached("p", true, false));
+        assert_ne!(cached("p", true, false), cached("p", true, true));
     }
 
     #[test]

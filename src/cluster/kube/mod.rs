@@ -54,6 +54,9 @@ pub struct Target {
     pub context: String,
     /// The API server URL.
     pub server: String,
+    /// The field manager of this client's writes: `daemonsync`, or `daemonsync-IDENTITY`
+    /// for a replica of `sync` (so an observer can tell who wrote).
+    pub field_manager: String,
 }
 
 impl std::fmt::Display for Target {
@@ -113,6 +116,20 @@ impl Drop for KubeCluster {
 }
 
 /// An error connecting, as one line a user can act on.
+/// The field manager of a replica: `daemonsync-IDENTITY`, cut to the API server's 128
+/// characters.
+pub fn field_manager(identity: &str) -> String {
+    let mut name = format!("{FIELD_MANAGER}-{identity}");
+    if name.len() > 128 {
+        let mut end = 128;
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        name.truncate(end);
+    }
+    name
+}
+
 fn connect_error(target: &Target, e: &kube::Error) -> ClusterError {
     ClusterError::Backend(describe(target, e))
 }
@@ -217,6 +234,7 @@ async fn load_config(context: Option<&str>) -> Result<(kube::Config, Target), Cl
     let target = Target {
         context,
         server: display_server(&config.cluster_url),
+        field_manager: FIELD_MANAGER.to_string(),
     };
     Ok((config, target))
 }
@@ -252,7 +270,10 @@ impl KubeCluster {
         handle: &tokio::runtime::Handle,
         options: KubeOptions,
     ) -> Result<(kube::Client, Target, Arc<Cache>, Recorder), ClusterError> {
-        let (mut config, target) = load_config(options.context.as_deref()).await?;
+        let (mut config, mut target) = load_config(options.context.as_deref()).await?;
+        if let Some(id) = &options.identity {
+            target.field_manager = field_manager(id);
+        }
         config.connect_timeout = Some(Duration::from_secs(10));
         config.read_timeout = Some(Duration::from_secs(60));
         let identity = options.identity.clone();
@@ -322,6 +343,13 @@ impl KubeCluster {
     /// The cluster this is connected to.
     pub fn target(&self) -> &Target {
         &self.target
+    }
+
+    /// Resolves once the watch caches changed since the last [`Cluster::observe`] (at once
+    /// if they already have). Cancel-safe: dropping it leaves nothing behind.
+    pub fn changed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let (cache, seen) = (Arc::clone(&self.cache), self.seen);
+        async move { cache.changed_since(seen).await }
     }
 
     /// A client for the same API server, with the same credentials and User-Agent (for the
@@ -552,7 +580,7 @@ impl Cluster for KubeCluster {
         let cache = Arc::clone(&self.cache);
         let key = (namespace.clone(), name.clone());
         self.run(async move {
-            let params = PatchParams::apply(FIELD_MANAGER).force();
+            let params = PatchParams::apply(&target.field_manager).force();
             let patch = Patch::Apply(&record);
             let written = with_retries(|| api.patch(&name, &params, &patch))
                 .await
@@ -736,7 +764,7 @@ pub mod requests {
         target: &Target,
     ) -> Result<String, ClusterError> {
         let params = PostParams {
-            field_manager: Some(FIELD_MANAGER.into()),
+            field_manager: Some(target.field_manager.clone()),
             ..PostParams::default()
         };
         with_retries(|| api.create(&params, pod))
@@ -787,7 +815,7 @@ pub mod requests {
             "kind": RECORD_KIND,
             "status": status,
         });
-        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let params = PatchParams::apply(&target.field_manager).force();
         let patch = Patch::Apply(&patch);
         with_retries(|| api.patch_status(name, &params, &patch))
             .await

@@ -19,6 +19,7 @@ fn target() -> Target {
     Target {
         context: "prod-eu".into(),
         server: "https://10.0.0.1:6443".into(),
+        field_manager: "daemonsync".into(),
     }
 }
 
