@@ -411,7 +411,12 @@ impl Executor {
                 announce_halt(cluster, a, key).await;
             }
         }
-        if matches!(acted.status_error, Some(ClusterError::Forbidden(_))) || !a.has_work(opts) {
+        if acted
+            .status_error
+            .as_ref()
+            .is_some_and(ClusterError::stops_step)
+            || !a.has_work(opts)
+        {
             return acted;
         }
         self.counts.steps += 1;
@@ -660,7 +665,7 @@ async fn execute<C: Cluster>(
         if ds.step.is_empty() {
             continue;
         }
-        if matches!(first_error, Some(ClusterError::Forbidden(_))) {
+        if first_error.as_ref().is_some_and(ClusterError::stops_step) {
             break;
         }
         let Some((desired, spec)) = a.specs.get(&(ds.namespace.clone(), ds.name.clone())) else {
@@ -671,13 +676,27 @@ async fn execute<C: Cluster>(
             .await
         {
             // This DaemonSet cannot be written without its record; the others can.
-            let forbidden = matches!(e, ClusterError::Forbidden(_));
+            let forbidden = e.stops_step();
             keep_forbidden(&mut first_error, e);
             if forbidden {
                 break;
             }
             continue;
         }
+        tracing::info!(
+            daemonset = %format!("{}/{}", ds.namespace, ds.name),
+            revision = %ds.revision,
+            phase = ?ds.step.phase,
+            create_on = %ds.step.create.iter().map(|n| &**n).collect::<Vec<&str>>().join(","),
+            delete = %ds
+                .step
+                .delete
+                .iter()
+                .map(|d| format!("{} on {} ({:?})", d.name, d.node, d.reason))
+                .collect::<Vec<_>>()
+                .join(", "),
+            "decision"
+        );
         let (mut created, mut deleted, mut failed_pods) = (Vec::new(), Vec::new(), Vec::new());
         let mut create_error = None;
         for d in &ds.step.delete {
@@ -690,7 +709,7 @@ async fn execute<C: Cluster>(
                     }
                 }
                 Err(e) => {
-                    let forbidden = matches!(e, ClusterError::Forbidden(_));
+                    let forbidden = e.stops_step();
                     keep_forbidden(&mut first_error, e);
                     if forbidden {
                         break;
@@ -704,7 +723,7 @@ async fn execute<C: Cluster>(
         let owner = plan::render::PodOwner::record(&spec.name);
         let mut batch = 1;
         let mut next = 0;
-        let refused = matches!(first_error, Some(ClusterError::Forbidden(_)));
+        let refused = first_error.as_ref().is_some_and(ClusterError::stops_step);
         'batches: while !refused && next < ds.step.create.len() {
             let end = (next + batch).min(ds.step.create.len());
             let mut failed = false;
@@ -718,7 +737,7 @@ async fn execute<C: Cluster>(
                     Err(e) => {
                         failed = true;
                         create_error.get_or_insert_with(|| e.to_string());
-                        let forbidden = matches!(e, ClusterError::Forbidden(_));
+                        let forbidden = e.stops_step();
                         keep_forbidden(&mut first_error, e);
                         if forbidden {
                             break 'batches;
@@ -777,7 +796,7 @@ async fn execute<C: Cluster>(
         }
     }
     for (namespace, name) in prune {
-        if matches!(first_error, Some(ClusterError::Forbidden(_))) {
+        if first_error.as_ref().is_some_and(ClusterError::stops_step) {
             break;
         }
         match cluster.delete_pod(namespace, name).await {
@@ -794,12 +813,10 @@ async fn execute<C: Cluster>(
     }
 }
 
-/// Keeps the first error of a step, unless a refusal comes later: that one decides.
+/// Keeps the first error of a step, unless a refusal (or a stop) comes later: that one
+/// decides.
 fn keep_forbidden(first: &mut Option<ClusterError>, e: ClusterError) {
-    if first.is_none()
-        || matches!(e, ClusterError::Forbidden(_))
-            && !matches!(first, Some(ClusterError::Forbidden(_)))
-    {
+    if first.is_none() || e.stops_step() && !first.as_ref().is_some_and(ClusterError::stops_step) {
         *first = Some(e);
     }
 }
@@ -857,7 +874,7 @@ async fn write_statuses<C: Cluster>(
             cluster.write_status(&ds.namespace, &ds.name, &status).await
         };
         if let Err(e) = written.await {
-            let forbidden = matches!(e, ClusterError::Forbidden(_));
+            let forbidden = e.stops_step();
             keep_forbidden(&mut first_error, e);
             if forbidden {
                 break;

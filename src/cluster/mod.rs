@@ -63,6 +63,17 @@ pub enum ClusterError {
     /// someone grants it, so a rollout stops at once.
     #[error("{0}")]
     Forbidden(String),
+    /// This client may no longer write (it lost the leader lease, or is shutting down): the
+    /// step stops at once, and nothing was sent.
+    #[error("{0}")]
+    Stopped(String),
+}
+
+impl ClusterError {
+    /// Whether the rest of a step must not be attempted: a refusal, or writes stopped.
+    pub fn stops_step(&self) -> bool {
+        matches!(self, ClusterError::Forbidden(_) | ClusterError::Stopped(_))
+    }
 }
 
 /// The in-cluster record of one managed DaemonSet (a small CRD in a live cluster).

@@ -47,6 +47,11 @@ impl<S: Source> Tracked<S> {
         }
     }
 
+    /// The source followed.
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
     /// The render in effect.
     pub fn in_effect(&self) -> Option<&Rendered> {
         self.last_good.as_ref()

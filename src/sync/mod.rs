@@ -11,3 +11,4 @@
 pub mod http;
 pub mod leader;
 pub mod metrics;
+pub mod source;

@@ -1,0 +1,280 @@
+//! Following the source: which version of each DaemonSet is in effect.
+//!
+//! A source that fails as a whole (unreachable, refused, rewritten history, no DaemonSet at
+//! all) keeps the last good commit in effect ([`Tracked`]). A commit in which one DaemonSet is
+//! invalid keeps that DaemonSet's last good version in effect and takes the others as they
+//! are: DaemonSets are independent. Either way the error is reported (on the records and in
+//! the metrics) and nothing is pruned because of it.
+
+use crate::apply::Key;
+use crate::cluster::RecordSource;
+use crate::manifest::LoadOptions;
+use crate::plan::Desired;
+use crate::source::{ManifestSource, Refresh, Rendered, Source, Tracked, redact};
+use std::collections::BTreeMap;
+
+/// What is in effect, and what is wrong with the newest source.
+#[derive(Debug, Clone, Default)]
+pub struct InEffect {
+    /// The desired DaemonSets: the newest valid version of each.
+    pub desired: Vec<Desired>,
+    /// DaemonSets whose newest version is invalid, with why (their previous version, if
+    /// any, is in `desired`).
+    pub invalid: BTreeMap<Key, String>,
+    /// Why the last read of the source failed as a whole, while it does.
+    pub error: Option<String>,
+    /// Where the manifests in effect come from (repository, path, commit), for the records.
+    pub record: RecordSource,
+    /// The revision in effect: the full commit id, or `local:<digest>` for a directory.
+    pub revision: Option<String>,
+}
+
+impl InEffect {
+    /// The per-DaemonSet source errors written to the records' `SourceError` condition: the
+    /// DaemonSet's own invalid version, else the source's failure.
+    pub fn source_errors(&self) -> BTreeMap<Key, String> {
+        let mut errors = BTreeMap::new();
+        for d in &self.desired {
+            let key = key_of(d);
+            let why = self
+                .invalid
+                .get(&key)
+                .cloned()
+                .or_else(|| self.error.clone());
+            if let Some(why) = why {
+                errors.insert(key, why);
+            }
+        }
+        errors
+    }
+}
+
+/// What a refresh found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// A new revision is in effect.
+    Updated {
+        /// Its revision.
+        revision: String,
+    },
+    /// The source shows the revision already in effect.
+    Unchanged,
+    /// The source failed; the last good state stays in effect.
+    Failed(String),
+}
+
+/// A source followed over time.
+#[derive(Debug)]
+pub struct Follower {
+    tracked: Tracked<ManifestSource>,
+    load: LoadOptions,
+    describe: String,
+    in_effect: InEffect,
+}
+
+fn key_of(d: &Desired) -> Key {
+    let meta = &d.daemonset.metadata;
+    (
+        meta.namespace.clone().unwrap_or_else(|| "default".into()),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+impl Follower {
+    /// Follows `source`; `allow_history_rewrites` follows a force-pushed branch instead of
+    /// holding the last good commit until someone looks.
+    pub fn new(source: ManifestSource, load: LoadOptions, allow_history_rewrites: bool) -> Self {
+        let describe = redact(&source.describe());
+        let mut tracked = Tracked::new(source);
+        tracked.allow_history_rewrites = allow_history_rewrites;
+        Follower {
+            tracked,
+            load,
+            describe,
+            in_effect: InEffect::default(),
+        }
+    }
+
+    /// The source, as logs and metrics name it (credential-free).
+    pub fn describe(&self) -> &str {
+        &self.describe
+    }
+
+    /// What is in effect.
+    pub fn in_effect(&self) -> &InEffect {
+        &self.in_effect
+    }
+
+    /// Whether the source was read successfully at least once.
+    pub fn has_read(&self) -> bool {
+        self.tracked.in_effect().is_some()
+    }
+
+    /// Reads the source again (blocking: git fetches) and updates what is in effect.
+    pub fn refresh(&mut self) -> Change {
+        let rendered = match self.tracked.refresh(&self.load) {
+            Refresh::Unchanged(_) => {
+                let had_error = self.in_effect.error.take().is_some();
+                return if had_error {
+                    Change::Updated {
+                        revision: self.in_effect.revision.clone().unwrap_or_default(),
+                    }
+                } else {
+                    Change::Unchanged
+                };
+            }
+            Refresh::Updated(r) => r.clone(),
+            Refresh::Failed { error, .. } => {
+                let why = error.to_string();
+                self.in_effect.error = Some(why.clone());
+                return Change::Failed(why);
+            }
+        };
+        self.take(&rendered);
+        Change::Updated {
+            revision: rendered.revision,
+        }
+    }
+
+    /// Puts a new render in effect, DaemonSet by DaemonSet.
+    fn take(&mut self, rendered: &Rendered) {
+        let mut desired: BTreeMap<Key, Desired> = rendered
+            .valid_desired()
+            .into_iter()
+            .map(|d| (key_of(&d), d))
+            .collect();
+        let mut invalid = BTreeMap::new();
+        for bad in &rendered.manifests.invalid {
+            let key = match bad.name.split_once('/') {
+                Some((ns, name)) => (ns.to_string(), name.to_string()),
+                None => (self.load.default_namespace.clone(), bad.name.clone()),
+            };
+            let errors: Vec<String> = bad.errors.iter().map(|e| e.to_string()).collect();
+            let why = format!(
+                "{} ({}) is invalid in revision {}: {}; the previous version stays in effect \
+                 until it is fixed",
+                bad.name,
+                bad.source,
+                short(&rendered.revision),
+                errors.join("; ")
+            );
+            if let Some(previous) = self.in_effect.desired.iter().find(|d| key_of(d) == key) {
+                desired.insert(key.clone(), previous.clone());
+            }
+            invalid.insert(key, why);
+        }
+        let record = match self.tracked.source() {
+            ManifestSource::Git(g) => RecordSource {
+                repository: Some(redact(&g.url)),
+                path: Some(g.path.clone()).filter(|p| !p.is_empty()),
+                commit: Some(rendered.revision.clone()),
+            },
+            ManifestSource::Local(_) => RecordSource {
+                repository: None,
+                path: Some(self.describe.clone()),
+                commit: None,
+            },
+        };
+        self.in_effect = InEffect {
+            desired: desired.into_values().collect(),
+            invalid,
+            error: None,
+            record,
+            revision: Some(rendered.revision.clone()),
+        };
+    }
+}
+
+/// The first 12 characters of a revision.
+pub fn short(revision: &str) -> &str {
+    let r = revision.strip_prefix("local:").unwrap_or(revision);
+    &r[..r.len().min(12)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::LocalSource;
+
+    fn ds(name: &str, image: &str) -> String {
+        ds_with(name, "c", image)
+    }
+
+    fn ds_with(name: &str, container: &str, image: &str) -> String {
+        format!(
+            "apiVersion: apps/v1
+kind: DaemonSet
+metadata: {{name: {name}, namespace: ns}}
+spec:
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers: [{{name: {container}, image: '{image}'}}]
+"
+        )
+    }
+
+    fn image(e: &InEffect, name: &str) -> String {
+        let d = e
+            .desired
+            .iter()
+            .find(|d| d.daemonset.metadata.name.as_deref() == Some(name))
+            .expect("in effect");
+        let spec = d.daemonset.spec.as_ref().unwrap();
+        let pod = spec.template.spec.as_ref().unwrap();
+        pod.containers[0].image.clone().unwrap()
+    }
+
+    #[test]
+    fn an_invalid_daemonset_keeps_its_last_good_version_and_the_others_move_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+        write("a.yaml", &ds("agent", "agent:1"));
+        write("b.yaml", &ds("logs", "logs:1"));
+        let source = ManifestSource::Local(LocalSource::new([dir.path()]));
+        let mut f = Follower::new(source, LoadOptions::default(), false);
+        assert!(matches!(f.refresh(), Change::Updated { .. }));
+        assert!(f.has_read());
+        // agent becomes invalid (a container name the API server refuses), logs moves on.
+        write("a.yaml", &ds_with("agent", "Bad_Name", "agent:2"));
+        write("b.yaml", &ds("logs", "logs:2"));
+        assert!(matches!(f.refresh(), Change::Updated { .. }));
+        let e = f.in_effect();
+        assert_eq!(image(e, "agent"), "agent:1");
+        assert_eq!(image(e, "logs"), "logs:2");
+        let errors = e.source_errors();
+        let why = &errors[&("ns".to_string(), "agent".to_string())];
+        assert!(why.contains("ns/agent"), "{why}");
+        assert!(why.contains("containers[0].name"), "{why}");
+        assert!(why.contains("previous version stays in effect"), "{why}");
+        assert!(!errors.contains_key(&("ns".to_string(), "logs".to_string())));
+        // Fixed: the error clears.
+        write("a.yaml", &ds("agent", "agent:3"));
+        f.refresh();
+        assert_eq!(image(f.in_effect(), "agent"), "agent:3");
+        assert!(f.in_effect().source_errors().is_empty());
+    }
+
+    #[test]
+    fn an_empty_or_vanished_source_keeps_everything_in_effect() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("deploy");
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("a.yaml"), ds("agent", "agent:1")).unwrap();
+        let source = ManifestSource::Local(LocalSource::new([&path]));
+        let mut f = Follower::new(source, LoadOptions::default(), false);
+        f.refresh();
+        std::fs::remove_file(path.join("a.yaml")).unwrap();
+        let Change::Failed(why) = f.refresh() else {
+            panic!("an empty directory is a failure")
+        };
+        assert!(why.contains("no manifest file"), "{why}");
+        assert_eq!(image(f.in_effect(), "agent"), "agent:1");
+        let errors = f.in_effect().source_errors();
+        assert_eq!(errors.len(), 1, "the record says why: {errors:?}");
+        std::fs::remove_dir(&path).unwrap();
+        assert!(matches!(f.refresh(), Change::Failed(_)));
+        assert_eq!(f.in_effect().desired.len(), 1);
+    }
+}
