@@ -9,6 +9,7 @@ mod sim;
 mod snapshot;
 pub(crate) mod source;
 mod status;
+mod sync;
 
 pub use apply::{ApplyArgs, EXIT_HALTED, load_desired};
 pub use plan::{
@@ -18,6 +19,7 @@ pub use render::RenderArgs;
 pub use sim::{ServeArgs, SimArgs, SimCommand};
 pub use snapshot::{SnapshotArgs, to_yaml as snapshot_yaml};
 pub use status::{StatusArgs, StatusOutput};
+pub use sync::{LogFormat, SyncArgs};
 
 use crate::model::Timestamp;
 use anyhow::{Context as _, Result};
@@ -59,6 +61,10 @@ pub enum Command {
     /// converge once, then exit with a summary.
     #[command(after_help = apply::APPLY_HELP)]
     Apply(ApplyArgs),
+    /// Keep a cluster converged on a git branch (or a watched directory): the long-running
+    /// daemon, with health, metrics, a webhook and leader election.
+    #[command(after_help = sync::SYNC_HELP)]
+    Sync(Box<SyncArgs>),
     /// Work with the simulated cluster: `sim serve` serves it as a Kubernetes API server.
     Sim(SimArgs),
 }
@@ -85,17 +91,28 @@ pub fn parse_now(s: &str) -> Result<Timestamp> {
     })
 }
 
-/// Logs to stderr as `RUST_LOG` says (e.g. `RUST_LOG=daemonsync=debug`); off when it is
-/// unset, so the CLI prints only its report and its errors. Log lines never carry credentials:
-/// URLs are redacted before they are logged.
-pub fn init_logging() {
+/// Logs to stderr as `RUST_LOG` says (e.g. `RUST_LOG=daemonsync=debug`). Off by default, so
+/// a command prints only its report and its errors, except for `sync`, a daemon whose log is
+/// its report (`daemonsync=info` by default, as text or, with `--log-format json`, one JSON
+/// object per line). Log lines never carry credentials: URLs are redacted before they are
+/// logged.
+pub fn init_logging(cli: &Cli) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("off"));
-    let _ = tracing_subscriber::fmt()
+    let (default, json) = match &cli.command {
+        Command::Sync(args) => ("daemonsync=info", args.log_format == LogFormat::Json),
+        _ => ("off", false),
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = if json {
+        builder.json().flatten_event(true).try_init()
+    } else {
+        builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init()
+    };
 }
 
 /// Runs the command line and returns the exit code. Errors are printed to stderr.
@@ -106,6 +123,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Status(args) => status::run(&args),
         Command::Snapshot(args) => snapshot::run(&args),
         Command::Apply(args) => apply::run(&args),
+        Command::Sync(args) => sync::run(&args),
         Command::Sim(args) => sim::run(&args),
     };
     match result {

@@ -164,37 +164,37 @@ impl Metrics {
         for (name, help, family) in [
             (
                 "desired_number_scheduled",
-                "The number of nodes that should be running the daemon pod.",
+                "The number of nodes that should be running the daemon pod",
                 &status.desired_number_scheduled,
             ),
             (
                 "current_number_scheduled",
-                "The number of nodes running at least one daemon pod and are supposed to.",
+                "The number of nodes running at least one daemon pod and are supposed to",
                 &status.current_number_scheduled,
             ),
             (
                 "number_ready",
-                "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready.",
+                "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready",
                 &status.number_ready,
             ),
             (
                 "updated_number_scheduled",
-                "The number of nodes that are running the updated daemon pod.",
+                "The number of nodes that are running the updated daemon pod",
                 &status.updated_number_scheduled,
             ),
             (
                 "number_available",
-                "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available.",
+                "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available",
                 &status.number_available,
             ),
             (
                 "number_unavailable",
-                "The number of nodes that should be running the daemon pod and have none of the daemon pod running and available.",
+                "The number of nodes that should be running the daemon pod and have none of the daemon pod running and available",
                 &status.number_unavailable,
             ),
             (
                 "number_misscheduled",
-                "The number of nodes running a daemon pod but are not supposed to.",
+                "The number of nodes running a daemon pod but are not supposed to",
                 &status.number_misscheduled,
             ),
         ] {
@@ -203,44 +203,44 @@ impl Metrics {
         let rollout_halted = Family::<DaemonSetLabels, Gauge>::default();
         registry.register(
             "daemonsync_rollout_halted",
-            "1 when the DaemonSet's rollout is halted (it waits for a person), else 0.",
+            "1 when the DaemonSet's rollout is halted (it waits for a person), else 0",
             rollout_halted.clone(),
         );
         let reconcile = Family::<ReconcileLabels, Counter>::default();
         // Exposed as daemonsync_reconcile_total: prometheus-client appends the suffix.
         registry.register(
             "daemonsync_reconcile",
-            "Reconciles, by result.",
+            "Reconciles, by result",
             reconcile.clone(),
         );
         let reconcile_duration = Histogram::new(DURATION_BUCKETS);
         registry.register(
             "daemonsync_reconcile_duration_seconds",
-            "How long a reconcile took, from trigger to its writes done.",
+            "How long a reconcile took, from trigger to its writes done",
             reconcile_duration.clone(),
         );
         let pod_writes = Family::<PodWriteLabels, Counter>::default();
         registry.register(
             "daemonsync_pod_writes",
-            "Pod creates and deletes sent to the API server, by verb and result.",
+            "Pod creates and deletes sent to the API server, by verb and result",
             pod_writes.clone(),
         );
         let source_info = Family::<SourceLabels, Gauge>::default();
         registry.register(
             "daemonsync_source_info",
-            "The source read last: its repository (without credentials) and commit. Always 1.",
+            "The source read last: its repository (without credentials) and commit. Always 1",
             source_info.clone(),
         );
         let source_errors = Counter::default();
         registry.register(
             "daemonsync_source_errors",
-            "Failed reads of the source (fetch, checkout or manifests).",
+            "Failed reads of the source (fetch, checkout or manifests)",
             source_errors.clone(),
         );
         let leader = Gauge::default();
         registry.register(
             "daemonsync_leader",
-            "1 while this replica holds the leader lease (and may write), else 0.",
+            "1 while this replica holds the leader lease (and may write), else 0",
             leader.clone(),
         );
         // Both results exist from the start, so `rate()` of errors is 0 rather than absent.

@@ -7,8 +7,13 @@
 //! * [`http`]: the one HTTP listener (`/healthz`, `/readyz`, `/metrics`, `/webhook`).
 //! * [`metrics`]: the Prometheus series.
 //! * [`leader`]: leader election through a `coordination.k8s.io` Lease.
+//! * [`source`]: the source followed DaemonSet by DaemonSet.
+//! * [`daemon`]: the event loop.
 
+pub mod daemon;
 pub mod http;
 pub mod leader;
 pub mod metrics;
 pub mod source;
+
+pub use daemon::{SyncOptions, run};

@@ -1,0 +1,530 @@
+//! The daemon's event loop: triggers in, one level-triggered reconcile pass per wake-up.
+//!
+//! Triggers: the source (a poll every `--interval`, a webhook, a file change) and the
+//! cluster (watch events on nodes, managed pods and records, through the caches of
+//! [`KubeCluster`]), plus the next instant at which a deadline expires. Every wake-up observes
+//! afresh, assesses with the same code as `apply` and, when this replica may write, executes
+//! the next step of every DaemonSet that is neither halted nor paused. Bursts coalesce by
+//! themselves: events that arrive during a pass are all answered by the next one.
+
+use super::http::{self, HttpState, Readiness, Webhook};
+use super::leader::{LeaderOptions, Leadership};
+use super::metrics::{Metrics, PodVerb, ReconcileResult};
+use super::source::{Change, Follower, InEffect, short};
+use crate::apply::{ApplyOptions, Executor, Key, assess};
+use crate::cluster::kube::{KubeCluster, KubeOptions, adoption_selectors};
+use crate::cluster::{Cluster, ClusterError, ClusterState, Event, RecordSource, RecordStatus};
+use crate::manifest::LoadOptions;
+use crate::model::Timestamp;
+use crate::source::ManifestSource;
+use anyhow::{Context, Result};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::Pod;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::{Notify, watch};
+
+/// Re-plan at least this often, whatever happens (a safety net: every change that matters
+/// arrives as an event).
+const RESYNC: Duration = Duration::from_secs(60);
+/// Longest pause after passes whose writes failed (500 ms, doubling).
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How long shutdown may take, at most, once the signal arrives.
+pub const SHUTDOWN_BUDGET: Duration = Duration::from_secs(8);
+
+/// How to run the daemon: library options, made from the command line once.
+#[derive(Debug)]
+pub struct SyncOptions {
+    /// Where the manifests come from.
+    pub source: ManifestSource,
+    /// How they are read.
+    pub load: LoadOptions,
+    /// Directories to watch for changes (`--manifests`); empty for git.
+    pub watch: Vec<PathBuf>,
+    /// Follow a force-pushed branch instead of holding the last good commit.
+    pub allow_history_rewrites: bool,
+    /// The kubeconfig context (`None`: the current one, or the in-cluster config).
+    pub context: Option<String>,
+    /// How often the source is polled.
+    pub interval: Duration,
+    /// The HTTP listener's address.
+    pub listen: String,
+    /// The webhook (and its secret), when configured.
+    pub webhook: Option<Webhook>,
+    /// Executor options (`dry_run`, `prune`, `allow_mass_prune`, `progress_deadline`).
+    pub apply: ApplyOptions,
+    /// Leader election, when enabled.
+    pub leader: Option<LeaderOptions>,
+    /// This replica's identity (User-Agent, field manager, lease holder).
+    pub identity: String,
+}
+
+/// Runs the daemon until `shutdown` turns true; returns once it has stopped cleanly.
+pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Result<()> {
+    let listener = http::bind(&opts.listen).await?;
+    let address = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| opts.listen.clone());
+    let metrics = Arc::new(Metrics::new());
+    let (ready_tx, ready_rx) = watch::channel(Readiness::NotReady(
+        "the source has not been read yet".into(),
+    ));
+    let fetch = Arc::new(Notify::new());
+    let server = tokio::spawn(http::serve(
+        listener,
+        HttpState {
+            metrics: Arc::clone(&metrics),
+            ready: ready_rx,
+            webhook: opts.webhook,
+            fetch: Arc::clone(&fetch),
+        },
+        until_true(shutdown.clone()),
+    ));
+    tracing::info!(
+        listen = %address,
+        identity = %opts.identity,
+        dry_run = opts.apply.dry_run,
+        "daemonsync sync started"
+    );
+
+    // Writes stop the moment the signal arrives, even in the middle of a step.
+    let stopping = Arc::new(AtomicBool::new(false));
+    {
+        let (stopping, mut shutdown) = (Arc::clone(&stopping), shutdown.clone());
+        tokio::spawn(async move {
+            let _ = shutdown.wait_for(|s| *s).await;
+            stopping.store(true, Ordering::SeqCst);
+        });
+    }
+
+    let follower = Follower::new(opts.source, opts.load, opts.allow_history_rewrites);
+    let (effect_tx, mut effect_rx) = watch::channel(Arc::new(InEffect::default()));
+    let source_task = tokio::spawn(follow_source(
+        follower,
+        opts.interval,
+        opts.watch,
+        Arc::clone(&fetch),
+        effect_tx,
+        Arc::clone(&metrics),
+        ready_tx.clone(),
+        shutdown.clone(),
+    ));
+
+    // The cluster is connected once the source was read, so the DaemonSets to adopt are known.
+    let first = tokio::select! {
+        r = effect_rx.wait_for(|e| e.revision.is_some()) => r.map(|e| Arc::clone(&e)).ok(),
+        _ = shutdown.wait_for(|s| *s) => None,
+    };
+    let Some(first) = first else {
+        return finish(server, source_task, None).await;
+    };
+    let _ = ready_tx.send(Readiness::NotReady(
+        "connecting to the cluster and filling its caches".into(),
+    ));
+    let mut cluster = KubeCluster::connect(KubeOptions {
+        context: opts.context.clone(),
+        adopt: adoption_selectors(&first.desired),
+        all_daemonset_pods: false,
+        identity: Some(opts.identity.clone()),
+    })
+    .await
+    .context("cannot start: the cluster is not usable")?;
+    tracing::info!(cluster = %cluster.target(), "caches synced");
+
+    let leadership = match opts.leader {
+        Some(l) => Some(Leadership::start(cluster.client(), l).await?),
+        None => None,
+    };
+    let leader_changed = Arc::new(Notify::new());
+    match &leadership {
+        Some(l) => {
+            let mut rx = l.subscribe();
+            let (metrics, notify) = (Arc::clone(&metrics), Arc::clone(&leader_changed));
+            metrics.leader(*rx.borrow_and_update());
+            tokio::spawn(async move {
+                while rx.changed().await.is_ok() {
+                    let leading = *rx.borrow_and_update();
+                    metrics.leader(leading);
+                    tracing::info!(leader = leading, "leadership changed");
+                    notify.notify_one();
+                }
+            });
+        }
+        None => metrics.leader(true),
+    }
+    let _ = ready_tx.send(Readiness::Ready);
+
+    let gate = Gate {
+        metrics: Arc::clone(&metrics),
+        leadership: leadership.as_ref(),
+        stopping: Arc::clone(&stopping),
+        dry_run: opts.apply.dry_run,
+    };
+    let mut reconciler = Reconciler {
+        executor: Executor::default(),
+        apply: opts.apply,
+        metrics: Arc::clone(&metrics),
+        known: BTreeSet::new(),
+        failures: 0,
+        mass_prune_warned: false,
+    };
+    loop {
+        let effect = Arc::clone(&effect_rx.borrow_and_update());
+        let outcome = reconciler.pass(&mut cluster, &effect, &gate).await;
+        if let Some(backoff) = outcome.backoff {
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = shutdown.wait_for(|s| *s) => break,
+            }
+        }
+        let wake = outcome
+            .next_deadline
+            .and_then(|t| Duration::try_from(t.duration_since(Timestamp::now())).ok())
+            .unwrap_or(RESYNC)
+            .min(RESYNC);
+        tokio::select! {
+            _ = cluster.changed() => {}
+            _ = effect_rx.changed() => {}
+            _ = leader_changed.notified() => {}
+            _ = tokio::time::sleep(wake) => {}
+            _ = shutdown.wait_for(|s| *s) => break,
+        }
+    }
+    tracing::info!("shutting down: no new writes; releasing the lease");
+    drop(gate);
+    finish(server, source_task, leadership).await
+}
+
+/// Resolves when the flag turns true (or its sender is gone).
+async fn until_true(mut flag: watch::Receiver<bool>) {
+    let _ = flag.wait_for(|s| *s).await;
+}
+
+/// Releases the lease, lets the HTTP server finish its requests, and stops the source.
+async fn finish(
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    source: tokio::task::JoinHandle<()>,
+    leadership: Option<Leadership>,
+) -> Result<()> {
+    if let Some(l) = leadership {
+        l.release().await;
+    }
+    source.abort();
+    match tokio::time::timeout(Duration::from_secs(3), server).await {
+        Ok(Ok(Err(e))) => tracing::warn!(error = %e, "the HTTP listener failed while stopping"),
+        Err(_) => tracing::warn!("the HTTP listener did not stop within 3s"),
+        _ => {}
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Reads the source on every trigger and publishes what is in effect.
+#[allow(clippy::too_many_arguments)]
+async fn follow_source(
+    mut follower: Follower,
+    interval: Duration,
+    watch_paths: Vec<PathBuf>,
+    fetch: Arc<Notify>,
+    effect: watch::Sender<Arc<InEffect>>,
+    metrics: Arc<Metrics>,
+    ready: watch::Sender<Readiness>,
+    shutdown: watch::Receiver<bool>,
+) {
+    if !watch_paths.is_empty() {
+        let (fetch, shutdown) = (Arc::clone(&fetch), shutdown.clone());
+        std::thread::spawn(move || {
+            let watched = crate::source::watch::watch_paths(
+                &watch_paths,
+                crate::source::watch::DEBOUNCE,
+                || {
+                    fetch.notify_one();
+                    !*shutdown.borrow()
+                },
+            );
+            if let Err(e) = watched {
+                tracing::warn!(error = %e, "cannot watch the manifests; polling only");
+            }
+        });
+    }
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let why = tokio::select! {
+            _ = ticker.tick() => "poll",
+            _ = fetch.notified() => "trigger",
+        };
+        let started = Instant::now();
+        let refreshed = tokio::task::spawn_blocking(move || {
+            let change = follower.refresh();
+            (follower, change)
+        })
+        .await;
+        let Ok((back, change)) = refreshed else {
+            tracing::error!("the source reader stopped unexpectedly");
+            return;
+        };
+        follower = back;
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        let now = follower.in_effect().clone();
+        match &change {
+            Change::Updated { revision } => {
+                tracing::info!(
+                    source = %follower.describe(),
+                    revision = %short(revision),
+                    daemonsets = now.desired.len(),
+                    invalid = now.invalid.len(),
+                    trigger = why,
+                    elapsed_ms,
+                    "source updated"
+                );
+                for why in now.invalid.values() {
+                    tracing::warn!(error = %why, "a DaemonSet in the source is invalid");
+                }
+                metrics.source(
+                    follower.describe(),
+                    now.revision.as_deref().map(short).unwrap_or(""),
+                );
+            }
+            Change::Unchanged => {
+                tracing::debug!(trigger = why, elapsed_ms, "source unchanged");
+            }
+            Change::Failed(error) => {
+                metrics.source_error();
+                tracing::error!(
+                    source = %follower.describe(),
+                    error = %error,
+                    in_effect = %now.revision.as_deref().map(short).unwrap_or("nothing yet"),
+                    "cannot use the source; the last good state stays in effect and nothing is pruned"
+                );
+                if !follower.has_read() {
+                    let _ = ready.send(Readiness::NotReady(format!(
+                        "the source has not been read yet: {error}"
+                    )));
+                }
+            }
+        }
+        if change != Change::Unchanged {
+            effect.send_replace(Arc::new(now));
+        }
+    }
+}
+
+/// Who may write, and the pod-write metric: every write of the executor goes through it.
+struct Gate<'l> {
+    metrics: Arc<Metrics>,
+    leadership: Option<&'l Leadership>,
+    stopping: Arc<AtomicBool>,
+    dry_run: bool,
+}
+
+impl Gate<'_> {
+    /// Whether this replica may write now; the error says why not.
+    fn check(&self) -> Result<(), ClusterError> {
+        if self.stopping.load(Ordering::SeqCst) {
+            return Err(ClusterError::Stopped("shutting down: no new writes".into()));
+        }
+        if self.dry_run {
+            return Err(ClusterError::Stopped(
+                "--dry-run: nothing is written".into(),
+            ));
+        }
+        match self.leadership {
+            Some(l) if !l.is_leader() => Err(ClusterError::Stopped(
+                "not the leader (or the lease could not be renewed in time): no writes".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn may_write(&self) -> bool {
+        self.check().is_ok()
+    }
+}
+
+/// The cluster as the executor sees it from `sync`: every write checked against the gate
+/// just before it is sent, and counted.
+struct Gated<'a, 'l> {
+    inner: &'a mut KubeCluster,
+    gate: &'a Gate<'l>,
+}
+
+impl Cluster for Gated<'_, '_> {
+    async fn observe(&mut self) -> Result<ClusterState, ClusterError> {
+        self.inner.observe().await
+    }
+
+    async fn create_pod(&mut self, pod: Pod) -> Result<String, ClusterError> {
+        self.gate.check()?;
+        let result = self.inner.create_pod(pod).await;
+        self.gate.metrics.pod_write(PodVerb::Create, result.is_ok());
+        result
+    }
+
+    async fn delete_pod(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
+        self.gate.check()?;
+        let result = self.inner.delete_pod(namespace, name).await;
+        let ok = matches!(result, Ok(()) | Err(ClusterError::NotFound { .. }));
+        self.gate.metrics.pod_write(PodVerb::Delete, ok);
+        result
+    }
+
+    async fn ensure_record(
+        &mut self,
+        daemonset: &DaemonSet,
+        source: &RecordSource,
+    ) -> Result<(), ClusterError> {
+        self.gate.check()?;
+        self.inner.ensure_record(daemonset, source).await
+    }
+
+    async fn write_status(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        status: &RecordStatus,
+    ) -> Result<(), ClusterError> {
+        self.gate.check()?;
+        self.inner.write_status(namespace, name, status).await
+    }
+
+    async fn emit_event(&mut self, event: Event) -> Result<(), ClusterError> {
+        self.gate.check()?;
+        self.inner.emit_event(event).await
+    }
+
+    async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {
+        self.inner.wait_for_change(deadline).await
+    }
+}
+
+/// What a pass leaves for the loop.
+struct PassOutcome {
+    /// When a deadline (progress deadline, minReadySeconds) next expires.
+    next_deadline: Option<Timestamp>,
+    /// Wait this long before the next pass: writes failed.
+    backoff: Option<Duration>,
+}
+
+/// One reconcile pass after another, with what must outlive a pass.
+struct Reconciler {
+    executor: Executor,
+    apply: ApplyOptions,
+    metrics: Arc<Metrics>,
+    /// DaemonSets with series in the metrics.
+    known: BTreeSet<Key>,
+    /// Passes in a row whose writes failed.
+    failures: u32,
+    mass_prune_warned: bool,
+}
+
+impl Reconciler {
+    async fn pass(
+        &mut self,
+        cluster: &mut KubeCluster,
+        effect: &InEffect,
+        gate: &Gate<'_>,
+    ) -> PassOutcome {
+        let started = Instant::now();
+        let state = match cluster.observe().await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot observe the cluster");
+                self.metrics
+                    .reconcile(ReconcileResult::Error, started.elapsed());
+                return self.failed();
+            }
+        };
+        let mut opts = self.apply.clone();
+        opts.source = effect.record.clone();
+        opts.source_errors = effect.source_errors();
+        let a = assess(&effect.desired, &state, &opts);
+        let mut seen = BTreeSet::new();
+        for ds in &a.plan.daemonsets {
+            let key = (ds.namespace.clone(), ds.name.clone());
+            self.metrics.observe_daemonset(
+                &ds.namespace,
+                &ds.name,
+                &ds.status,
+                a.halted.contains(&key),
+            );
+            seen.insert(key);
+        }
+        for (ns, name) in self.known.difference(&seen) {
+            self.metrics.forget_daemonset(ns, name);
+        }
+        self.known = seen;
+        if let Some(names) = &a.mass_prune {
+            if !self.mass_prune_warned {
+                tracing::error!(
+                    daemonsets = %names.join(", "),
+                    "--prune would delete the pods of several DaemonSets at once; refused \
+                     without --allow-mass-prune (nothing is pruned)"
+                );
+            }
+            self.mass_prune_warned = true;
+        } else {
+            self.mass_prune_warned = false;
+        }
+        if !gate.may_write() {
+            for ds in a.plan.daemonsets.iter().filter(|d| !d.step.is_empty()) {
+                tracing::debug!(
+                    daemonset = %format!("{}/{}", ds.namespace, ds.name),
+                    would_create = ds.step.create.len(),
+                    would_delete = ds.step.delete.len(),
+                    reason = %gate.check().err().map(|e| e.to_string()).unwrap_or_default(),
+                    "not written"
+                );
+            }
+            self.metrics
+                .reconcile(ReconcileResult::Success, started.elapsed());
+            return PassOutcome {
+                next_deadline: a.health.next_deadline,
+                backoff: None,
+            };
+        }
+        let mut gated = Gated {
+            inner: cluster,
+            gate,
+        };
+        let acted = self.executor.act(&mut gated, &a, &state, &opts).await;
+        let error = [&acted.step_error, &acted.status_error]
+            .into_iter()
+            .flatten()
+            .find(|e| !matches!(e, ClusterError::Stopped(_)));
+        match error {
+            Some(e) => {
+                tracing::warn!(error = %e, "writes failed; the next pass retries");
+                self.metrics
+                    .reconcile(ReconcileResult::Error, started.elapsed());
+                let mut out = self.failed();
+                out.next_deadline = a.health.next_deadline;
+                out
+            }
+            None => {
+                self.failures = 0;
+                self.metrics
+                    .reconcile(ReconcileResult::Success, started.elapsed());
+                PassOutcome {
+                    next_deadline: a.health.next_deadline,
+                    backoff: None,
+                }
+            }
+        }
+    }
+
+    fn failed(&mut self) -> PassOutcome {
+        self.failures = self.failures.saturating_add(1);
+        let backoff = Duration::from_millis(500)
+            .saturating_mul(1 << self.failures.min(10))
+            .min(MAX_BACKOFF);
+        PassOutcome {
+            next_deadline: None,
+            backoff: Some(backoff),
+        }
+    }
+}
