@@ -290,8 +290,16 @@ async fn follow_source(
                     now.revision.as_deref().map(short).unwrap_or(""),
                 );
             }
-            Change::Unchanged => {
+            Change::Unchanged if why == "poll" => {
                 tracing::debug!(trigger = why, elapsed_ms, "source unchanged");
+            }
+            Change::Unchanged => {
+                tracing::info!(
+                    revision = %now.revision.as_deref().map(short).unwrap_or(""),
+                    trigger = why,
+                    elapsed_ms,
+                    "source read on request: unchanged"
+                );
             }
             Change::Failed(error) => {
                 metrics.source_error();

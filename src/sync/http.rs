@@ -252,7 +252,10 @@ impl Delivery {
                 .get(name)
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("-");
-            v.chars().take(100).collect::<String>()
+            v.chars()
+                .take(100)
+                .flat_map(char::escape_debug)
+                .collect::<String>()
         };
         Delivery {
             id: text("x-github-delivery"),
@@ -261,7 +264,7 @@ impl Delivery {
     }
 
     fn refused(&self, status: StatusCode, why: &str) -> Response {
-        tracing::warn!(delivery = ?self.id, event = ?self.event, status = status.as_u16(), "webhook delivery refused: {why}");
+        tracing::warn!(delivery = %self.id, event = %self.event, status = status.as_u16(), "webhook delivery refused: {why}");
         (status, format!("{why}\n")).into_response()
     }
 }
@@ -304,25 +307,29 @@ async fn webhook(State(state): Shared, request: Request) -> Response {
     }
     match delivery.event.as_str() {
         "ping" => {
-            tracing::info!(delivery = ?delivery.id, event = "ping", "webhook ping answered");
+            tracing::info!(delivery = %delivery.id, event = "ping", "webhook ping answered");
             (StatusCode::OK, "pong\n").into_response()
         }
         "push" => {
             let Some(pushed) = pushed_ref(&body) else {
                 return delivery.refused(StatusCode::BAD_REQUEST, "a push event without a ref");
             };
-            let pushed: String = pushed.chars().take(256).collect();
+            let shown: String = pushed
+                .chars()
+                .take(256)
+                .flat_map(char::escape_debug)
+                .collect();
             if hook.tracks(&pushed) {
                 state.fetch.notify_one();
-                tracing::info!(delivery = ?delivery.id, event = "push", r#ref = ?pushed, "push to the tracked branch: fetching now");
+                tracing::info!(delivery = %delivery.id, event = "push", r#ref = %shown, "push to the tracked branch: fetching now");
                 (StatusCode::ACCEPTED, "fetching\n").into_response()
             } else {
-                tracing::info!(delivery = ?delivery.id, event = "push", r#ref = ?pushed, "push to another ref: ignored");
+                tracing::info!(delivery = %delivery.id, event = "push", r#ref = %shown, "push to another ref: ignored");
                 StatusCode::NO_CONTENT.into_response()
             }
         }
         _ => {
-            tracing::info!(delivery = ?delivery.id, event = ?delivery.event, "webhook event ignored");
+            tracing::info!(delivery = %delivery.id, event = %delivery.event, "webhook event ignored");
             StatusCode::NO_CONTENT.into_response()
         }
     }

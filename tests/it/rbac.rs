@@ -55,9 +55,28 @@ fn granted() -> BTreeSet<Grant> {
     let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
     assert_eq!(
         kinds,
-        ["ServiceAccount", "ClusterRole", "ClusterRoleBinding"],
+        [
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding"
+        ],
         "rbac.yaml's documents"
     );
+    // sync --leader-election: its Lease, in its own namespace only (kube-lease-manager reads
+    // it, creates it once, and renews and releases it by patches).
+    let lease_role = &docs[3];
+    assert_eq!(lease_role["metadata"]["namespace"], "daemonsync");
+    assert_eq!(
+        lease_role["rules"],
+        serde_json::json!([{
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "verbs": ["get", "create", "patch"]
+        }])
+    );
+    assert_eq!(docs[4]["roleRef"]["name"], lease_role["metadata"]["name"]);
     let role: ClusterRole = serde_json::from_value(docs[1].clone()).unwrap();
     assert_eq!(role.metadata.name.as_deref(), Some("daemonsync"));
     let binding: ClusterRoleBinding = serde_json::from_value(docs[2].clone()).unwrap();
