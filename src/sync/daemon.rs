@@ -73,14 +73,29 @@ pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Resu
     let (ready_tx, ready_rx) = watch::channel(Readiness::NotReady(
         "the source has not been read yet".into(),
     ));
+    // A webhook fetches here at once and, on a replica that does not lead, is relayed to the
+    // leader through the Lease (the Service may pick any replica).
     let fetch = Arc::new(Notify::new());
+    let webhook = Arc::new(Notify::new());
+    let relay = Arc::new(Notify::new());
+    {
+        let (webhook, fetch, relay) =
+            (Arc::clone(&webhook), Arc::clone(&fetch), Arc::clone(&relay));
+        tokio::spawn(async move {
+            loop {
+                webhook.notified().await;
+                fetch.notify_one();
+                relay.notify_one();
+            }
+        });
+    }
     let server = tokio::spawn(http::serve(
         listener,
         HttpState {
             metrics: Arc::clone(&metrics),
             ready: ready_rx,
             webhook: opts.webhook,
-            fetch: Arc::clone(&fetch),
+            fetch: webhook,
         },
         until_true(shutdown.clone()),
     ));
@@ -140,6 +155,10 @@ pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Resu
         None => None,
     };
     let leader_changed = Arc::new(Notify::new());
+    let lease_fetch = match &leadership {
+        Some(l) => l.fetch_requests(),
+        None => Arc::new(Notify::new()),
+    };
     match &leadership {
         Some(l) => {
             let mut rx = l.subscribe();
@@ -190,6 +209,20 @@ pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Resu
             _ = cluster.changed() => {}
             _ = effect_rx.changed() => {}
             _ = leader_changed.notified() => {}
+            _ = lease_fetch.notified() => {
+                tracing::info!("another replica received a webhook: fetching");
+                fetch.notify_one();
+            }
+            _ = relay.notified() => {
+                if let Some(l) = leadership.as_ref().filter(|l| !l.is_leader()) {
+                    let asked = tokio::time::timeout(Duration::from_secs(5), l.request_fetch("webhook")).await;
+                    match asked {
+                        Ok(Ok(())) => tracing::info!("webhook relayed to the leader through the lease"),
+                        Ok(Err(e)) => tracing::warn!(error = %e, "cannot relay the webhook to the leader; it fetches within --interval"),
+                        Err(_) => tracing::warn!("relaying the webhook to the leader timed out; it fetches within --interval"),
+                    }
+                }
+            }
             _ = tokio::time::sleep(wake) => {}
             _ = shutdown.wait_for(|s| *s) => break,
         }

@@ -47,6 +47,10 @@ pub const MIN_LEASE_DURATION: Duration = Duration::from_secs(2);
 /// The longest lease duration (a replica that dies holds the Lease this long).
 pub const MAX_LEASE_DURATION: Duration = Duration::from_secs(3600);
 
+/// The Lease annotation through which a replica that received a webhook asks the leader to
+/// fetch: its value changes with every request.
+pub const FETCH_REQUESTED_ANNOTATION: &str = "daemonsync.io/fetch-requested";
+
 /// How long [`Leadership::release`] waits for the release to reach the API server.
 pub const RELEASE_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -148,6 +152,8 @@ struct Seen {
     holder: Option<String>,
     renewed: Option<SystemTime>,
     duration: Option<Duration>,
+    /// The Lease's [`FETCH_REQUESTED_ANNOTATION`].
+    fetch_requested: Option<String>,
 }
 
 impl Seen {
@@ -155,7 +161,12 @@ impl Seen {
         let Some(spec) = lease.and_then(|l| l.spec.as_ref()) else {
             return Seen::default();
         };
+        let fetch_requested = lease
+            .and_then(|l| l.metadata.annotations.as_ref())
+            .and_then(|a| a.get(FETCH_REQUESTED_ANNOTATION))
+            .cloned();
         Seen {
+            fetch_requested,
             holder: spec.holder_identity.clone(),
             renewed: spec.renew_time.as_ref().map(|t| SystemTime::from(t.0)),
             duration: spec
@@ -175,6 +186,8 @@ struct Shared {
     /// False once released: no more leading, whatever the Lease says.
     active: AtomicBool,
     changes: watch::Sender<bool>,
+    /// Notified when another replica asks the leader to fetch (a webhook it received).
+    fetch_requests: Arc<Notify>,
 }
 
 impl Shared {
@@ -224,6 +237,8 @@ pub struct Leadership {
     shared: Arc<Shared>,
     stop: watch::Sender<bool>,
     tasks: Tasks,
+    api: Api<Lease>,
+    name: String,
 }
 
 /// The background tasks, aborted when the handle goes away.
@@ -307,13 +322,15 @@ impl Leadership {
             seen: Mutex::new(Seen::default()),
             active: AtomicBool::new(true),
             changes,
+            fetch_requests: Arc::new(Notify::new()),
         });
         let (stop, stopped) = watch::channel(false);
         let poke = Arc::new(Notify::new());
         let free = Arc::new(Notify::new());
+        let api: Api<Lease> = Api::namespaced(client, &namespace);
         let observer = tokio::spawn(observe(
-            Api::namespaced(client, &namespace),
-            name,
+            api.clone(),
+            name.clone(),
             shared.clone(),
             poke.clone(),
             free.clone(),
@@ -328,6 +345,8 @@ impl Leadership {
             stopped,
         ));
         Ok(Leadership {
+            api,
+            name,
             shared,
             stop,
             tasks: Tasks { campaign, observer },
@@ -357,6 +376,34 @@ impl Leadership {
     /// [`Leadership::is_leader`] is exact.
     pub fn subscribe(&self) -> watch::Receiver<bool> {
         self.shared.changes.subscribe()
+    }
+
+    /// Notified when another replica asked the leader to fetch the source (it received the
+    /// webhook: the Service picks any replica). Seen within a read of the Lease.
+    pub fn fetch_requests(&self) -> Arc<Notify> {
+        Arc::clone(&self.shared.fetch_requests)
+    }
+
+    /// Asks the leader to fetch the source now, through the Lease's
+    /// [`FETCH_REQUESTED_ANNOTATION`] (a merge patch: the lease fields stay the campaign's).
+    pub async fn request_fetch(&self, why: &str) -> Result<(), kube::Error> {
+        let stamp = format!(
+            "{} {} {}",
+            crate::model::Timestamp::now(),
+            self.shared.identity,
+            why.chars().take(100).collect::<String>()
+        );
+        let patch = serde_json::json!({
+            "metadata": {"annotations": {FETCH_REQUESTED_ANNOTATION: stamp}}
+        });
+        let params = kube::api::PatchParams {
+            field_manager: Some(field_manager(&self.shared.identity)),
+            ..kube::api::PatchParams::default()
+        };
+        self.api
+            .patch(&self.name, &params, &kube::api::Patch::Merge(&patch))
+            .await
+            .map(|_| ())
     }
 
     /// Stops writing at once, then releases the Lease if held so another replica takes over
@@ -477,6 +524,12 @@ async fn observe(
             // Just released by another replica, or free for a whole poll interval (the
             // manager would have taken a Lease free from the start by then: it is sleeping
             // until the old holder's expiry).
+            if seen.fetch_requested.is_some()
+                && seen.fetch_requested != before.fetch_requested
+                && before.renewed.is_some()
+            {
+                shared.fetch_requests.notify_one();
+            }
             let released = before.holder.is_some_and(|h| h != shared.identity);
             if (free_reads == 1 && released) || free_reads >= 2 {
                 free.notify_one();
@@ -632,6 +685,38 @@ mod tests {
         leader.release().await;
         let (holder, _) = lease(&api).await;
         assert_eq!(holder, None, "{identity} released the lease");
+        server.shutdown().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_follower_relays_a_fetch_request_to_the_leader_through_the_lease() {
+        let dir = sim_dir();
+        let server = sim(&dir).await;
+        let a = Leadership::start(client(server.url()), opts("replica-a", 3))
+            .await
+            .unwrap();
+        until("replica-a leads", Duration::from_secs(10), || a.is_leader()).await;
+        let b = Leadership::start(client(server.url()), opts("replica-b", 3))
+            .await
+            .unwrap();
+        let requests = a.fetch_requests();
+        let heard = requests.notified();
+        tokio::pin!(heard);
+        heard.as_mut().enable();
+        b.request_fetch("webhook")
+            .await
+            .expect("the follower may patch the lease");
+        within(
+            "the leader hears the request within a read of the lease",
+            Duration::from_secs(5),
+            heard,
+        )
+        .await;
+        // The lease stays the campaign's: the leader still leads, renewing.
+        assert!(a.is_leader());
+        assert!(!b.is_leader());
+        b.release().await;
+        a.release().await;
         server.shutdown().await;
     }
 
