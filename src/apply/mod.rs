@@ -585,7 +585,7 @@ pub async fn apply<C: Cluster>(
         }
         if a.settled() && (!opts.prune || a.orphans.is_empty()) {
             if executor.counts.steps > 0 {
-                announce_complete(cluster, &a).await;
+                announce_complete(cluster, &a, |_| true).await;
             }
             let outcome = if !a.halted.is_empty() {
                 Outcome::Halted
@@ -613,12 +613,25 @@ pub async fn apply<C: Cluster>(
     }
 }
 
-/// `RolloutComplete` for every active DaemonSet whose pods all run its revision (OnDelete
-/// DaemonSets converge without their pods being replaced: not complete).
-async fn announce_complete<C: Cluster>(cluster: &mut C, a: &Assessment<'_>) {
-    let complete = active_steps(a)
-        .filter(|ds| ds.status.updated_number_scheduled == ds.status.desired_number_scheduled);
+/// `RolloutComplete` for every active DaemonSet `only` selects whose pods all run its
+/// revision and are available, with nothing left to do (OnDelete DaemonSets converge without
+/// their pods being replaced: not complete). Returns the DaemonSets announced.
+pub async fn announce_complete<C: Cluster>(
+    cluster: &mut C,
+    a: &Assessment<'_>,
+    only: impl Fn(&plan::DaemonSetPlan) -> bool,
+) -> Vec<Key> {
+    let complete: Vec<&plan::DaemonSetPlan> = active_steps(a)
+        .filter(|ds| {
+            ds.step.is_empty()
+                && ds.status.updated_number_scheduled == ds.status.desired_number_scheduled
+                && ds.status.number_available == ds.status.desired_number_scheduled
+                && only(ds)
+        })
+        .collect();
+    let mut announced = Vec::new();
     for ds in complete {
+        announced.push((ds.namespace.clone(), ds.name.clone()));
         let event = Event {
             namespace: ds.namespace.clone(),
             name: ds.name.clone(),
@@ -633,6 +646,7 @@ async fn announce_complete<C: Cluster>(cluster: &mut C, a: &Assessment<'_>) {
             tracing::warn!(error = %e, "could not record the RolloutComplete event");
         }
     }
+    announced
 }
 
 #[derive(Debug, Default)]

@@ -190,6 +190,8 @@ pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Resu
         known: BTreeSet::new(),
         failures: 0,
         mass_prune_warned: false,
+        rolling: BTreeSet::new(),
+        unwritten: Vec::new(),
     };
     loop {
         let effect = Arc::clone(&effect_rx.borrow_and_update());
@@ -461,6 +463,10 @@ struct Reconciler {
     /// Passes in a row whose writes failed.
     failures: u32,
     mass_prune_warned: bool,
+    /// DaemonSets this replica has written pods for since their last `RolloutComplete`.
+    rolling: BTreeSet<Key>,
+    /// The steps last logged as not written (dry run, standby), so each is logged once.
+    unwritten: Vec<(Key, usize, usize)>,
 }
 
 impl Reconciler {
@@ -512,14 +518,30 @@ impl Reconciler {
             self.mass_prune_warned = false;
         }
         if !gate.may_write() {
-            for ds in a.plan.daemonsets.iter().filter(|d| !d.step.is_empty()) {
-                tracing::debug!(
-                    daemonset = %format!("{}/{}", ds.namespace, ds.name),
-                    would_create = ds.step.create.len(),
-                    would_delete = ds.step.delete.len(),
-                    reason = %gate.check().err().map(|e| e.to_string()).unwrap_or_default(),
-                    "not written"
-                );
+            let steps: Vec<(Key, usize, usize)> = a
+                .plan
+                .daemonsets
+                .iter()
+                .filter(|d| !d.step.is_empty())
+                .map(|d| {
+                    let key = (d.namespace.clone(), d.name.clone());
+                    (key, d.step.create.len(), d.step.delete.len())
+                })
+                .collect();
+            if steps != self.unwritten {
+                let why = gate
+                    .check()
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
+                for ((ns, name), create, delete) in &steps {
+                    if gate.dry_run {
+                        tracing::info!(daemonset = %format!("{ns}/{name}"), would_create = create, would_delete = delete, "dry run: next step not written");
+                    } else {
+                        tracing::debug!(daemonset = %format!("{ns}/{name}"), would_create = create, would_delete = delete, reason = %why, "next step not written");
+                    }
+                }
+                self.unwritten = steps;
             }
             self.metrics
                 .reconcile(ReconcileResult::Success, started.elapsed());
@@ -533,6 +555,25 @@ impl Reconciler {
             gate,
         };
         let acted = self.executor.act(&mut gated, &a, &state, &opts).await;
+        if acted.executed {
+            self.rolling.extend(
+                a.plan
+                    .daemonsets
+                    .iter()
+                    .filter(|d| !d.step.is_empty() && a.is_active(&d.namespace, &d.name))
+                    .map(|d| (d.namespace.clone(), d.name.clone())),
+            );
+        } else if !self.rolling.is_empty() {
+            let rolling = &self.rolling;
+            let done = crate::apply::announce_complete(&mut gated, &a, |d| {
+                rolling.contains(&(d.namespace.clone(), d.name.clone()))
+            })
+            .await;
+            for key in done {
+                tracing::info!(daemonset = %format!("{}/{}", key.0, key.1), "rollout complete");
+                self.rolling.remove(&key);
+            }
+        }
         let error = [&acted.step_error, &acted.status_error]
             .into_iter()
             .flatten()
