@@ -478,6 +478,14 @@ mod tests {
         req.body(body).send().await.unwrap()
     }
 
+    async fn get(r: &Running, path: &str) -> reqwest::Response {
+        client()
+            .get(format!("{}{path}", r.url))
+            .send()
+            .await
+            .unwrap()
+    }
+
     async fn signed(r: &Running, event: &str, body: Vec<u8>) -> reqwest::Response {
         let sig = sign(SECRET, &body);
         deliver(r, event, body, Some(sig)).await
@@ -486,11 +494,7 @@ mod tests {
     #[tokio::test]
     async fn healthz_answers_while_the_process_runs() {
         let r = start(None).await;
-        let res = client()
-            .get(format!("{}/healthz", r.url))
-            .send()
-            .await
-            .unwrap();
+        let res = get(&r, "/healthz").await;
         assert_eq!(res.status(), 200);
         r.stop().await;
     }
@@ -498,11 +502,7 @@ mod tests {
     #[tokio::test]
     async fn readyz_says_why_not_until_ready() {
         let r = start(None).await;
-        let res = client()
-            .get(format!("{}/readyz", r.url))
-            .send()
-            .await
-            .unwrap();
+        let res = get(&r, "/readyz").await;
         assert_eq!(res.status(), 503);
         assert_eq!(
             res.text().await.unwrap(),
@@ -513,22 +513,14 @@ mod tests {
                 "waiting for the first read of the source\nsecond line".into(),
             ))
             .unwrap();
-        let res = client()
-            .get(format!("{}/readyz", r.url))
-            .send()
-            .await
-            .unwrap();
+        let res = get(&r, "/readyz").await;
         assert_eq!(res.status(), 503);
         assert_eq!(
             res.text().await.unwrap(),
             "waiting for the first read of the source\n"
         );
         r.ready.send(Readiness::Ready).unwrap();
-        let res = client()
-            .get(format!("{}/readyz", r.url))
-            .send()
-            .await
-            .unwrap();
+        let res = get(&r, "/readyz").await;
         assert_eq!(res.status(), 200);
         r.stop().await;
     }
@@ -537,11 +529,7 @@ mod tests {
     async fn metrics_are_served_as_openmetrics_text() {
         let r = start(None).await;
         r.metrics.leader(true);
-        let res = client()
-            .get(format!("{}/metrics", r.url))
-            .send()
-            .await
-            .unwrap();
+        let res = get(&r, "/metrics").await;
         assert_eq!(res.status(), 200);
         assert_eq!(
             res.headers()[reqwest::header::CONTENT_TYPE],
