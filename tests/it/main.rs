@@ -24,4 +24,5 @@ mod serve_support;
 mod source_cli;
 mod support;
 mod sync_e2e;
+mod sync_ha;
 mod sync_support;
