@@ -25,4 +25,5 @@ mod source_cli;
 mod support;
 mod sync_e2e;
 mod sync_ha;
+mod sync_soak;
 mod sync_support;
