@@ -320,8 +320,12 @@ async fn follow_source(
                 for why in now.invalid.values() {
                     tracing::warn!(error = %why, "a DaemonSet in the source is invalid");
                 }
+                // The repository label is the repository: `URL @ REF` is no URL.
                 metrics.source(
-                    follower.describe(),
+                    now.record
+                        .repository
+                        .as_deref()
+                        .unwrap_or(follower.describe()),
                     now.revision.as_deref().map(short).unwrap_or(""),
                 );
             }

@@ -84,7 +84,13 @@ impl Follower {
     /// Follows `source`; `allow_history_rewrites` follows a force-pushed branch instead of
     /// holding the last good commit until someone looks.
     pub fn new(source: ManifestSource, load: LoadOptions, allow_history_rewrites: bool) -> Self {
-        let describe = redact(&source.describe());
+        // A git source describes itself as `URL @ REF` with the URL already redacted;
+        // redacting that again would take ` @ REF` for the end of a user-info and hide the
+        // whole URL.
+        let describe = match &source {
+            ManifestSource::Git(_) => source.describe(),
+            ManifestSource::Local(_) => redact(&source.describe()),
+        };
         let mut tracked = Tracked::new(source);
         tracked.allow_history_rewrites = allow_history_rewrites;
         Follower {
@@ -254,6 +260,17 @@ spec:
         f.refresh();
         assert_eq!(image(f.in_effect(), "agent"), "agent:3");
         assert!(f.in_effect().source_errors().is_empty());
+    }
+
+    #[test]
+    fn a_git_source_is_named_by_its_url_and_ref_without_credentials() {
+        use crate::source::GitSource;
+        let plain = GitSource::new("git://127.0.0.1:9418/fleet", "main", "ds");
+        let f = Follower::new(ManifestSource::Git(plain), LoadOptions::default(), false);
+        assert_eq!(f.describe(), "git://127.0.0.1:9418/fleet @ main");
+        let secret = GitSource::new("https://u:s3cret-token@example.com/fleet", "main", "");
+        let f = Follower::new(ManifestSource::Git(secret), LoadOptions::default(), false);
+        assert_eq!(f.describe(), "https://***@example.com/fleet @ main");
     }
 
     #[test]

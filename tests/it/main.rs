@@ -23,3 +23,7 @@ mod serve_kubectl;
 mod serve_support;
 mod source_cli;
 mod support;
+mod sync_e2e;
+mod sync_ha;
+mod sync_soak;
+mod sync_support;

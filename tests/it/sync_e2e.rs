@@ -1,0 +1,501 @@
+//! `daemonsync sync` end to end (issue 13): a fleet served by `sim serve`, a repository served
+//! by `git daemon` on 127.0.0.1, and the daemon as a child process with a long `--interval`,
+//! so that only a webhook explains a fetch. Pushed commits roll out; an image the sim fails
+//! halts its DaemonSet alone (condition, event, metric) and a fix recovers it; forged webhooks
+//! fetch nothing; and bad input (a wrong secret file, a port in use, a repository that
+//! disappears, a rewritten branch, a commit deleting every manifest) is reported clearly
+//! while the last good state stays in effect.
+
+use crate::serve_support::ServeProcess;
+use crate::support::{GitDaemon, Repo, daemonsync, free_port};
+use crate::sync_support::{
+    Api, NS, Sync, condition, daemonset, fleet, git_available, sign, wait_for, wait_until,
+};
+use std::time::{Duration, Instant};
+
+const SECRET: &str = "It's a Secret to Everybody";
+const NODES: usize = 10;
+/// How long new pods may stay unavailable before their DaemonSet halts.
+const PROGRESS_DEADLINE: &str = "6s";
+
+/// A fleet running `agent:1` and `logger:1` on [`NODES`] nodes, where `agent:bad` never
+/// pulls; and the same two DaemonSets committed on `main` of a repository served by
+/// `git daemon` (under `ds/`, beside a README that is not a manifest).
+struct World {
+    sim: tempfile::TempDir,
+    server: ServeProcess,
+    repo: Repo,
+    git: GitDaemon,
+    api: Api,
+    first: String,
+}
+
+impl World {
+    fn new() -> World {
+        let running = format!(
+            "{}---\n{}",
+            daemonset("agent", "agent:1"),
+            daemonset("logger", "logger:1")
+        );
+        let sim = fleet(
+            NODES,
+            &running,
+            "failures:\n  images:\n    - {image: 'agent:bad', reason: ErrImagePull}\n",
+        );
+        let server = ServeProcess::start(sim.path(), &[]);
+        let repo = Repo::new();
+        repo.write("ds/README.md", "The DaemonSets of the demo fleet.\n");
+        let first = commit(&repo, "agent:1", "logger:1", "the fleet as it runs");
+        let git = GitDaemon::serve(repo.dir.path());
+        let api = Api {
+            url: server.url.clone(),
+        };
+        World {
+            sim,
+            server,
+            repo,
+            git,
+            api,
+            first,
+        }
+    }
+
+    fn url(&self) -> String {
+        self.git.url("repo")
+    }
+
+    /// `sync` following `main`, with the webhook, a 10-minute poll and `extra` flags.
+    fn start(&self, extra: &[&str]) -> Sync {
+        let secret = self.sim.path().join("webhook-secret");
+        std::fs::write(&secret, format!("{SECRET}\n")).unwrap();
+        let url = self.url();
+        let mut args = vec![
+            "--repo",
+            &url,
+            "--path",
+            "ds",
+            "--ref",
+            "main",
+            "--interval",
+            "10m",
+            "--progress-deadline",
+            PROGRESS_DEADLINE,
+            "--webhook-secret-file",
+            secret.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        let sync = Sync::start(&self.server.kubeconfig, self.sim.path(), "sync", &args);
+        sync.wait_ready();
+        sync
+    }
+}
+
+/// Commits `agent` and `logger` at the images given; returns the commit id.
+fn commit(repo: &Repo, agent: &str, logger: &str, msg: &str) -> String {
+    repo.write("ds/agent.yaml", &daemonset("agent", agent));
+    repo.write("ds/logger.yaml", &daemonset("logger", logger));
+    repo.commit(msg)
+}
+
+/// The webhook GitHub would send for a push to `main`, signed with the right secret.
+fn push(sync: &Sync) {
+    let body = crate::sync_support::push_body("refs/heads/main");
+    let code = sync.push_webhook("refs/heads/main", Some(&sign(SECRET.as_bytes(), &body)));
+    assert_eq!(
+        code,
+        202,
+        "a signed push to main is accepted\n{}",
+        sync.tail()
+    );
+}
+
+/// `daemonsync_source_info{…}`'s commit label.
+fn commit_in_effect(sync: &Sync) -> Option<String> {
+    let text = sync.metrics();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("daemonsync_source_info{"))?;
+    let at = line.find("commit=\"")? + "commit=\"".len();
+    Some(line[at..].split('"').next()?.to_string())
+}
+
+fn halted(sync: &Sync, ds: &str) -> Option<f64> {
+    sync.metric(&format!(
+        "daemonsync_rollout_halted{{namespace=\"{NS}\",daemonset=\"{ds}\"}}"
+    ))
+}
+
+fn wait_converged(world: &World, sync: &Sync, app: &str, image: &str) {
+    wait_for(&format!("{app} converged on {image}"), 60, &[sync], || {
+        world.api.converged(app, image)
+    });
+}
+
+#[test]
+fn a_pushed_image_converges_a_failing_one_halts_only_its_daemonset_and_a_fix_recovers() {
+    if !git_available() {
+        return;
+    }
+    let world = World::new();
+    let sync = world.start(&[]);
+
+    // A commit changing an image rolls out to every node.
+    commit(&world.repo, "agent:2", "logger:1", "agent 2");
+    push(&sync);
+    wait_converged(&world, &sync, "agent", "agent:2");
+    let updated = format!(
+        "daemonsync_daemonset_status_updated_number_scheduled{{namespace=\"{NS}\",daemonset=\"agent\"}}"
+    );
+    wait_until(
+        "the metrics show agent updated everywhere",
+        10,
+        &[&sync],
+        || (sync.metric(&updated) == Some(NODES as f64)).then_some(()),
+    );
+    assert_eq!(halted(&sync, "agent"), Some(0.0), "{}", sync.metrics());
+
+    // A commit with an image the sim cannot pull halts agent; logger, changed in the same
+    // commit, still converges.
+    commit(&world.repo, "agent:bad", "logger:2", "agent bad, logger 2");
+    push(&sync);
+    wait_until(
+        "agent halted (daemonsync_rollout_halted 1)",
+        60,
+        &[&sync],
+        || (halted(&sync, "agent") == Some(1.0)).then_some(()),
+    );
+    wait_converged(&world, &sync, "logger", "logger:2");
+    assert_eq!(halted(&sync, "logger"), Some(0.0), "{}", sync.metrics());
+
+    let record = world.api.record("agent");
+    let (status, message) = condition(&record, "Halted").expect("a Halted condition");
+    assert_eq!(status, "True", "{record:#}");
+    assert!(
+        message.contains("ErrImagePull"),
+        "the condition says why: {message}"
+    );
+    let logger = world.api.record("logger");
+    assert!(
+        condition(&logger, "Halted").is_none_or(|(s, _)| s == "False"),
+        "{logger:#}"
+    );
+    let events = world.api.events();
+    let halt = events
+        .iter()
+        .find(|e| e["reason"] == "RolloutHalted")
+        .unwrap_or_else(|| panic!("a RolloutHalted event: {events:#?}"));
+    assert_eq!(halt["type"], "Warning");
+    assert_eq!(halt["involvedObject"]["name"], "agent");
+    assert!(
+        halt["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("ErrImagePull"),
+        "{halt:#}"
+    );
+    assert!(
+        events
+            .iter()
+            .all(|e| e["reason"] != "RolloutHalted" || e["involvedObject"]["name"] == "agent"),
+        "only agent halted: {events:#?}"
+    );
+    assert!(
+        sync.log().contains("rollout halted") && sync.log().contains("demo/agent"),
+        "the log says which DaemonSet halted\n{}",
+        sync.tail()
+    );
+    // The halt holds the rest of the fleet on the good image: at most maxUnavailable (2)
+    // nodes got the failing one, every other node still runs a ready agent:2.
+    let by_node = world.api.images_by_node("agent");
+    let bad: Vec<&String> = by_node
+        .iter()
+        .filter(|(_, pods)| pods.iter().any(|(image, _)| image == "agent:bad"))
+        .map(|(n, _)| n)
+        .collect();
+    assert!(!bad.is_empty() && bad.len() <= 2, "{by_node:?}");
+    let good = by_node
+        .values()
+        .filter(|pods| pods.as_slice() == [("agent:2".to_string(), true)])
+        .count();
+    assert_eq!(good + bad.len(), NODES, "{by_node:?}");
+
+    // A fix recovers: the halt clears and every node runs the fixed image.
+    commit(
+        &world.repo,
+        "agent:3",
+        "logger:2",
+        "agent 3 fixes agent bad",
+    );
+    push(&sync);
+    wait_converged(&world, &sync, "agent", "agent:3");
+    wait_until(
+        "the halt cleared (daemonsync_rollout_halted 0)",
+        10,
+        &[&sync],
+        || (halted(&sync, "agent") == Some(0.0)).then_some(()),
+    );
+    let record = world.api.record("agent");
+    assert!(
+        condition(&record, "Halted").is_none_or(|(s, _)| s == "False"),
+        "{record:#}"
+    );
+    world.api.converged("logger", "logger:2").unwrap();
+
+    let status = sync.terminate();
+    assert_eq!(status.code(), Some(0), "{}", sync.tail());
+    assert!(sync.log().contains("stopped"), "{}", sync.tail());
+}
+
+#[test]
+fn a_forged_webhook_gets_401_and_no_fetch_while_a_signed_one_fetches_within_a_second() {
+    if !git_available() {
+        return;
+    }
+    let world = World::new();
+    let sync = world.start(&[]);
+    let first = world.first[..12].to_string();
+    assert_eq!(commit_in_effect(&sync).as_deref(), Some(first.as_str()));
+    // The source is named by its URL, in the metric and in the log.
+    let info = format!(
+        "daemonsync_source_info{{repository=\"{}\",commit=\"{first}\"}}",
+        world.url()
+    );
+    assert_eq!(sync.metric(&info), Some(1.0), "{}", sync.metrics());
+    assert!(sync.log().contains(&world.url()), "{}", sync.tail());
+
+    let second = commit(&world.repo, "agent:2", "logger:1", "agent 2");
+    let body = crate::sync_support::push_body("refs/heads/main");
+    assert_eq!(sync.push_webhook("refs/heads/main", None), 401, "unsigned");
+    let forged = sign(b"not the secret", &body);
+    assert_eq!(
+        sync.push_webhook("refs/heads/main", Some(&forged)),
+        401,
+        "forged"
+    );
+    let mut tampered = sign(SECRET.as_bytes(), &body).into_bytes();
+    let last = tampered.len() - 1;
+    tampered[last] = if tampered[last] == b'0' { b'1' } else { b'0' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    assert_eq!(
+        sync.push_webhook("refs/heads/main", Some(&tampered)),
+        401,
+        "one bit off"
+    );
+    let other = crate::sync_support::push_body("refs/heads/feature");
+    let code = sync.push_webhook("refs/heads/feature", Some(&sign(SECRET.as_bytes(), &other)));
+    assert_eq!(
+        code, 204,
+        "a push to another branch is acknowledged, not fetched"
+    );
+
+    // Nothing fetched: the old commit stays in effect and nothing was written.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        commit_in_effect(&sync).as_deref(),
+        Some(first.as_str()),
+        "{}",
+        sync.tail()
+    );
+    assert!(
+        !sync.log().contains(&second[..12]),
+        "no fetch saw the new commit\n{}",
+        sync.tail()
+    );
+    let creates = "daemonsync_pod_writes_total{verb=\"create\",result=\"success\"}";
+    assert!(
+        sync.metric(creates).unwrap_or(0.0) == 0.0,
+        "{}",
+        sync.metrics()
+    );
+    world.api.converged("agent", "agent:1").unwrap();
+    let refused = sync.log().matches("webhook delivery refused").count();
+    assert_eq!(refused, 3, "each refusal is logged\n{}", sync.tail());
+    assert!(!sync.log().contains(SECRET), "the secret is never logged");
+
+    // Signed: fetched within a second.
+    let sent = Instant::now();
+    push(&sync);
+    wait_until("the pushed commit in effect", 5, &[&sync], || {
+        (commit_in_effect(&sync).as_deref() == Some(&second[..12])).then_some(())
+    });
+    let took = sent.elapsed();
+    eprintln!("fetched {took:?} after the signed webhook");
+    assert!(
+        took < Duration::from_secs(1),
+        "fetched {took:?} after the webhook"
+    );
+    wait_converged(&world, &sync, "agent", "agent:2");
+}
+
+#[test]
+fn a_vanished_repository_a_rewritten_branch_and_a_commit_deleting_every_manifest_keep_the_last_good_state()
+ {
+    if !git_available() {
+        return;
+    }
+    let world = World::new();
+    // With --prune, a source that rendered nothing must not be read as "delete everything".
+    let sync = world.start(&["--prune"]);
+    let first = world.first[..12].to_string();
+    let errors = || sync.metric("daemonsync_source_errors_total");
+    let still_good = |after: &str| {
+        assert_eq!(
+            commit_in_effect(&sync).as_deref(),
+            Some(first.as_str()),
+            "after {after}"
+        );
+        for app in ["agent", "logger"] {
+            let converged = world.api.converged(app, &format!("{app}:1"));
+            assert!(
+                converged.is_ok(),
+                "after {after}: {converged:?}\n{}",
+                sync.tail()
+            );
+            let record = world.api.record(app);
+            let (status, message) = condition(&record, "SourceError")
+                .unwrap_or_else(|| panic!("after {after}: no SourceError on {app}: {record:#}"));
+            assert_eq!(status, "True", "after {after}: {record:#}");
+            assert!(!message.is_empty());
+        }
+        assert_eq!(sync.get("/healthz").map(|r| r.0), Some(200));
+        assert_eq!(sync.get("/readyz").map(|r| r.0), Some(200));
+        assert!(sync.exited().is_none(), "{}", sync.tail());
+        let deletes = "daemonsync_pod_writes_total{verb=\"delete\",result=\"success\"}";
+        assert_eq!(
+            sync.metric(deletes).unwrap_or(0.0),
+            0.0,
+            "nothing pruned after {after}"
+        );
+    };
+    let reported = |n: f64, what: &str, says: &[&str]| {
+        wait_until(&format!("{what} reported"), 10, &[&sync], || {
+            (errors() == Some(n)).then_some(())
+        });
+        let log = sync.log();
+        let line = log
+            .lines()
+            .rfind(|l| l.contains("cannot use the source"))
+            .unwrap_or_else(|| panic!("{what}: no error line\n{}", sync.tail()));
+        assert!(
+            line.contains("the last good state stays in effect and nothing is pruned"),
+            "{line}"
+        );
+        assert!(
+            line.contains(&first),
+            "{what}: names the commit in effect: {line}"
+        );
+        for s in says {
+            assert!(line.contains(s), "{what}: the error says {s:?}: {line}");
+        }
+    };
+
+    // A commit deleting every manifest.
+    world.repo.remove("ds/agent.yaml").remove("ds/logger.yaml");
+    world.repo.commit("delete every manifest");
+    push(&sync);
+    reported(
+        1.0,
+        "a commit deleting every manifest",
+        &["no manifest file"],
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    still_good("a commit deleting every manifest");
+    let (_, message) = condition(&world.api.record("agent"), "SourceError").unwrap();
+    assert!(message.contains("no manifest file"), "{message}");
+
+    // The branch force-pushed to an unrelated history.
+    world.repo.git(&["checkout", "-q", "--orphan", "rewritten"]);
+    world.repo.git(&["rm", "-q", "-r", "-f", "."]);
+    commit(&world.repo, "agent:9", "logger:9", "an unrelated history");
+    world.repo.git(&["branch", "-q", "-M", "rewritten", "main"]);
+    push(&sync);
+    reported(2.0, "a force-push", &["rewritten", "does not descend from"]);
+    still_good("a force-push");
+
+    // The repository disappears.
+    let path = world.repo.path();
+    let moved = world.repo.dir.path().join("moved");
+    std::fs::rename(&path, &moved).unwrap();
+    push(&sync);
+    reported(
+        3.0,
+        "a vanished repository",
+        &["cannot fetch", &world.url()],
+    );
+    still_good("a vanished repository");
+
+    // Back, and a new commit on the good history: followed again, and the errors clear.
+    std::fs::rename(&moved, &path).unwrap();
+    world.repo.git(&["reset", "-q", "--hard", &world.first]);
+    let fixed = commit(
+        &world.repo,
+        "agent:2",
+        "logger:1",
+        "agent 2, on the good history",
+    );
+    push(&sync);
+    wait_converged(&world, &sync, "agent", "agent:2");
+    assert_eq!(commit_in_effect(&sync).as_deref(), Some(&fixed[..12]));
+    wait_until("SourceError cleared", 10, &[&sync], || {
+        let record = world.api.record("agent");
+        condition(&record, "SourceError")
+            .is_none_or(|(s, _)| s == "False")
+            .then_some(())
+    });
+    world.api.converged("logger", "logger:1").unwrap();
+    assert_eq!(sync.terminate().code(), Some(0), "{}", sync.tail());
+}
+
+/// `sync` with `args`, expected to refuse to start: (exit code, stderr).
+fn refused(args: &[&str]) -> (Option<i32>, String) {
+    let manifests = tempfile::tempdir().unwrap();
+    std::fs::write(
+        manifests.path().join("ds.yaml"),
+        daemonset("agent", "agent:1"),
+    )
+    .unwrap();
+    let out = daemonsync()
+        .arg("sync")
+        .args(["--manifests", manifests.path().to_str().unwrap()])
+        .args(args)
+        .env("KUBECONFIG", manifests.path().join("no-such-kubeconfig"))
+        .env_remove("DAEMONSYNC_WEBHOOK_SECRET")
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (out.status.code(), stderr)
+}
+
+#[test]
+fn a_wrong_webhook_secret_file_path_is_reported_and_sync_does_not_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("webhook-secret");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let (code, stderr) = refused(&[
+        "--webhook-secret-file",
+        missing.to_str().unwrap(),
+        "--listen",
+        &listen,
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let want = format!(
+        "the webhook secret file {} does not exist: create it with the webhook's secret, or fix --webhook-secret-file",
+        missing.display()
+    );
+    assert!(stderr.contains(&want), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+}
+
+#[test]
+fn a_port_in_use_is_reported_and_sync_does_not_start() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (code, stderr) = refused(&["--listen", &addr]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let want = format!("cannot listen on {addr}: it is in use; choose another with --listen");
+    assert!(stderr.contains(&want), "{stderr}");
+    assert!(!stderr.contains("started"), "nothing started: {stderr}");
+    drop(taken);
+}
