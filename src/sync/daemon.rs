@@ -342,12 +342,20 @@ async fn follow_source(
             }
             Change::Failed(error) => {
                 metrics.source_error();
-                tracing::error!(
-                    source = %follower.describe(),
-                    error = %error,
-                    in_effect = %now.revision.as_deref().map(short).unwrap_or("nothing yet"),
-                    "cannot use the source; the last good state stays in effect and nothing is pruned"
-                );
+                match now.revision.as_deref() {
+                    Some(revision) => tracing::error!(
+                        source = %follower.describe(),
+                        error = %error,
+                        in_effect = %short(revision),
+                        "cannot use the source; the last good state stays in effect and nothing is pruned"
+                    ),
+                    None => tracing::error!(
+                        source = %follower.describe(),
+                        error = %error,
+                        retry_in = ?interval,
+                        "cannot read the source yet; nothing is written until it can be read"
+                    ),
+                }
                 if !follower.has_read() {
                     let _ = ready.send(Readiness::NotReady(format!(
                         "the source has not been read yet: {error}"
