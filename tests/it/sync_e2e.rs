@@ -499,3 +499,97 @@ fn a_port_in_use_is_reported_and_sync_does_not_start() {
     assert!(!stderr.contains("started"), "nothing started: {stderr}");
     drop(taken);
 }
+
+/// Sets (`Some("true")`) or removes (`None`) `daemonsync.io/paused` on a record, as
+/// `kubectl annotate` does.
+fn set_paused(world: &World, ds: &str, value: Option<&str>) {
+    let url = format!(
+        "{}/apis/daemonsync.io/v1alpha1/namespaces/{NS}/manageddaemonsets/{ds}",
+        world.server.url
+    );
+    let body = serde_json::json!({"metadata": {"annotations": {"daemonsync.io/paused": value}}});
+    let (code, text) = crate::sync_support::request(
+        "PATCH",
+        &url,
+        &[("content-type", "application/merge-patch+json")],
+        &body.to_string(),
+    )
+    .expect("the API answers");
+    assert_eq!(code, 200, "{text}");
+}
+
+#[test]
+fn an_invalid_daemonset_keeps_its_last_good_version_and_a_paused_one_waits_for_its_annotation() {
+    if !git_available() {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let world = World::new();
+    let sync = world.start(&[]);
+    wait_for("the records exist", 30, &[&sync], || {
+        let records = world.api.items(&format!(
+            "/apis/daemonsync.io/v1alpha1/namespaces/{NS}/manageddaemonsets"
+        ));
+        if records.len() == 2 {
+            Ok(())
+        } else {
+            Err(format!("{} records", records.len()))
+        }
+    });
+    set_paused(&world, "logger", Some("true"));
+    // agent becomes invalid (a container name the API server refuses), logger moves on.
+    world.repo.write(
+        "ds/agent.yaml",
+        &daemonset("agent", "agent:2").replace("name: agent, image", "name: Bad_Name, image"),
+    );
+    world
+        .repo
+        .write("ds/logger.yaml", &daemonset("logger", "logger:2"));
+    world.repo.commit("agent invalid, logger:2");
+    push(&sync);
+    wait_for(
+        "agent's record says why its commit is not used",
+        30,
+        &[&sync],
+        || match condition(&world.api.record("agent"), "SourceError") {
+            Some((s, m)) if s == "True" && m.contains("containers[0].name") => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+    );
+    wait_for(
+        "logger's record shows the pause",
+        30,
+        &[&sync],
+        || match condition(&world.api.record("logger"), "Paused") {
+            Some((s, _)) if s == "True" => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+    );
+    // Nothing is written for either while they wait: the fleet runs what it ran.
+    std::thread::sleep(Duration::from_secs(2));
+    world.api.converged("agent", "agent:1").unwrap();
+    world.api.converged("logger", "logger:1").unwrap();
+    assert_eq!(
+        sync.metric("daemonsync_pod_writes_total{verb=\"create\",result=\"success\"}")
+            .unwrap_or(0.0),
+        0.0,
+        "{}",
+        sync.tail()
+    );
+    // Resumed: logger rolls out; fixed: agent too, and its SourceError clears.
+    set_paused(&world, "logger", None);
+    wait_converged(&world, &sync, "logger", "logger:2");
+    commit(&world.repo, "agent:2", "logger:2", "agent fixed");
+    push(&sync);
+    wait_converged(&world, &sync, "agent", "agent:2");
+    wait_for(
+        "agent's SourceError clears",
+        30,
+        &[&sync],
+        || match condition(&world.api.record("agent"), "SourceError") {
+            Some((s, _)) if s == "False" => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+    );
+    assert!(sync.terminate().success());
+}
