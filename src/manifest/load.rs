@@ -1,10 +1,12 @@
 //! Reading files into documents and classifying the objects in them.
 
 use k8s_openapi::api::apps::v1::DaemonSet;
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 use super::error::quote;
+use super::strict::{Skip, StrictValue};
 use super::{
     DocRef, FieldError, FieldValidation, InvalidDaemonSet, Limits, LoadError, LoadOptions,
     Manifest, Manifests, OtherObject, RawDocument, apply_defaults, validate_with,
@@ -23,6 +25,62 @@ pub fn read_documents(
     text: &str,
     limits: &Limits,
 ) -> Result<Vec<RawDocument>, LoadError> {
+    let docs = read_stream::<StrictValue>(file_label, text, limits, Dialect::Manifest)?;
+    let mut out = Vec::new();
+    for (source, value) in docs {
+        flatten(source, value.0, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// The syntax of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A YAML document stream (JSON is read as YAML too, but more slowly).
+    Yaml,
+    /// One or more concatenated JSON values.
+    Json,
+}
+
+/// Whom a file is read for: the two differ only where kubectl's readers and writers do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// Manifests, as kubectl reads them: YAML 1.1 octal numbers (`0755` is 493); JSON only
+    /// when the name ends in `.json`.
+    Manifest,
+    /// Cluster snapshots, as `kubectl get -o yaml|json` writes them: YAML 1.2 booleans only
+    /// (a plain `on` or `n`, a namespace or a label value, stays a string); JSON when the
+    /// name ends in `.json` or the text starts with `{`.
+    Snapshot,
+}
+
+impl Dialect {
+    /// The format `text`, named `file_label`, is read in.
+    pub fn format(self, file_label: &str, text: &str) -> Format {
+        let named_json = file_label.to_ascii_lowercase().ends_with(".json");
+        let looks_json = self == Dialect::Snapshot && text.trim_start().starts_with('{');
+        if named_json || looks_json {
+            Format::Json
+        } else {
+            Format::Yaml
+        }
+    }
+}
+
+/// Reads one file's text as a stream of documents, each deserialized straight into `T`: the
+/// one entry point of every reader of Kubernetes objects (manifests and snapshots). The format
+/// comes from [`Dialect::format`]; a JSON-looking snapshot that is not JSON is read as YAML.
+/// Empty and `null` documents are skipped.
+///
+/// Bounded by `limits` (file size, documents, and the YAML budget: depth, nodes, aliases).
+/// Errors carry the file, the document, the line and the column. Duplicate keys are refused by
+/// the YAML parser; in JSON, refusing them is `T`'s part, as serde_json keeps the last.
+pub fn read_stream<'de, T: Deserialize<'de>>(
+    file_label: &str,
+    text: &'de str,
+    limits: &Limits,
+    dialect: Dialect,
+) -> Result<Vec<(DocRef, T)>, LoadError> {
     let size = text.len() as u64;
     if size > limits.max_file_bytes {
         return Err(LoadError::TooLarge {
@@ -32,16 +90,18 @@ pub fn read_documents(
         });
     }
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
-    let docs = if file_label.to_ascii_lowercase().ends_with(".json") {
-        parse_json(file_label, text, limits)?
-    } else {
-        parse_yaml(file_label, text, limits)?
-    };
-    let mut out = Vec::new();
-    for (source, value) in docs {
-        flatten(source, value, &mut out)?;
+    match dialect.format(file_label, text) {
+        Format::Json => match parse_json(file_label, text, limits) {
+            Err(LoadError::Syntax { .. })
+                if dialect == Dialect::Snapshot
+                    && !file_label.to_ascii_lowercase().ends_with(".json") =>
+            {
+                parse_yaml(file_label, text, limits, dialect)
+            }
+            read => read,
+        },
+        Format::Yaml => parse_yaml(file_label, text, limits, dialect),
     }
-    Ok(out)
 }
 
 /// Lines (1-based) that hold a `---` document marker, and whether the first marker opens
@@ -86,8 +146,9 @@ impl DocMarkers {
     }
 }
 
-fn yaml_options(limits: &Limits) -> serde_saphyr::Options {
+fn yaml_options(limits: &Limits, dialect: Dialect) -> serde_saphyr::Options {
     let mut budget = serde_saphyr::Budget::default();
+    budget.max_events = limits.max_events;
     budget.max_depth = limits.max_depth;
     budget.max_nodes = limits.max_nodes;
     budget.max_aliases = limits.max_aliases;
@@ -97,8 +158,12 @@ fn yaml_options(limits: &Limits) -> serde_saphyr::Options {
     options.budget = Some(budget);
     options.alias_limits.max_total_replayed_events = limits.max_alias_replayed_events;
     options.with_snippet = false;
-    // kubectl reads YAML 1.1: `defaultMode: 0755` is octal (493), not 755.
-    options.legacy_octal_numbers = true;
+    match dialect {
+        // kubectl reads YAML 1.1: `defaultMode: 0755` is octal (493), not 755.
+        Dialect::Manifest => options.legacy_octal_numbers = true,
+        // kubectl writes YAML 1.2 and quotes what would otherwise read as another type.
+        Dialect::Snapshot => options.strict_booleans = true,
+    }
     options
 }
 
@@ -250,16 +315,19 @@ fn refused_tab(text: &str) -> Option<(usize, usize)> {
     None
 }
 
-fn parse_yaml(
+fn parse_yaml<'de, T: Deserialize<'de>>(
     file_label: &str,
-    text: &str,
+    text: &'de str,
     limits: &Limits,
-) -> Result<Vec<(DocRef, Value)>, LoadError> {
+    dialect: Dialect,
+) -> Result<Vec<(DocRef, T)>, LoadError> {
     let markers = DocMarkers::scan(text);
-    let docs: Vec<serde_saphyr::Spanned<Value>> =
-        serde_saphyr::from_multiple_with_options(text, yaml_options(limits))
+    let docs: Vec<serde_saphyr::Spanned<T>> =
+        serde_saphyr::from_multiple_with_options(text, yaml_options(limits, dialect))
             .map_err(|e| yaml_error(file_label, &markers, &e, limits.max_documents))?;
-    if text.contains('\t')
+    // kubectl writes no tab where its reader refuses one: only manifests are checked.
+    if dialect == Dialect::Manifest
+        && text.contains('\t')
         && let Some((line, column)) = refused_tab(text)
     {
         return Err(LoadError::Syntax {
@@ -276,9 +344,6 @@ fn parse_yaml(
     let mut out = Vec::new();
     let mut last_doc = 0;
     for doc in docs {
-        if doc.value.is_null() {
-            continue;
-        }
         let line = usize::try_from(doc.referenced.line()).unwrap_or(0);
         let (document, line) = if line > 0 {
             (markers.document_at(line).max(last_doc + 1), Some(line))
@@ -323,13 +388,12 @@ impl LineCounter<'_> {
 /// One or more concatenated JSON values. Duplicate keys are refused with their path (the API
 /// server's strict decoding does; serde_json alone would keep the last silently), and the
 /// document budget applies as it does to YAML.
-fn parse_json(
+fn parse_json<'de, T: Deserialize<'de>>(
     file_label: &str,
-    text: &str,
+    text: &'de str,
     limits: &Limits,
-) -> Result<Vec<(DocRef, Value)>, LoadError> {
-    let mut stream =
-        serde_json::Deserializer::from_str(text).into_iter::<json_strict::StrictValue>();
+) -> Result<Vec<(DocRef, T)>, LoadError> {
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<T>();
     let mut lines = LineCounter {
         text,
         offset: 0,
@@ -359,7 +423,7 @@ fn parse_json(
                     line: Some(line),
                     item: None,
                 },
-                value.0,
+                value,
             )),
             Some(Err(e)) => {
                 return Err(LoadError::Syntax {
@@ -388,8 +452,9 @@ fn json_error_message(document: &str, err: serde_json::Error) -> String {
             "nested more than {JSON_DEPTH_LIMIT} levels deep (no Kubernetes object is)"
         );
     }
+    // Skipped, not built: the document may be a snapshot of hundreds of megabytes.
     let mut de = serde_json::Deserializer::from_str(document);
-    let path = match serde_path_to_error::deserialize::<_, json_strict::StrictValue>(&mut de) {
+    let path = match serde_path_to_error::deserialize::<_, Skip>(&mut de) {
         Err(e) => e.path().to_string(),
         Ok(_) => String::new(),
     };
@@ -402,75 +467,6 @@ fn json_error_message(document: &str, err: serde_json::Error) -> String {
         message
     } else {
         format!("{path}: {message}")
-    }
-}
-
-/// A JSON value that refuses duplicate object keys.
-mod json_strict {
-    use serde::de::{Deserialize, Deserializer, Error, MapAccess, SeqAccess, Visitor};
-    use serde_json::{Map, Value};
-    use std::fmt;
-
-    pub(super) struct StrictValue(pub Value);
-
-    impl<'de> Deserialize<'de> for StrictValue {
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            d.deserialize_any(StrictVisitor).map(StrictValue)
-        }
-    }
-
-    struct StrictVisitor;
-
-    impl<'de> Visitor<'de> for StrictVisitor {
-        type Value = Value;
-
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a JSON value")
-        }
-        fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-            Ok(Value::Bool(v))
-        }
-        fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-            Ok(Value::from(v))
-        }
-        fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-            Ok(Value::from(v))
-        }
-        fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-            Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-        }
-        fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-            Ok(Value::String(v.to_string()))
-        }
-        fn visit_string<E>(self, v: String) -> Result<Value, E> {
-            Ok(Value::String(v))
-        }
-        fn visit_unit<E>(self) -> Result<Value, E> {
-            Ok(Value::Null)
-        }
-        fn visit_none<E>(self) -> Result<Value, E> {
-            Ok(Value::Null)
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-            let mut items = Vec::new();
-            while let Some(StrictValue(v)) = seq.next_element()? {
-                items.push(v);
-            }
-            Ok(Value::Array(items))
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-            let mut out = Map::new();
-            while let Some(key) = map.next_key::<String>()? {
-                if out.contains_key(&key) {
-                    return Err(A::Error::custom(format_args!(
-                        "duplicate key {key:?}; a JSON object may name each field once"
-                    )));
-                }
-                let StrictValue(v) = map.next_value()?;
-                out.insert(key, v);
-            }
-            Ok(Value::Object(out))
-        }
     }
 }
 

@@ -11,6 +11,7 @@
 mod defaults;
 mod error;
 mod load;
+pub(crate) mod strict;
 mod validate;
 
 #[cfg(test)]
@@ -24,7 +25,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 
 pub use defaults::{apply_defaults, apply_pod_defaults};
 pub use error::{FieldError, FieldErrorKind, LoadError};
-pub use load::{load_str, read_documents};
+pub use load::{Dialect, Format, load_str, read_documents, read_stream};
 pub use validate::{Gates, next_generations, validate, validate_update, validate_with};
 
 /// Where an object came from: file, document number, start line and `List` item index.
@@ -132,6 +133,8 @@ pub struct Limits {
     pub max_total_bytes: u64,
     /// Deepest YAML nesting accepted (default 64).
     pub max_depth: usize,
+    /// Most YAML parser events per file (default 1 000 000).
+    pub max_events: usize,
     /// Most YAML nodes (scalars, sequences, mappings) per file (default 250 000).
     pub max_nodes: usize,
     /// Most YAML alias references (`*ref`) per file (default 1 000).
@@ -235,6 +238,7 @@ impl Default for Limits {
             max_files: 10_000,
             max_total_bytes: 64 * 1024 * 1024,
             max_depth: 64,
+            max_events: 1_000_000,
             max_nodes: 250_000,
             max_aliases: 1_000,
             max_alias_replayed_events: 10_000,
