@@ -21,6 +21,7 @@ mod serve_http;
 mod serve_kube;
 mod serve_kubectl;
 mod serve_support;
+mod snapshot_reader;
 mod source_cli;
 mod support;
 mod sync_e2e;

@@ -9,19 +9,27 @@
 //! Errors name the object (kind, namespace/name, document and list position) and the field
 //! path, and say how to make a valid snapshot.
 
-use crate::model::{Node, Pod};
+mod wire;
+
+use crate::manifest::strict::Skip;
+use crate::manifest::{Dialect, Limits, LoadError, read_stream};
 use crate::plan::Observed;
 use k8s_openapi::api::apps::v1::DaemonSet;
+use rustc_hash::FxHashMap;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use wire::{Document, Failure, Item, Position, Tracked};
 
-/// Largest snapshot file read, in bytes (256 MiB). A 5,000-node cluster with 100,000 pods is
-/// well below this as YAML.
-pub const MAX_SNAPSHOT_BYTES: u64 = 256 * 1024 * 1024;
+/// Largest snapshot file read, in bytes (4 GiB). `kubectl get -o json` of a 5,000-node
+/// cluster with 100,000 pods is about 830 MB; what bounds a read is memory, and reading
+/// takes little more than the file (nodes and pods are read straight into the planner's
+/// model, skipping every field planning does not use).
+pub const MAX_SNAPSHOT_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 
 /// The command that makes a valid snapshot, quoted in every error.
 const HOW_TO_CREATE: &str =
@@ -42,24 +50,53 @@ impl Snapshot {
     pub fn from_documents(
         docs: impl IntoIterator<Item = Value>,
     ) -> Result<Snapshot, SnapshotError> {
-        let mut reader = Reader::default();
+        let mut read = Vec::new();
         for (i, doc) in docs.into_iter().enumerate() {
-            reader.object(doc, i + 1, String::new())?;
+            wire::take_failure();
+            match Tracked::deserialize(doc) {
+                Ok(Tracked(doc)) => read.push((i + 1, doc)),
+                Err(e) => {
+                    let message = e.to_string();
+                    return Err(match wire::take_failure() {
+                        Some(failure) => convert_error(failure, i + 1, message),
+                        None => SnapshotError::Convert {
+                            item: Box::new(ItemId::unknown(i + 1)),
+                            field: "(the object)".into(),
+                            message,
+                        },
+                    });
+                }
+            }
         }
-        if reader.snapshot.observed.nodes.is_empty() {
-            return Err(SnapshotError::NoNodes);
-        }
-        Ok(reader.snapshot)
+        collect(read)
     }
 
     /// Reads a snapshot file (see [`load_snapshot`]), keeping the tally of ignored kinds.
     pub fn load(path: &Path) -> Result<Snapshot, SnapshotError> {
         let text = read_limited(path)?;
-        let docs = parse_documents(path, &text)?;
-        Snapshot::from_documents(docs).map_err(|e| SnapshotError::InFile {
+        let label = path.display().to_string();
+        let limits = snapshot_limits(text.len());
+        wire::take_failure();
+        let in_file = |e| SnapshotError::InFile {
             path: path.to_path_buf(),
             source: Box::new(e),
-        })
+        };
+        match read_stream::<Document>(&label, &text, &limits, Dialect::Snapshot) {
+            Ok(docs) => {
+                collect(docs.into_iter().map(|(at, doc)| (at.document, doc))).map_err(in_file)
+            }
+            Err(e) => Err(match wire::take_failure() {
+                // A streaming read meets a field of the wrong type before a syntax error
+                // further on: the syntax error, if any, is the one to fix first.
+                Some(failure) => {
+                    match read_stream::<Skip>(&label, &text, &limits, Dialect::Snapshot) {
+                        Err(syntax) => load_error(path, syntax),
+                        Ok(_) => in_file(locate_failure(&label, &text, &limits, failure, e)),
+                    }
+                }
+                None => load_error(path, e),
+            }),
+        }
     }
 
     /// Total number of ignored objects.
@@ -77,8 +114,10 @@ pub fn observed_from_documents(
     Snapshot::from_documents(docs).map(|s| s.observed)
 }
 
-/// Reads a YAML or JSON snapshot file into the observed state. Files over
-/// [`MAX_SNAPSHOT_BYTES`] are refused; syntax errors carry `file:line:column`.
+/// Reads a YAML or JSON snapshot file into the observed state, through the reader manifests
+/// use too ([`read_stream`]): JSON (a name ending in `.json`, or text starting with `{`) with a
+/// JSON parser, anything else as YAML. Files over [`MAX_SNAPSHOT_BYTES`] are refused; syntax
+/// errors carry `file:line:column`.
 pub fn load_snapshot(path: &Path) -> Result<Observed, SnapshotError> {
     Snapshot::load(path).map(|s| s.observed)
 }
@@ -97,6 +136,18 @@ pub struct ItemId {
     pub namespace: Option<String>,
     /// `metadata.name`, if any.
     pub name: Option<String>,
+}
+
+impl ItemId {
+    fn unknown(document: usize) -> Self {
+        ItemId {
+            document,
+            position: String::new(),
+            kind: "object".into(),
+            namespace: None,
+            name: None,
+        }
+    }
 }
 
 impl fmt::Display for ItemId {
@@ -246,11 +297,12 @@ fn read_limited(path: &Path) -> Result<String, SnapshotError> {
     let too_large = || SnapshotError::TooLarge {
         path: path.to_path_buf(),
     };
-    if file.metadata().map_err(read_err)?.len() > MAX_SNAPSHOT_BYTES {
+    let size = file.metadata().map_err(read_err)?.len();
+    if size > MAX_SNAPSHOT_BYTES {
         return Err(too_large());
     }
     // The size check above does not cover pipes and files that grow while read.
-    let mut bytes = Vec::new();
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
     file.take(MAX_SNAPSHOT_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(read_err)?;
@@ -262,163 +314,312 @@ fn read_limited(path: &Path) -> Result<String, SnapshotError> {
     })
 }
 
-/// Parses a YAML (or JSON, a subset of YAML) document stream. Empty and `null` documents are
-/// skipped.
-fn parse_documents(path: &Path, text: &str) -> Result<Vec<Value>, SnapshotError> {
-    // The default budget suits configuration files; a snapshot of a large cluster has millions
-    // of nodes and events. Both are bounded by the file size (at most one per byte), which is
-    // already capped. Alias and anchor limits stay at their defaults ("billion laughs").
-    // YAML 1.2 booleans only: a plain `n` or `on` (a namespace, a label value) stays a string.
-    let bound = text.len().max(1024);
-    let options = serde_saphyr::options! {
-        strict_booleans: true,
-        budget: serde_saphyr::budget! {
-            max_events: bound,
-            max_nodes: bound,
-            max_documents: bound,
-            max_total_scalar_bytes: bound,
+/// The reader's budgets for a snapshot of `size` bytes. Events, nodes, documents and scalar
+/// bytes are bounded by the file size (at most one per byte); a snapshot of a large cluster has
+/// millions of them. Depth and alias limits stay at the YAML parser's defaults ("billion
+/// laughs").
+fn snapshot_limits(size: usize) -> Limits {
+    let bound = size.max(1024);
+    Limits {
+        max_file_bytes: MAX_SNAPSHOT_BYTES,
+        max_events: bound,
+        max_nodes: bound,
+        max_documents: bound,
+        max_aliases: 50_000,
+        max_alias_replayed_events: 1_000_000,
+        ..Limits::default()
+    }
+}
+
+/// A reader error as a snapshot error.
+fn load_error(path: &Path, e: LoadError) -> SnapshotError {
+    let path = path.to_path_buf();
+    match e {
+        LoadError::Syntax {
+            line,
+            column,
+            message,
+            ..
+        } if line > 0 => SnapshotError::Syntax {
+            path,
+            line: line as u64,
+            column: column as u64,
+            message,
         },
+        LoadError::Syntax { message, .. } | LoadError::Budget { message, .. } => {
+            SnapshotError::Parse { path, message }
+        }
+        LoadError::TooLarge { .. } => SnapshotError::TooLarge { path },
+        LoadError::NotUtf8 { .. } => SnapshotError::NotText { path },
+        LoadError::TooManyDocuments { limit, .. } => SnapshotError::Parse {
+            path,
+            message: format!("more than {limit} documents"),
+        },
+        other @ (LoadError::NotAnObject { .. } | LoadError::MissingTypeField { .. }) => {
+            SnapshotError::Parse {
+                path,
+                message: other.to_string(),
+            }
+        }
+    }
+}
+
+/// The error for an object whose fields could not be read: the first pass knows the object,
+/// a second one, tracking paths, finds the field (errors are the rare case; tracking costs an
+/// allocation per key).
+fn locate_failure(
+    label: &str,
+    text: &str,
+    limits: &Limits,
+    first: Failure,
+    e: LoadError,
+) -> SnapshotError {
+    let (document, message) = match e {
+        LoadError::Syntax {
+            document, message, ..
+        } => (document.unwrap_or(1), message),
+        other => (1, other.to_string()),
     };
-    let docs: Vec<Value> =
-        serde_saphyr::from_multiple_with_options(text, options).map_err(|e| {
-            // A hint about parser options is of no use to whoever exported the snapshot.
-            let mut message = e
-                .without_snippet()
-                .to_string()
-                .replace(crate::cluster::sim::config::DUPLICATE_KEY_HINT, "");
-            match e.location() {
-                Some(loc) if loc.line() > 0 => {
-                    let said = format!(" at line {}, column {}", loc.line(), loc.column());
-                    if let Some(stripped) = message.strip_suffix(&said) {
-                        message.truncate(stripped.len());
-                    }
-                    SnapshotError::Syntax {
-                        path: path.to_path_buf(),
-                        line: loc.line(),
-                        column: loc.column(),
-                        message,
-                    }
-                }
-                _ => SnapshotError::Parse {
-                    path: path.to_path_buf(),
-                    message,
-                },
-            }
-        })?;
-    Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
+    let again = read_stream::<Tracked>(label, text, limits, Dialect::Snapshot);
+    let failure = match (again, wire::take_failure()) {
+        (Err(_), Some(f)) if f.path.is_some() => f,
+        _ => first,
+    };
+    convert_error(failure, document, message)
 }
 
-/// Where each named object was first seen, to report duplicates.
-#[derive(Default)]
-struct Reader {
-    snapshot: Snapshot,
-    seen: HashMap<(String, String, String), ItemId>,
-}
-
-impl Reader {
-    fn object(
-        &mut self,
-        doc: Value,
-        document: usize,
-        position: String,
-    ) -> Result<(), SnapshotError> {
-        let Value::Object(mut map) = doc else {
-            if doc.is_null() {
-                return Ok(());
-            }
-            return Err(SnapshotError::NotAnObject {
-                document,
-                position,
-                found: describe(&doc).into(),
-            });
-        };
-        let api_version = map
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let Some(kind) = map.get("kind").and_then(Value::as_str).map(str::to_string) else {
-            return Err(SnapshotError::NotAnObject {
-                document,
-                position,
-                found: "a mapping without `kind`".into(),
-            });
-        };
-        if kind == "List" || (kind.ends_with("List") && map.contains_key("items")) {
-            let items = match map.remove("items") {
-                Some(Value::Array(items)) => items,
-                Some(Value::Null) | None => Vec::new(),
-                Some(other) => {
-                    return Err(SnapshotError::NotAnObject {
-                        document,
-                        position: join(&position, "items"),
-                        found: describe(&other).into(),
-                    });
-                }
-            };
-            for (i, item) in items.into_iter().enumerate() {
-                self.object(item, document, join(&position, &format!("items[{i}]")))?;
-            }
-            return Ok(());
-        }
-        let id = ItemId {
+fn convert_error(failure: Failure, document: usize, message: String) -> SnapshotError {
+    let path = failure.path.unwrap_or_default();
+    let field = if failure.at.is_empty() {
+        path.as_str()
+    } else {
+        path.strip_prefix(failure.at.as_str())
+            .map_or(path.as_str(), |p| p.trim_start_matches('.'))
+    };
+    let field = if field.is_empty() || field == "." {
+        "(the object)".to_string()
+    } else {
+        field.to_string()
+    };
+    SnapshotError::Convert {
+        item: Box::new(ItemId {
             document,
-            position,
-            namespace: metadata_str(&map, "namespace"),
-            name: metadata_str(&map, "name"),
-            kind,
-        };
-        let value = Value::Object(map);
-        match (api_version.as_str(), id.kind.as_str()) {
-            ("v1", "Node") => {
-                let node: k8s_openapi::api::core::v1::Node = convert(value, &id)?;
-                check_taint_effects(&node, &id)?;
-                self.remember(&id)?;
-                self.snapshot.observed.nodes.push(Node::from_k8s(&node));
-            }
-            ("v1", "Pod") => {
-                let pod: k8s_openapi::api::core::v1::Pod = convert(value, &id)?;
-                self.remember(&id)?;
-                self.snapshot.observed.pods.push(Pod::from_k8s(&pod));
-            }
-            ("apps/v1", "DaemonSet") => {
-                let ds: DaemonSet = convert(value, &id)?;
-                self.remember(&id)?;
-                self.snapshot.observed.daemonsets.push(ds);
-            }
-            (api, kind) => {
-                let key = if api.is_empty() {
-                    kind.to_string()
-                } else {
-                    format!("{api}/{kind}")
-                };
-                *self.snapshot.ignored.entry(key).or_default() += 1;
-            }
-        }
-        Ok(())
+            position: failure.at,
+            kind: failure.kind,
+            namespace: failure.namespace,
+            name: failure.name,
+        }),
+        field,
+        message,
     }
+}
 
-    /// Records a named object; an object seen twice is an error.
-    fn remember(&mut self, id: &ItemId) -> Result<(), SnapshotError> {
-        let Some(name) = id.name.clone() else {
-            return Err(SnapshotError::MissingName {
-                item: Box::new(id.clone()),
-            });
-        };
-        let key = (
-            id.kind.clone(),
-            id.namespace.clone().unwrap_or_default(),
-            name,
-        );
-        if let Some(first) = self.seen.get(&key) {
-            return Err(SnapshotError::Duplicate {
-                first: Box::new(first.clone()),
-                second: Box::new(id.clone()),
-            });
+/// Where each object read sits, for errors naming it.
+struct Placed {
+    /// Order in the file, over all objects.
+    seq: usize,
+    document: usize,
+    at: Position,
+    namespace: String,
+}
+
+/// The observed state from the objects read, in file order: the first object that is not
+/// valid, or the first object seen twice, whichever comes first, is the error.
+fn collect(docs: impl IntoIterator<Item = (usize, Document)>) -> Result<Snapshot, SnapshotError> {
+    let mut snapshot = Snapshot::default();
+    let mut placed: [Vec<Placed>; 3] = Default::default();
+    let mut seq = 0;
+    let mut failed = None;
+    'read: for (document, Document(items)) in docs {
+        for item in items {
+            seq += 1;
+            let id = |kind: &str, namespace: &str, name: &str, at: &Position| ItemId {
+                document,
+                position: wire::render(at),
+                kind: kind.to_string(),
+                namespace: Some(namespace.to_string()).filter(|s| !s.is_empty()),
+                name: Some(name.to_string()).filter(|s| !s.is_empty()),
+            };
+            let read = match item {
+                Item::Node {
+                    node,
+                    namespace,
+                    bad_taint,
+                    at,
+                } => {
+                    if let Some((i, effect)) = bad_taint {
+                        Err(SnapshotError::Convert {
+                            item: Box::new(id("Node", &namespace, &node.name, &at)),
+                            field: format!("spec.taints[{i}].effect"),
+                            message: format!(
+                                "unsupported value {effect:?}: supported values: \"NoSchedule\", \
+                                 \"PreferNoSchedule\", \"NoExecute\""
+                            ),
+                        })
+                    } else if node.name.is_empty() {
+                        Err(SnapshotError::MissingName {
+                            item: Box::new(id("Node", &namespace, "", &at)),
+                        })
+                    } else {
+                        placed[0].push(Placed {
+                            seq,
+                            document,
+                            at,
+                            namespace,
+                        });
+                        snapshot.observed.nodes.push(node);
+                        Ok(())
+                    }
+                }
+                Item::Pod { pod, at } => {
+                    if pod.name.is_empty() {
+                        Err(SnapshotError::MissingName {
+                            item: Box::new(id("Pod", &pod.namespace, "", &at)),
+                        })
+                    } else {
+                        placed[1].push(Placed {
+                            seq,
+                            document,
+                            at,
+                            namespace: String::new(),
+                        });
+                        snapshot.observed.pods.push(pod);
+                        Ok(())
+                    }
+                }
+                Item::DaemonSet { value, at } => {
+                    let namespace = metadata_str(&value, "namespace").unwrap_or_default();
+                    let name = metadata_str(&value, "name").unwrap_or_default();
+                    let item = id("DaemonSet", &namespace, &name, &at);
+                    convert::<DaemonSet>(value, &item).and_then(|ds| {
+                        if name.is_empty() {
+                            return Err(SnapshotError::MissingName {
+                                item: Box::new(item),
+                            });
+                        }
+                        placed[2].push(Placed {
+                            seq,
+                            document,
+                            at,
+                            namespace,
+                        });
+                        snapshot.observed.daemonsets.push(ds);
+                        Ok(())
+                    })
+                }
+                Item::Other { key } => {
+                    *snapshot.ignored.entry(key).or_default() += 1;
+                    Ok(())
+                }
+                Item::Invalid {
+                    kind,
+                    namespace,
+                    name,
+                    field,
+                    message,
+                    at,
+                } => Err(SnapshotError::Convert {
+                    item: Box::new(ItemId {
+                        document,
+                        position: wire::render(&at),
+                        kind,
+                        namespace,
+                        name,
+                    }),
+                    field: if field == "." {
+                        "(the object)".into()
+                    } else {
+                        field
+                    },
+                    message,
+                }),
+                Item::NotAnObject { found, at } => Err(SnapshotError::NotAnObject {
+                    document,
+                    position: at,
+                    found: found.into(),
+                }),
+            };
+            if let Err(e) = read {
+                failed = Some(e);
+                break 'read;
+            }
         }
-        self.seen.insert(key, id.clone());
-        Ok(())
     }
+    if let Some(duplicate) = first_duplicate(&snapshot.observed, &placed) {
+        return Err(duplicate);
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if snapshot.observed.nodes.is_empty() {
+        return Err(SnapshotError::NoNodes);
+    }
+    Ok(snapshot)
+}
+
+/// The object seen twice earliest in the file, if any (a snapshot describes one cluster at
+/// one moment).
+fn first_duplicate(observed: &Observed, placed: &[Vec<Placed>; 3]) -> Option<SnapshotError> {
+    fn earliest<'a>(names: impl Iterator<Item = (&'a str, &'a str)>) -> Option<(usize, usize)> {
+        let mut first: FxHashMap<(&str, &str), usize> = FxHashMap::default();
+        for (i, key) in names.enumerate() {
+            if let Some(&j) = first.get(&key) {
+                return Some((j, i));
+            }
+            first.insert(key, i);
+        }
+        None
+    }
+    let nodes = observed
+        .nodes
+        .iter()
+        .zip(&placed[0])
+        .map(|(n, p)| (p.namespace.as_str(), n.name.as_str()));
+    let pods = observed
+        .pods
+        .iter()
+        .map(|p| (p.namespace.as_str(), p.name.as_str()));
+    let daemonsets = observed.daemonsets.iter().map(|d| {
+        (
+            d.metadata.namespace.as_deref().unwrap_or_default(),
+            d.metadata.name.as_deref().unwrap_or_default(),
+        )
+    });
+    let found = [earliest(nodes), earliest(pods), earliest(daemonsets)];
+    let (kind, (first, second)) = found
+        .iter()
+        .enumerate()
+        .filter_map(|(k, f)| f.map(|f| (k, f)))
+        .min_by_key(|(k, (_, second))| placed[*k][*second].seq)?;
+    let id = |i: usize| {
+        let p = &placed[kind][i];
+        let (namespace, name) = match kind {
+            0 => (p.namespace.clone(), observed.nodes[i].name.clone()),
+            1 => (
+                observed.pods[i].namespace.clone(),
+                observed.pods[i].name.clone(),
+            ),
+            _ => (
+                p.namespace.clone(),
+                observed.daemonsets[i]
+                    .metadata
+                    .name
+                    .clone()
+                    .unwrap_or_default(),
+            ),
+        };
+        Box::new(ItemId {
+            document: p.document,
+            position: wire::render(&p.at),
+            kind: ["Node", "Pod", "DaemonSet"][kind].to_string(),
+            namespace: Some(namespace).filter(|s| !s.is_empty()),
+            name: Some(name),
+        })
+    };
+    Some(SnapshotError::Duplicate {
+        first: id(first),
+        second: id(second),
+    })
 }
 
 /// Deserializes one object, naming the field path on failure.
@@ -437,59 +638,19 @@ fn convert<T: DeserializeOwned>(value: Value, id: &ItemId) -> Result<T, Snapshot
     })
 }
 
-fn metadata_str(map: &serde_json::Map<String, Value>, key: &str) -> Option<String> {
-    map.get("metadata")?
+fn metadata_str(value: &Value, key: &str) -> Option<String> {
+    value
+        .get("metadata")?
         .get(key)?
         .as_str()
         .filter(|s| !s.is_empty())
         .map(str::to_string)
 }
 
-fn join(position: &str, part: &str) -> String {
-    if position.is_empty() {
-        part.to_string()
-    } else {
-        format!("{position}.{part}")
-    }
-}
-
-fn describe(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a sequence",
-        Value::Object(_) => "a mapping",
-    }
-}
-
-/// A taint effect the API server does not know would otherwise be read as "does not block":
-/// refuse it with its path instead.
-fn check_taint_effects(
-    node: &k8s_openapi::api::core::v1::Node,
-    id: &ItemId,
-) -> Result<(), SnapshotError> {
-    let taints = node.spec.as_ref().and_then(|s| s.taints.as_ref());
-    for (i, t) in taints.into_iter().flatten().enumerate() {
-        if crate::model::TaintEffect::parse(&t.effect).is_none() {
-            return Err(SnapshotError::Convert {
-                item: Box::new(id.clone()),
-                field: format!("spec.taints[{i}].effect"),
-                message: format!(
-                    "unsupported value {:?}: supported values: \"NoSchedule\", \
-                     \"PreferNoSchedule\", \"NoExecute\"",
-                    t.effect
-                ),
-            });
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Pod;
     use serde_json::json;
 
     fn node(name: &str) -> Value {
@@ -639,7 +800,7 @@ mod tests {
         f.as_file().set_len(MAX_SNAPSHOT_BYTES + 1).unwrap();
         let err = load_snapshot(f.path()).unwrap_err();
         assert!(matches!(err, SnapshotError::TooLarge { .. }), "{err}");
-        assert!(err.to_string().contains("256 MiB"), "{err}");
+        assert!(err.to_string().contains("4096 MiB"), "{err}");
     }
 
     fn fixture(name: &str) -> PathBuf {
