@@ -2,8 +2,8 @@
 //!
 //! * `plan/full`: one full `plan()` of 20 DaemonSets on 5,000 nodes with 100,000 pods in mixed
 //!   states. Target: at most 50 ms.
-//! * `plan/scaling`: the same mix on 1,000, 2,500 and 5,000 nodes, to show cost grows
-//!   linearly with nodes × DaemonSets.
+//! * `plan/scaling`: the same mix on 1,000, 2,500, 5,000 and 10,000 nodes, to show cost grows
+//!   linearly with nodes × DaemonSets. Target: 10,000 nodes at most 2.2× the 5,000-node time.
 //!
 //! Run with `cargo bench --bench plan`.
 
@@ -43,7 +43,7 @@ fn scaling(c: &mut Criterion) {
     group
         .sample_size(15)
         .measurement_time(Duration::from_secs(8));
-    for nodes in [1_000, 2_500, 5_000] {
+    for nodes in [1_000, 2_500, 5_000, 10_000] {
         let (desired, observed) = fleet(nodes, DAEMONSETS, SEED);
         group.throughput(Throughput::Elements((nodes * DAEMONSETS) as u64));
         group.bench_with_input(BenchmarkId::from_parameter(nodes), &nodes, |b, _| {
