@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use wire::{Document, Failure, Item, Position, Tracked};
+use wire::{Document, Entry, Failure, Position, Tracked};
 
 /// Largest snapshot file read, in bytes (4 GiB). `kubectl get -o json` of a 5,000-node
 /// cluster with 100,000 pods is about 830 MB; what bounds a read is memory, and reading
@@ -430,8 +430,24 @@ fn collect(docs: impl IntoIterator<Item = (usize, Document)>) -> Result<Snapshot
     let mut placed: [Vec<Placed>; 3] = Default::default();
     let mut seq = 0;
     let mut failed = None;
-    'read: for (document, Document(items)) in docs {
-        for item in items {
+    let mut docs = docs.into_iter().peekable();
+    'read: while let Some((document, doc)) = docs.next() {
+        let Document {
+            nodes,
+            pods,
+            entries,
+        } = doc;
+        let (first_node, first_pod) = (snapshot.observed.nodes.len(), snapshot.observed.pods.len());
+        // One document (a `List`) is the common case: its nodes and pods are moved, not copied.
+        if first_node == 0 && first_pod == 0 && docs.peek().is_none() {
+            snapshot.observed.nodes = nodes;
+            snapshot.observed.pods = pods;
+        } else {
+            snapshot.observed.nodes.extend(nodes);
+            snapshot.observed.pods.extend(pods);
+        }
+        let (mut node_i, mut pod_i) = (first_node, first_pod);
+        for entry in entries {
             seq += 1;
             let id = |kind: &str, namespace: &str, name: &str, at: &Position| ItemId {
                 document,
@@ -440,14 +456,16 @@ fn collect(docs: impl IntoIterator<Item = (usize, Document)>) -> Result<Snapshot
                 namespace: Some(namespace.to_string()).filter(|s| !s.is_empty()),
                 name: Some(name.to_string()).filter(|s| !s.is_empty()),
             };
-            let read = match item {
-                Item::Node {
-                    node,
+            let read = match entry {
+                Entry::Node {
                     namespace,
                     bad_taint,
                     at,
                 } => {
-                    if let Some((i, effect)) = bad_taint {
+                    let node = &snapshot.observed.nodes[node_i];
+                    node_i += 1;
+                    if let Some(bad) = bad_taint {
+                        let (i, effect) = *bad;
                         Err(SnapshotError::Convert {
                             item: Box::new(id("Node", &namespace, &node.name, &at)),
                             field: format!("spec.taints[{i}].effect"),
@@ -467,11 +485,12 @@ fn collect(docs: impl IntoIterator<Item = (usize, Document)>) -> Result<Snapshot
                             at,
                             namespace,
                         });
-                        snapshot.observed.nodes.push(node);
                         Ok(())
                     }
                 }
-                Item::Pod { pod, at } => {
+                Entry::Pod { at } => {
+                    let pod = &snapshot.observed.pods[pod_i];
+                    pod_i += 1;
                     if pod.name.is_empty() {
                         Err(SnapshotError::MissingName {
                             item: Box::new(id("Pod", &pod.namespace, "", &at)),
@@ -483,11 +502,10 @@ fn collect(docs: impl IntoIterator<Item = (usize, Document)>) -> Result<Snapshot
                             at,
                             namespace: String::new(),
                         });
-                        snapshot.observed.pods.push(pod);
                         Ok(())
                     }
                 }
-                Item::DaemonSet { value, at } => {
+                Entry::DaemonSet { value, at } => {
                     let namespace = metadata_str(&value, "namespace").unwrap_or_default();
                     let name = metadata_str(&value, "name").unwrap_or_default();
                     let item = id("DaemonSet", &namespace, &name, &at);
@@ -507,33 +525,36 @@ fn collect(docs: impl IntoIterator<Item = (usize, Document)>) -> Result<Snapshot
                         Ok(())
                     })
                 }
-                Item::Other { key } => {
+                Entry::Other { key } => {
                     *snapshot.ignored.entry(key).or_default() += 1;
                     Ok(())
                 }
-                Item::Invalid {
-                    kind,
-                    namespace,
-                    name,
-                    field,
-                    message,
-                    at,
-                } => Err(SnapshotError::Convert {
-                    item: Box::new(ItemId {
-                        document,
-                        position: wire::render(&at),
+                Entry::Invalid(invalid) => {
+                    let wire::Invalid {
                         kind,
                         namespace,
                         name,
-                    }),
-                    field: if field == "." {
-                        "(the object)".into()
-                    } else {
-                        field
-                    },
-                    message,
-                }),
-                Item::NotAnObject { found, at } => Err(SnapshotError::NotAnObject {
+                        field,
+                        message,
+                        at,
+                    } = *invalid;
+                    Err(SnapshotError::Convert {
+                        item: Box::new(ItemId {
+                            document,
+                            position: wire::render(&at),
+                            kind,
+                            namespace,
+                            name,
+                        }),
+                        field: if field == "." {
+                            "(the object)".into()
+                        } else {
+                            field
+                        },
+                        message,
+                    })
+                }
+                Entry::NotAnObject { found, at } => Err(SnapshotError::NotAnObject {
                     document,
                     position: at,
                     found: found.into(),
@@ -545,6 +566,9 @@ fn collect(docs: impl IntoIterator<Item = (usize, Document)>) -> Result<Snapshot
             }
         }
     }
+    // Only objects before a failure count as seen.
+    snapshot.observed.nodes.truncate(placed[0].len());
+    snapshot.observed.pods.truncate(placed[1].len());
     if let Some(duplicate) = first_duplicate(&snapshot.observed, &placed) {
         return Err(duplicate);
     }

@@ -46,36 +46,97 @@ pub(super) enum Item {
     },
     /// A `v1` Pod.
     Pod { pod: Pod, at: Position },
+    /// Anything else: see [`Entry`].
+    Entry(Entry),
+}
+
+/// One object of a document, in file order. Nodes and pods are kept apart, in
+/// [`Document::nodes`] and [`Document::pods`], so that a large document's are moved into the
+/// observed state, not copied.
+pub(super) enum Entry {
+    /// The next of [`Document::nodes`].
+    Node {
+        namespace: String,
+        bad_taint: Option<Box<(usize, String)>>,
+        at: Position,
+    },
+    /// The next of [`Document::pods`].
+    Pod { at: Position },
     /// An `apps/v1` DaemonSet, whole.
     DaemonSet { value: Value, at: Position },
     /// An object of another kind, as `apiVersion/kind`.
     Other { key: String },
     /// A Node or Pod whose fields could not be read (it came with `kind` after them).
-    Invalid {
-        kind: String,
-        namespace: Option<String>,
-        name: Option<String>,
-        field: String,
-        message: String,
-        at: Position,
-    },
+    Invalid(Box<Invalid>),
     /// Not an object: `found` says what it is.
     NotAnObject { found: &'static str, at: String },
 }
 
+/// A Node or Pod whose fields could not be read.
+pub(super) struct Invalid {
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub field: String,
+    pub message: String,
+    pub at: Position,
+}
+
 /// The objects of one document, lists flattened, in file order.
-pub(super) struct Document(pub(super) Vec<Item>);
+#[derive(Default)]
+pub(super) struct Document {
+    pub nodes: Vec<Node>,
+    pub pods: Vec<Pod>,
+    pub entries: Vec<Entry>,
+}
+
+impl Document {
+    fn push(&mut self, item: Item) {
+        match item {
+            Item::Node {
+                node,
+                namespace,
+                bad_taint,
+                at,
+            } => {
+                self.nodes.push(node);
+                self.entries.push(Entry::Node {
+                    namespace,
+                    bad_taint: bad_taint.map(Box::new),
+                    at,
+                });
+            }
+            Item::Pod { pod, at } => {
+                self.pods.push(pod);
+                self.entries.push(Entry::Pod { at });
+            }
+            Item::Entry(entry) => self.entries.push(entry),
+        }
+    }
+
+    fn len(&self) -> (usize, usize, usize) {
+        (self.nodes.len(), self.pods.len(), self.entries.len())
+    }
+
+    fn truncate(&mut self, (nodes, pods, entries): (usize, usize, usize)) {
+        self.nodes.truncate(nodes);
+        self.pods.truncate(pods);
+        self.entries.truncate(entries);
+    }
+}
 
 impl<'de> Deserialize<'de> for Document {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut items = Vec::new();
+        let mut doc = Document::default();
         let mut at = Position::new();
         ObjectSeed {
-            out: &mut items,
+            out: &mut doc,
             at: &mut at,
         }
         .deserialize(d)?;
-        Ok(Document(items))
+        doc.nodes.shrink_to_fit();
+        doc.pods.shrink_to_fit();
+        Ok(doc)
     }
 }
 
@@ -150,7 +211,7 @@ fn describe_unexpected(what: serde::de::Unexpected<'_>) -> &'static str {
 
 /// Reads one object (or list, or anything found where an object should be) into `out`.
 struct ObjectSeed<'a> {
-    out: &'a mut Vec<Item>,
+    out: &'a mut Document,
     at: &'a mut Position,
 }
 
@@ -164,10 +225,10 @@ impl<'de> DeserializeSeed<'de> for ObjectSeed<'_> {
 
 impl ObjectSeed<'_> {
     fn not_an_object(self, what: serde::de::Unexpected<'_>) {
-        self.out.push(Item::NotAnObject {
+        self.out.push(Item::Entry(Entry::NotAnObject {
             found: describe_unexpected(what),
             at: render(self.at),
-        });
+        }));
     }
 }
 
@@ -317,20 +378,20 @@ impl<'de> Visitor<'de> for ObjectSeed<'_> {
         };
         if is_list {
             if let Items::NotASequence(found) = items {
-                out.push(Item::NotAnObject {
+                out.push(Item::Entry(Entry::NotAnObject {
                     found,
                     at: join(&render(at), "items"),
-                });
+                }));
             }
             return Ok(());
         }
         // Not a list after all: what its `items` held is not objects of the snapshot.
         out.truncate(first);
         let Some(kind) = kind else {
-            out.push(Item::NotAnObject {
+            out.push(Item::Entry(Entry::NotAnObject {
                 found: "a mapping without `kind`",
                 at: render(at),
-            });
+            }));
             return Ok(());
         };
         let api_version = api_version.unwrap_or_default();
@@ -356,17 +417,17 @@ impl<'de> Visitor<'de> for ObjectSeed<'_> {
                 pod: pod_from(meta.unwrap_or_default(), pod.0, pod.1),
                 at: at.clone(),
             },
-            Mode::Whole => Item::DaemonSet {
+            Mode::Whole => Item::Entry(Entry::DaemonSet {
                 value: Value::Object(kept),
                 at: at.clone(),
-            },
-            _ => Item::Other {
+            }),
+            _ => Item::Entry(Entry::Other {
                 key: if api_version.is_empty() {
                     kind
                 } else {
                     format!("{api_version}/{kind}")
                 },
-            },
+            }),
         };
         out.push(item);
         Ok(())
@@ -403,13 +464,15 @@ fn from_kept(kept: Map<String, Value>, kind: &str, at: &Position) -> Item {
         .filter(|s| !s.is_empty())
         .map(str::to_string);
     let value = Value::Object(kept);
-    let invalid = |e: serde_path_to_error::Error<serde_json::Error>| Item::Invalid {
-        kind: kind.to_string(),
-        namespace: Some(namespace.clone()).filter(|s| !s.is_empty()),
-        name: name.clone(),
-        field: e.path().to_string(),
-        message: e.into_inner().to_string(),
-        at: at.clone(),
+    let invalid = |e: serde_path_to_error::Error<serde_json::Error>| {
+        Item::Entry(Entry::Invalid(Box::new(Invalid {
+            kind: kind.to_string(),
+            namespace: Some(namespace.clone()).filter(|s| !s.is_empty()),
+            name: name.clone(),
+            field: e.path().to_string(),
+            message: e.into_inner().to_string(),
+            at: at.clone(),
+        })))
     };
     if kind == "Node" {
         match serde_path_to_error::deserialize::<_, Parts<NodeSpec, NodeStatus>>(&value) {
@@ -437,7 +500,7 @@ fn from_kept(kept: Map<String, Value>, kind: &str, at: &Position) -> Item {
 
 /// Reads a list's `items` into `out`, each with its position.
 struct ItemsSeed<'a> {
-    out: &'a mut Vec<Item>,
+    out: &'a mut Document,
     at: &'a mut Position,
 }
 
