@@ -105,9 +105,12 @@ fn only_the_leader_writes_and_a_kill_9_mid_rollout_is_taken_over_within_the_leas
     wait_until("replica-a wrote 3 pods", 30, &[&a, &b], || {
         (pod_writes_by(&log, "replica-a") >= 3).then_some(())
     });
-    let before_kill = request_log(&log).len();
     let killed = Instant::now();
     a.kill9();
+    // What a sent before it died has reached the server within this; b cannot lead before
+    // a's lease runs out, seconds later.
+    std::thread::sleep(Duration::from_millis(300));
+    let before_kill = request_log(&log).len();
     let by_a = pod_writes_by(&log, "replica-a");
     assert!(
         by_a < 2 * NODES,
