@@ -593,3 +593,124 @@ fn an_invalid_daemonset_keeps_its_last_good_version_and_a_paused_one_waits_for_i
     );
     assert!(sync.terminate().success());
 }
+
+/// POSTs `body` (JSON) to the API at `path`; returns the created object.
+fn create(url: &str, path: &str, body: serde_json::Value) -> serde_json::Value {
+    let (code, text) = crate::sync_support::request(
+        "POST",
+        &format!("{url}{path}"),
+        &[("content-type", "application/json")],
+        &body.to_string(),
+    )
+    .expect("the API answers");
+    assert_eq!(code, 201, "{text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn a_daemonset_added_to_the_source_adopts_the_pods_the_builtin_controller_runs() {
+    if !git_available() {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    // agent is daemonsync's; logger runs under the built-in DaemonSet controller: its
+    // DaemonSet and one pod per node, created through the API as that controller would.
+    let sim = fleet(NODES, &daemonset("agent", "agent:1"), "");
+    let server = ServeProcess::start(sim.path(), &[]);
+    let api = Api {
+        url: server.url.clone(),
+    };
+    let live: serde_json::Value = serde_saphyr::from_str(&daemonset("logger", "logger:1")).unwrap();
+    let live = create(
+        &server.url,
+        &format!("/apis/apps/v1/namespaces/{NS}/daemonsets"),
+        live,
+    );
+    for node in api.nodes() {
+        create(
+            &server.url,
+            &format!("/api/v1/namespaces/{NS}/pods"),
+            serde_json::json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {
+                    "name": format!("logger-{node}"), "namespace": NS,
+                    "labels": {"app": "logger"},
+                    "ownerReferences": [{
+                        "apiVersion": "apps/v1", "kind": "DaemonSet", "name": "logger",
+                        "uid": live["metadata"]["uid"], "controller": true
+                    }]
+                },
+                "spec": {"nodeName": node, "containers": [{"name": "logger", "image": "logger:1"}]}
+            }),
+        );
+    }
+    wait_for("the built-in logger pods run", 30, &[], || {
+        api.converged("logger", "logger:1")
+    });
+    let repo = Repo::new();
+    repo.write("ds/agent.yaml", &daemonset("agent", "agent:1"));
+    repo.commit("agent only");
+    let git = GitDaemon::serve(repo.dir.path());
+    let secret = sim.path().join("webhook-secret");
+    std::fs::write(&secret, SECRET).unwrap();
+    let url = git.url("repo");
+    let sync = Sync::start(
+        &server.kubeconfig,
+        sim.path(),
+        "sync",
+        &[
+            "--repo",
+            &url,
+            "--path",
+            "ds",
+            "--ref",
+            "main",
+            "--interval",
+            "10m",
+            "--webhook-secret-file",
+            secret.to_str().unwrap(),
+        ],
+    );
+    sync.wait_ready();
+    // logger joins the source as it runs: the watches are restarted to see its pods, which
+    // are adopted; no node gets a second pod.
+    repo.write("ds/logger.yaml", &daemonset("logger", "logger:1"));
+    repo.commit("manage logger");
+    push(&sync);
+    // Its pods lack daemonsync's revision label, so they are replaced: within the budget,
+    // deletes first, never a second pod beside a running one.
+    wait_for("logger converged under daemonsync", 60, &[&sync], || {
+        api.converged("logger", "logger:1")?;
+        let managed = api
+            .pods("logger")
+            .iter()
+            .filter(|p| p["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "daemonsync")
+            .count();
+        if managed == NODES {
+            Ok(())
+        } else {
+            Err(format!("{managed} of {NODES} pods are daemonsync's"))
+        }
+    });
+    let log = sync.log();
+    assert!(log.contains("restarting the watches"), "{}", sync.tail());
+    let first = log
+        .lines()
+        .find(|l| l.contains("decision daemonset=demo/logger"))
+        .unwrap_or_else(|| panic!("a decision for logger\n{}", sync.tail()));
+    assert!(
+        first.contains("create_on= ") && first.contains("(RollingUpdate)"),
+        "the first step replaces within the budget, it does not add pods: {first}"
+    );
+    let max_deletes = log
+        .lines()
+        .filter(|l| l.contains("decision daemonset=demo/logger"))
+        .map(|l| l.matches("(RollingUpdate)").count())
+        .max()
+        .unwrap_or(0);
+    assert!(
+        max_deletes <= 2,
+        "maxUnavailable 2: {max_deletes} replaced at once"
+    );
+    assert!(sync.terminate().success());
+}
