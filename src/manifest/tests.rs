@@ -1294,25 +1294,8 @@ fn json_stream_lines_are_found_for_every_document() {
 // ---------------------------------------------------------------------------------------------
 // Unknown fields (strict field validation)
 
-const PROJECTED_TYPO: &str = "apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: agent, namespace: kube-system}
-spec:
-  selector: {matchLabels: {app: agent}}
-  template:
-    metadata: {labels: {app: agent}}
-    spec:
-      containers:
-      - name: agent
-        image: registry.example/agent:1.0
-        volumeMounts: [{name: config, mountPath: /etc/agent}]
-      volumes:
-      - name: config
-        projected:
-          sources:
-          - configMap: {name: agent}
-            itmes: [{key: a, path: a}]
-";
+/// A DaemonSet with a misspelt field deep in a projected volume (`itmes`).
+const PROJECTED_TYPO: &str = include_str!("../../fixtures/invalid/projected-typo.yaml");
 
 fn with_validation(field_validation: FieldValidation) -> LoadOptions {
     LoadOptions {

@@ -426,6 +426,17 @@ fn status_errors() {
         .stderr(predicate::str::contains("--cluster snapshot:FILE"));
 }
 
+/// `daemonsync snapshot -c <seven nodes> -o OUT`.
+fn snapshot_of_seven_nodes(out: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = bin();
+    c.arg("snapshot")
+        .arg("-c")
+        .arg(seven_nodes())
+        .arg("-o")
+        .arg(out);
+    c
+}
+
 /// The JSON plan of the flannel fixture against `cluster`, at [`NOW`].
 fn flannel_plan_json(cluster: &str) -> String {
     let mut c = bin();
@@ -440,12 +451,7 @@ fn flannel_plan_json(cluster: &str) -> String {
 fn snapshot_writes_a_pruned_snapshot_that_plans_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("pruned.yaml");
-    let mut c = bin();
-    c.arg("snapshot")
-        .arg("-c")
-        .arg(seven_nodes())
-        .arg("-o")
-        .arg(&out);
+    let mut c = snapshot_of_seven_nodes(&out);
     c.assert()
         .success()
         .stderr(predicate::str::contains("7 nodes, 7 pods, 1 DaemonSets"));
@@ -457,11 +463,7 @@ fn snapshot_writes_a_pruned_snapshot_that_plans_the_same() {
     // digests, and plans never show them on either side.
     assert_eq!(json(&pruned), json(&seven_nodes()));
 
-    let mut c = bin();
-    c.arg("snapshot")
-        .arg("-c")
-        .arg(seven_nodes())
-        .args(["-o", "-"]);
+    let mut c = snapshot_of_seven_nodes("-");
     c.assert()
         .success()
         .stdout(predicate::str::starts_with("apiVersion: v1\nitems:\n"));
@@ -471,12 +473,7 @@ fn snapshot_writes_a_pruned_snapshot_that_plans_the_same() {
 fn snapshot_to_a_json_file_is_json_and_plans_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cluster.json");
-    let mut c = bin();
-    c.arg("snapshot")
-        .arg("-c")
-        .arg(seven_nodes())
-        .arg("-o")
-        .arg(&out);
+    let mut c = snapshot_of_seven_nodes(&out);
     c.assert().success();
     let text = std::fs::read_to_string(&out).unwrap();
     let list: serde_json::Value = serde_json::from_str(&text).expect("a JSON file");
@@ -495,12 +492,7 @@ fn a_snapshot_that_cannot_be_written_leaves_no_partial_file() {
     let out = dir.path().join("cluster.yaml");
     std::fs::create_dir(&out).unwrap();
     std::fs::write(out.join("keep"), "x").unwrap();
-    let mut c = bin();
-    c.arg("snapshot")
-        .arg("-c")
-        .arg(seven_nodes())
-        .arg("-o")
-        .arg(&out);
+    let mut c = snapshot_of_seven_nodes(&out);
     c.assert()
         .code(1)
         .stderr(predicate::str::contains("cannot write snapshot"));
@@ -544,11 +536,7 @@ fn snapshot_errors() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains("/no/such.yaml"));
-    let mut c = bin();
-    c.arg("snapshot")
-        .arg("-c")
-        .arg(seven_nodes())
-        .args(["-o", "/no/such/dir/out.yaml"]);
+    let mut c = snapshot_of_seven_nodes("/no/such/dir/out.yaml");
     c.assert().code(1).stderr(predicate::str::contains(
         "cannot write snapshot /no/such/dir/out.yaml",
     ));
@@ -649,9 +637,7 @@ fn lt_tolerations_are_valid_only_where_the_cluster_has_the_gate() {
 /// whose quoted description continues at the key's indentation, as released install files do.
 fn typo_manifest(dir: &Path) -> PathBuf {
     let path = dir.join("agent.yaml");
-    std::fs::write(
-        &path,
-        "apiVersion: apiextensions.k8s.io/v1
+    let crd = "apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: foos.example.com}
 spec:
@@ -664,27 +650,12 @@ spec:
         continued here'
         type: object
 ---
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: agent, namespace: kube-system}
-spec:
-  selector: {matchLabels: {app: agent}}
-  template:
-    metadata: {labels: {app: agent}}
-    spec:
-      containers:
-      - name: agent
-        image: registry.example/agent:1.0
-        volumeMounts: [{name: config, mountPath: /etc/agent}]
-      volumes:
-      - name: config
-        projected:
-          sources:
-          - configMap: {name: agent}
-            itmes: [{key: a, path: a}]
-",
+";
+    let daemonset = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/invalid/projected-typo.yaml"),
     )
     .unwrap();
+    std::fs::write(&path, format!("{crd}{daemonset}")).unwrap();
     path
 }
 

@@ -32,6 +32,13 @@ fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     p
 }
 
+/// `daemonsync apply -m ds.yaml --cluster sim:sim.yaml EXTRA` in `dir`, as [`run`].
+fn apply_sim(dir: &Path, extra: &[&str]) -> (Option<i32>, String, String) {
+    let mut args = vec!["apply", "-m", "ds.yaml", "--cluster", "sim:sim.yaml"];
+    args.extend(extra);
+    run(dir, &args)
+}
+
 /// Runs `daemonsync ARGS` with a bound; returns (exit code, stdout, stderr).
 fn run(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
     let out = daemonsync()
@@ -56,10 +63,7 @@ fn sim_node_count_of_ten_to_the_eighteen_is_refused_not_a_crash() {
         "sim.yaml",
         "nodes: [{name: 'n-{i}', count: 1000000000000000000}]\n",
     );
-    let (code, _, err) = run(
-        dir.path(),
-        &["apply", "-m", "ds.yaml", "--cluster", "sim:sim.yaml"],
-    );
+    let (code, _, err) = apply_sim(dir.path(), &[]);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("more than the limit of 200000"), "{err}");
     // Churn additions count too.
@@ -68,10 +72,7 @@ fn sim_node_count_of_ten_to_the_eighteen_is_refused_not_a_crash() {
         "sim.yaml",
         "nodes: [{name: a}]\nchurn: [{at: 1s, add: {name: 'x-{i}', count: 300000}}]\n",
     );
-    let (code, _, err) = run(
-        dir.path(),
-        &["apply", "-m", "ds.yaml", "--cluster", "sim:sim.yaml"],
-    );
+    let (code, _, err) = apply_sim(dir.path(), &[]);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("with churn additions"), "{err}");
 }
@@ -86,10 +87,7 @@ fn sim_with_zero_nodes_is_refused_not_converged() {
         "seed: 1\n",
     ] {
         write(dir.path(), "sim.yaml", sim);
-        let (code, out, err) = run(
-            dir.path(),
-            &["apply", "-m", "ds.yaml", "--cluster", "sim:sim.yaml"],
-        );
+        let (code, out, err) = apply_sim(dir.path(), &[]);
         assert_eq!(code, Some(1), "{sim}: {out}{err}");
         assert!(!out.contains("Converged"), "{sim}: {out}");
         assert!(err.contains("starts with no nodes"), "{sim}: {err}");
@@ -106,18 +104,7 @@ fn timeouts_of_ten_thousand_years_do_not_overflow() {
         "nodes: [{name: 'n-{i}', count: 3}]\n",
     );
     for flag in ["--timeout", "--progress-deadline"] {
-        let (code, out, err) = run(
-            dir.path(),
-            &[
-                "apply",
-                "-m",
-                "ds.yaml",
-                "--cluster",
-                "sim:sim.yaml",
-                flag,
-                "87600000h",
-            ],
-        );
+        let (code, out, err) = apply_sim(dir.path(), &[flag, "87600000h"]);
         assert_eq!(code, Some(0), "{flag}: {out}{err}");
         assert!(out.contains("Converged"), "{flag}: {out}");
     }
@@ -132,18 +119,7 @@ fn sim_starting_at_the_end_of_time_does_not_panic() {
         "sim.yaml",
         "start: 9999-12-30T00:00:00Z\nkubelet: {startLatency: {fixed: 5s}}\nnodes: [{name: 'n-{i}', count: 3}]\nchurn: [{at: 1000000h, remove: n-1}]\n",
     );
-    let (code, out, err) = run(
-        dir.path(),
-        &[
-            "apply",
-            "-m",
-            "ds.yaml",
-            "--cluster",
-            "sim:sim.yaml",
-            "--timeout",
-            "87600000h",
-        ],
-    );
+    let (code, out, err) = apply_sim(dir.path(), &["--timeout", "87600000h"]);
     assert_ne!(code, Some(101), "panicked: {err}");
     assert!(matches!(code, Some(0) | Some(3)), "{out}{err}");
 }
@@ -200,10 +176,7 @@ fn more_than_sixteen_thousand_nodes_converge_without_a_false_no_progress() {
         "sim.yaml",
         "kubelet: {startLatency: {fixed: 1s}}\nnodes: [{name: 'n-{i}', count: 17000}]\n",
     );
-    let (code, out, err) = run(
-        dir.path(),
-        &["apply", "-m", "ds.yaml", "--cluster", "sim:sim.yaml"],
-    );
+    let (code, out, err) = apply_sim(dir.path(), &[]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains("17000 pod(s) created"), "{out}");
 }
@@ -466,10 +439,7 @@ fn sim_file_that_is_a_fifo_is_refused_not_waited_for() {
         eprintln!("skipped: mkfifo is not available");
         return;
     }
-    let (code, out, err) = run(
-        dir.path(),
-        &["apply", "-m", "ds.yaml", "--cluster", "sim:sim.yaml"],
-    );
+    let (code, out, err) = apply_sim(dir.path(), &[]);
     assert_eq!(code, Some(1), "{out}{err}");
     assert!(
         err.contains("sim.yaml") && err.contains("not a regular file"),
@@ -620,18 +590,7 @@ fn largest_valid_numbers_plan_and_roll_out_without_overflow() {
         "sim.yaml",
         "nodes: [{name: 'n-{i}', count: 3}]\n",
     );
-    let (code, out, err) = run(
-        dir.path(),
-        &[
-            "apply",
-            "-m",
-            "ds.yaml",
-            "--cluster",
-            "sim:sim.yaml",
-            "--timeout",
-            "1h",
-        ],
-    );
+    let (code, out, err) = apply_sim(dir.path(), &["--timeout", "1h"]);
     assert!(!err.contains("panicked"), "{err}");
     assert!(matches!(code, Some(3)), "{out}{err}");
 }
@@ -675,10 +634,7 @@ fn out_of_range_numbers_in_sim_files_are_refused_naming_the_field() {
         ),
     ] {
         write(dir.path(), "sim.yaml", sim);
-        let (code, out, err) = run(
-            dir.path(),
-            &["apply", "-m", "ds.yaml", "--cluster", "sim:sim.yaml"],
-        );
+        let (code, out, err) = apply_sim(dir.path(), &[]);
         assert_eq!(code, Some(1), "{sim}: {out}{err}");
         assert!(err.contains("invalid sim file sim.yaml"), "{sim}: {err}");
         assert!(err.contains(says), "{sim}: {err}");
@@ -696,10 +652,7 @@ fn sim_latencies_at_the_end_of_time_neither_panic_nor_wrap_to_zero() {
         "sim.yaml",
         "nodes: [{name: a}]\nkubelet: {startLatency: {uniform: [0s, 18446744073709551s 615ms]}}\n",
     );
-    let (code, out, err) = run(
-        dir.path(),
-        &["apply", "-m", "ds.yaml", "--cluster", "sim:sim.yaml"],
-    );
+    let (code, out, err) = apply_sim(dir.path(), &[]);
     assert_ne!(code, Some(101), "panicked: {err}");
     assert!(matches!(code, Some(0) | Some(3)), "{out}{err}");
     // One millisecond more than u64 holds used to wrap to a latency of zero: the pod was ready
@@ -709,10 +662,7 @@ fn sim_latencies_at_the_end_of_time_neither_panic_nor_wrap_to_zero() {
         "sim.yaml",
         "nodes: [{name: a}]\nkubelet: {startLatency: {fixed: 18446744073709551s 616ms}, terminationGrace: 9223372036854775807s}\n",
     );
-    let (code, out, err) = run(
-        dir.path(),
-        &["apply", "-m", "ds.yaml", "--cluster", "sim:sim.yaml"],
-    );
+    let (code, out, err) = apply_sim(dir.path(), &[]);
     assert_eq!(code, Some(3), "{out}{err}");
     assert!(out.contains("Halted"), "{out}");
     assert!(!out.contains("Converged"), "{out}");
