@@ -755,6 +755,15 @@ fn a_forbidden_write_stops_the_rollout_at_once_without_retrying() {
     assert!(c.sim.observed().pods.is_empty());
 }
 
+/// DaemonSets `agent` and `logs` at the given images, each replacing up to two nodes at once.
+fn agent_and_logs(agent: &str, logs: &str) -> String {
+    [
+        ds_yaml("agent", agent, &rolling(2), ""),
+        ds_yaml("logs", logs, &rolling(2), ""),
+    ]
+    .join("---\n")
+}
+
 /// Counts the pods of DaemonSet `name` on `revision`.
 fn on_revision(sim: &Sim, name: &str, revision: &str) -> usize {
     revisions(sim, name)
@@ -766,16 +775,8 @@ fn on_revision(sim: &Sim, name: &str, revision: &str) -> usize {
 
 #[test]
 fn a_halted_daemonset_does_not_stop_the_others() {
-    let old = [
-        ds_yaml("agent", "agent:1", &rolling(2), ""),
-        ds_yaml("logs", "logs:1", &rolling(2), ""),
-    ]
-    .join("---\n");
-    let new = [
-        ds_yaml("agent", "agent:2-broken", &rolling(2), ""),
-        ds_yaml("logs", "logs:2", &rolling(2), ""),
-    ]
-    .join("---\n");
+    let old = agent_and_logs("agent:1", "logs:1");
+    let new = agent_and_logs("agent:2-broken", "logs:2");
     let failures = "failures:
   images: [{image: 'agent:2-broken', reason: ErrImagePull}]";
     let mut sim = sim(&fleet(10, failures));
@@ -849,16 +850,8 @@ fn a_new_template_clears_the_halt() {
 
 #[test]
 fn a_paused_record_gets_no_pod_writes_until_resumed() {
-    let old = [
-        ds_yaml("agent", "agent:1", &rolling(2), ""),
-        ds_yaml("logs", "logs:1", &rolling(2), ""),
-    ]
-    .join("---\n");
-    let new = [
-        ds_yaml("agent", "agent:2", &rolling(2), ""),
-        ds_yaml("logs", "logs:2", &rolling(2), ""),
-    ]
-    .join("---\n");
+    let old = agent_and_logs("agent:1", "logs:1");
+    let new = agent_and_logs("agent:2", "logs:2");
     let mut sim = sim(&fleet(5, ""));
     sim.install(&desired(&old)).unwrap();
     sim.set_paused("ns", "agent", true);

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::serve_support::ServeProcess;
+use crate::sync_support::{is_ready, node_of};
 
 /// Nodes in the fleet.
 const NODES: usize = 10;
@@ -48,25 +49,6 @@ fn fleet(rolling_update: &str) -> (tempfile::TempDir, String) {
     std::fs::write(git.join("ds.yaml"), agent("agent:2", rolling_update)).unwrap();
     let m = git.display().to_string();
     (dir, m)
-}
-
-/// The node a pod is for: `spec.nodeName`, or the node its daemon-pod affinity names.
-fn node_of(pod: &Value) -> Option<String> {
-    if let Some(n) = pod["spec"]["nodeName"].as_str() {
-        return Some(n.to_string());
-    }
-    let terms = &pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-        ["nodeSelectorTerms"];
-    terms[0]["matchFields"][0]["values"][0]
-        .as_str()
-        .map(str::to_string)
-}
-
-fn is_ready(pod: &Value) -> bool {
-    pod["status"]["conditions"].as_array().is_some_and(|cs| {
-        cs.iter()
-            .any(|c| c["type"] == "Ready" && c["status"] == "True")
-    })
 }
 
 /// What one list of the pods shows.
@@ -109,8 +91,8 @@ fn sample(pods: &[Value], nodes: &[String]) -> Sample {
 
 /// The worst the observer saw.
 #[derive(Debug, Default)]
-struct Observed {
-    samples: usize,
+pub(crate) struct Observed {
+    pub(crate) samples: usize,
     max_unavailable: usize,
     worst_unavailable: Sample,
     max_surge: usize,
@@ -120,13 +102,13 @@ struct Observed {
 
 /// Lists the pods of `agent` every 20 ms until told to stop; lists that fail (injected
 /// faults) are skipped.
-struct Observer {
+pub(crate) struct Observer {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<Observed>>,
 }
 
 impl Observer {
-    fn start(url: &str) -> Observer {
+    pub(crate) fn start(url: &str) -> Observer {
         let stop = Arc::new(AtomicBool::new(false));
         let (flag, url) = (stop.clone(), url.to_string());
         let (first, started) = std::sync::mpsc::sync_channel::<()>(1);
@@ -198,7 +180,7 @@ impl Observer {
         }
     }
 
-    fn finish(mut self) -> Observed {
+    pub(crate) fn finish(mut self) -> Observed {
         self.stop.store(true, Ordering::SeqCst);
         self.thread
             .take()
@@ -226,7 +208,7 @@ fn serve(dir: &Path, faults: Option<&str>) -> (ServeProcess, PathBuf) {
 
 /// Asserts the observer's worst against the budgets, and that it watched the rollout from
 /// an all-available start to an all-updated end.
-fn assert_within(seen: &Observed, max_unavailable: usize, max_surge: usize) {
+pub(crate) fn assert_within(seen: &Observed, max_unavailable: usize, max_surge: usize) {
     assert!(seen.samples >= 10, "the observer listed the pods: {seen:?}");
     let start = seen.start.as_ref().unwrap();
     assert!(

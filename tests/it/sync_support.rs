@@ -7,11 +7,9 @@ use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::support::free_port;
@@ -508,98 +506,4 @@ pub fn is_ready(pod: &Value) -> bool {
         cs.iter()
             .any(|c| c["type"] == "Ready" && c["status"] == "True")
     })
-}
-
-/// The worst an [`Observer`] saw.
-#[derive(Debug, Default)]
-pub struct Observed {
-    /// Lists of the pods taken.
-    pub samples: usize,
-    /// Nodes without a ready pod at the start.
-    pub start_unavailable: BTreeSet<String>,
-    /// The most nodes at once without a ready pod (besides those at the start).
-    pub max_unavailable: usize,
-    /// Those nodes, at that moment.
-    pub worst: BTreeSet<String>,
-}
-
-/// Lists the pods of one DaemonSet every 25 ms, on its own thread and through the API (not
-/// through the daemon), and records the most nodes at once that lacked a ready, live pod.
-pub struct Observer {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<Observed>>,
-}
-
-impl Observer {
-    /// Starts observing `app`; returns after the first sample.
-    pub fn start(api: &Api, app: &str) -> Observer {
-        let stop = Arc::new(AtomicBool::new(false));
-        let (flag, api, app) = (stop.clone(), api.clone(), app.to_string());
-        let (first, started) = std::sync::mpsc::sync_channel::<()>(1);
-        let thread = std::thread::spawn(move || {
-            let nodes = api.nodes();
-            let mut seen = Observed::default();
-            while !flag.load(Ordering::SeqCst) {
-                let url = format!(
-                    "{}/api/v1/namespaces/{NS}/pods?labelSelector=app%3D{app}",
-                    api.url
-                );
-                if let Some(list) = get_json(&url) {
-                    let unavailable = unavailable(list["items"].as_array().unwrap(), &nodes);
-                    if seen.samples == 0 {
-                        seen.start_unavailable = unavailable.clone();
-                    }
-                    seen.samples += 1;
-                    let _ = first.try_send(());
-                    let extra: BTreeSet<String> = unavailable
-                        .difference(&seen.start_unavailable)
-                        .cloned()
-                        .collect();
-                    if extra.len() > seen.max_unavailable {
-                        seen.max_unavailable = extra.len();
-                        seen.worst = extra;
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(25));
-            }
-            seen
-        });
-        started
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the observer listed the pods within 30 s");
-        Observer {
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    /// Stops and returns what it saw.
-    pub fn finish(mut self) -> Observed {
-        self.stop.store(true, Ordering::SeqCst);
-        self.thread
-            .take()
-            .unwrap()
-            .join()
-            .expect("the observer ran")
-    }
-}
-
-impl Drop for Observer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-    }
-}
-
-/// Nodes of `nodes` without a ready pod that is not terminating.
-fn unavailable(pods: &[Value], nodes: &[String]) -> BTreeSet<String> {
-    let ready: BTreeSet<String> = pods
-        .iter()
-        .filter(|p| !terminating(p) && is_ready(p))
-        .filter_map(node_of)
-        .collect();
-    nodes
-        .iter()
-        .filter(|n| !ready.contains(*n))
-        .cloned()
-        .collect()
 }
