@@ -37,11 +37,16 @@ impl World {
             daemonset("agent", "agent:1"),
             daemonset("logger", "logger:1")
         );
-        let sim = fleet(
-            NODES,
+        World::with(
             &running,
             "failures:\n  images:\n    - {image: 'agent:bad', reason: ErrImagePull}\n",
-        );
+        )
+    }
+
+    /// The world of [`World::new`], with daemonsync's pods of `running` and `sim_extra` in
+    /// the sim file.
+    fn with(running: &str, sim_extra: &str) -> World {
+        let sim = fleet(NODES, running, sim_extra);
         let server = ServeProcess::start(sim.path(), &[]);
         let repo = Repo::new();
         repo.write("ds/README.md", "The DaemonSets of the demo fleet.\n");
@@ -615,11 +620,8 @@ fn a_daemonset_added_to_the_source_adopts_the_pods_the_builtin_controller_runs()
     }
     // agent is daemonsync's; logger runs under the built-in DaemonSet controller: its
     // DaemonSet and one pod per node, created through the API as that controller would.
-    let sim = fleet(NODES, &daemonset("agent", "agent:1"), "");
-    let server = ServeProcess::start(sim.path(), &[]);
-    let api = Api {
-        url: server.url.clone(),
-    };
+    let world = World::with(&daemonset("agent", "agent:1"), "");
+    let (server, api) = (&world.server, &world.api);
     let live: serde_json::Value = serde_saphyr::from_str(&daemonset("logger", "logger:1")).unwrap();
     let live = create(
         &server.url,
@@ -647,35 +649,15 @@ fn a_daemonset_added_to_the_source_adopts_the_pods_the_builtin_controller_runs()
     wait_for("the built-in logger pods run", 30, &[], || {
         api.converged("logger", "logger:1")
     });
-    let repo = Repo::new();
-    repo.write("ds/agent.yaml", &daemonset("agent", "agent:1"));
-    repo.commit("agent only");
-    let git = GitDaemon::serve(repo.dir.path());
-    let secret = sim.path().join("webhook-secret");
-    std::fs::write(&secret, SECRET).unwrap();
-    let url = git.url("repo");
-    let sync = Sync::start(
-        &server.kubeconfig,
-        sim.path(),
-        "sync",
-        &[
-            "--repo",
-            &url,
-            "--path",
-            "ds",
-            "--ref",
-            "main",
-            "--interval",
-            "10m",
-            "--webhook-secret-file",
-            secret.to_str().unwrap(),
-        ],
-    );
-    sync.wait_ready();
+    world.repo.remove("ds/logger.yaml");
+    world.repo.commit("agent only");
+    let sync = world.start(&[]);
     // logger joins the source as it runs: the watches are restarted to see its pods, which
     // are adopted; no node gets a second pod.
-    repo.write("ds/logger.yaml", &daemonset("logger", "logger:1"));
-    repo.commit("manage logger");
+    world
+        .repo
+        .write("ds/logger.yaml", &daemonset("logger", "logger:1"));
+    world.repo.commit("manage logger");
     push(&sync);
     // Its pods lack daemonsync's revision label, so they are replaced: within the budget,
     // deletes first, never a second pod beside a running one.
