@@ -235,6 +235,33 @@ fn git_server_that_never_answers_times_out_naming_the_url() {
     assert!(!stderr.contains("last good commit"), "{stderr}");
 }
 
+/// `daemonsync COMMAND --repo URL` in `dir` against a remote that does not answer (2 s git
+/// timeout, tracing on, no SSH): the exit code and everything printed.
+fn unreachable_remote(
+    dir: &Path,
+    command: &[&str],
+    url: &str,
+    cache: &Path,
+) -> (Option<i32>, String) {
+    let out = daemonsync()
+        .current_dir(dir)
+        .args(command)
+        .args(["--git-timeout", "2s", "--repo", url])
+        .arg("--cache-dir")
+        .arg(cache)
+        .env("RUST_LOG", "trace")
+        .env("GIT_SSH_COMMAND", "false")
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), all)
+}
+
 #[test]
 fn credentials_of_every_shape_never_reach_the_output() {
     let cache = tempfile::tempdir().unwrap();
@@ -247,29 +274,13 @@ fn credentials_of_every_shape_never_reach_the_output() {
         format!("https://user:pa@ss-word@127.0.0.1:{port}/r.git"),
         "user:pass-word@127.0.0.1:org/r.git".to_string(),
     ] {
-        let out = daemonsync()
-            .args([
-                "plan",
-                "--cluster",
-                "none",
-                "--git-timeout",
-                "2s",
-                "--repo",
-                &url,
-            ])
-            .arg("--cache-dir")
-            .arg(cache.path())
-            .env("RUST_LOG", "trace")
-            .env("GIT_SSH_COMMAND", "false")
-            .timeout(Duration::from_secs(60))
-            .output()
-            .unwrap();
-        let all = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        let (code, all) = unreachable_remote(
+            Path::new("."),
+            &["plan", "--cluster", "none"],
+            &url,
+            cache.path(),
         );
-        assert_eq!(out.status.code(), Some(1), "{url}: {all}");
+        assert_eq!(code, Some(1), "{url}: {all}");
         for secret in ["ss-word", "pass-word"] {
             assert!(!all.contains(secret), "{url}: credential printed: {all}");
         }
@@ -365,23 +376,8 @@ fn tokens_in_query_strings_fragments_and_ssh_urls_never_reach_any_output() {
                 "json",
             ],
         ] {
-            let out = daemonsync()
-                .current_dir(dir.path())
-                .args(&command)
-                .args(["--git-timeout", "2s", "--repo", url])
-                .arg("--cache-dir")
-                .arg(cache.path())
-                .env("RUST_LOG", "trace")
-                .env("GIT_SSH_COMMAND", "false")
-                .timeout(Duration::from_secs(60))
-                .output()
-                .unwrap();
-            let all = format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert_eq!(out.status.code(), Some(1), "{command:?} {url}: {all}");
+            let (code, all) = unreachable_remote(dir.path(), &command, url, cache.path());
+            assert_eq!(code, Some(1), "{command:?} {url}: {all}");
             assert!(
                 all.contains("127.0.0.1"),
                 "{command:?} {url}: the URL is not named: {all}"
