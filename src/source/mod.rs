@@ -44,12 +44,14 @@ pub struct Rendered {
 impl Rendered {
     /// The first 12 characters of the revision (a short commit id).
     pub fn short_revision(&self) -> &str {
-        let r = self.revision.as_str();
-        match r.strip_prefix("local:") {
-            Some(d) => &d[..d.len().min(12)],
-            None => &r[..r.len().min(12)],
-        }
+        short_revision(&self.revision)
     }
+}
+
+/// The first 12 characters of a revision (a commit id, or the digest of `local:<digest>`).
+pub fn short_revision(revision: &str) -> &str {
+    let r = revision.strip_prefix("local:").unwrap_or(revision);
+    r.get(..12).unwrap_or(r)
 }
 
 impl Rendered {

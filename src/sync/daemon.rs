@@ -10,13 +10,14 @@
 use super::http::{self, HttpState, Readiness, Webhook};
 use super::leader::{LeaderOptions, Leadership};
 use super::metrics::{Metrics, PodVerb, ReconcileResult};
-use super::source::{Change, Follower, InEffect, short};
+use super::source::{Change, Follower, InEffect};
 use crate::apply::{ApplyOptions, Executor, Key, assess};
 use crate::cluster::kube::{KubeCluster, KubeOptions, adoption_selectors};
 use crate::cluster::{Cluster, ClusterError, ClusterState, Event, RecordSource, RecordStatus};
 use crate::manifest::LoadOptions;
 use crate::model::Timestamp;
 use crate::source::ManifestSource;
+use crate::source::short_revision;
 use anyhow::{Context, Result};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::Pod;
@@ -198,13 +199,21 @@ pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Resu
         rolling: BTreeSet::new(),
         unwritten: Vec::new(),
     };
+    // The source whose DaemonSets the watches were last checked against.
+    let mut watched_for: Option<Arc<InEffect>> = None;
     loop {
         let effect = Arc::clone(&effect_rx.borrow_and_update());
         // A DaemonSet new to the source may already run under the built-in controller: its
         // pods must be in the caches before anything is planned for it, or every node would
         // get a second pod. The watches are started again with its selector.
-        let wanted: BTreeSet<(String, String)> =
-            adoption_selectors(&effect.desired).into_iter().collect();
+        let new_source = !watched_for
+            .as_ref()
+            .is_some_and(|w| Arc::ptr_eq(w, &effect));
+        let wanted: BTreeSet<(String, String)> = if new_source {
+            adoption_selectors(&effect.desired).into_iter().collect()
+        } else {
+            BTreeSet::new()
+        };
         if !wanted.is_subset(&adopted) {
             let all: BTreeSet<_> = adopted.union(&wanted).cloned().collect();
             tracing::info!(
@@ -225,6 +234,7 @@ pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Resu
                 }
             }
         }
+        watched_for = Some(Arc::clone(&effect));
         let outcome = reconciler.pass(&mut cluster, &effect, &gate).await;
         if let Some(backoff) = outcome.backoff {
             tokio::select! {
@@ -335,12 +345,12 @@ async fn follow_source(
         };
         follower = back;
         let elapsed_ms = started.elapsed().as_millis() as u64;
-        let now = follower.in_effect().clone();
+        let now = follower.in_effect();
         match &change {
             Change::Updated { revision } => {
                 tracing::info!(
                     source = %follower.describe(),
-                    revision = %short(revision),
+                    revision = %short_revision(revision),
                     daemonsets = now.desired.len(),
                     invalid = now.invalid.len(),
                     trigger = why,
@@ -356,7 +366,7 @@ async fn follow_source(
                         .repository
                         .as_deref()
                         .unwrap_or(follower.describe()),
-                    now.revision.as_deref().map(short).unwrap_or(""),
+                    now.revision.as_deref().map(short_revision).unwrap_or(""),
                 );
             }
             Change::Unchanged if why == "poll" => {
@@ -364,7 +374,7 @@ async fn follow_source(
             }
             Change::Unchanged => {
                 tracing::info!(
-                    revision = %now.revision.as_deref().map(short).unwrap_or(""),
+                    revision = %now.revision.as_deref().map(short_revision).unwrap_or(""),
                     trigger = why,
                     elapsed_ms,
                     "source read on request: unchanged"
@@ -376,7 +386,7 @@ async fn follow_source(
                     Some(revision) => tracing::error!(
                         source = %follower.describe(),
                         error = %error,
-                        in_effect = %short(revision),
+                        in_effect = %short_revision(revision),
                         "cannot use the source; the last good state stays in effect and nothing is pruned"
                     ),
                     None => tracing::error!(
@@ -394,7 +404,7 @@ async fn follow_source(
             }
         }
         if change != Change::Unchanged {
-            effect.send_replace(Arc::new(now));
+            effect.send_replace(Arc::new(now.clone()));
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::apply::Key;
 use crate::cluster::RecordSource;
 use crate::manifest::LoadOptions;
 use crate::plan::Desired;
-use crate::source::{ManifestSource, Refresh, Rendered, Source, Tracked, redact};
+use crate::source::{ManifestSource, Refresh, Rendered, Source, Tracked, redact, short_revision};
 use std::collections::BTreeMap;
 
 /// What is in effect, and what is wrong with the newest source.
@@ -161,7 +161,7 @@ impl Follower {
                  until it is fixed",
                 bad.name,
                 bad.source,
-                short(&rendered.revision),
+                short_revision(&rendered.revision),
                 errors.join("; ")
             );
             if let Some(previous) = self.in_effect.desired.iter().find(|d| key_of(d) == key) {
@@ -189,12 +189,6 @@ impl Follower {
             revision: Some(rendered.revision.clone()),
         };
     }
-}
-
-/// The first 12 characters of a revision.
-pub fn short(revision: &str) -> &str {
-    let r = revision.strip_prefix("local:").unwrap_or(revision);
-    &r[..r.len().min(12)]
 }
 
 #[cfg(test)]
