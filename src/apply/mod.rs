@@ -355,11 +355,18 @@ impl Assessment<'_> {
 
     /// `namespace/name` of the halted DaemonSets.
     pub fn halted_names(&self) -> Vec<String> {
-        self.halted
-            .iter()
-            .map(|(ns, n)| format!("{ns}/{n}"))
-            .collect()
+        names(&self.halted)
     }
+
+    /// `namespace/name` of the paused DaemonSets.
+    pub fn paused_names(&self) -> Vec<String> {
+        names(&self.paused)
+    }
+}
+
+/// `namespace/name` of each DaemonSet.
+fn names(keys: &BTreeSet<Key>) -> Vec<String> {
+    keys.iter().map(|(ns, n)| format!("{ns}/{n}")).collect()
 }
 
 /// What one [`Executor::act`] did.
@@ -386,11 +393,6 @@ pub struct Executor {
 }
 
 impl Executor {
-    /// Pods created and deleted so far.
-    pub fn writes(&self) -> (usize, usize) {
-        (self.counts.creates, self.counts.deletes)
-    }
-
     /// Writes the record statuses, announces new halts, and executes the next step of the
     /// active DaemonSets (and the prune). Errors of one DaemonSet do not stop the others',
     /// except a refusal (401/403), which stops the step.
@@ -518,7 +520,7 @@ pub async fn apply<C: Cluster>(
             failed: a.health.failed.clone(),
             node_problems: a.health.node_problems.clone(),
             halted: a.halted_names(),
-            paused: a.paused.iter().map(|(ns, n)| format!("{ns}/{n}")).collect(),
+            paused: a.paused_names(),
             orphans: a.orphans,
             plan: a.plan,
         };

@@ -360,12 +360,6 @@ impl Leadership {
         self.shared.is_leader()
     }
 
-    /// Until when this replica may write without renewing, if it leads (writes that take
-    /// longer should check [`Leadership::is_leader`] again in between).
-    pub fn valid_until(&self) -> Option<SystemTime> {
-        self.shared.valid_until()
-    }
-
     /// This replica's identity (the Lease's `holderIdentity` while it leads).
     pub fn identity(&self) -> &str {
         &self.shared.identity
