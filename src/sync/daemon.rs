@@ -141,19 +141,14 @@ pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Resu
     let _ = ready_tx.send(Readiness::NotReady(
         "connecting to the cluster and filling its caches".into(),
     ));
-    let connect = |adopt: BTreeSet<(String, String)>| {
-        KubeCluster::connect(KubeOptions {
-            context: opts.context.clone(),
-            adopt: adopt.into_iter().collect(),
-            all_daemonset_pods: false,
-            identity: Some(opts.identity.clone()),
-        })
-    };
-    let mut adopted: BTreeSet<(String, String)> =
-        adoption_selectors(&first.desired).into_iter().collect();
-    let mut cluster = connect(adopted.clone())
-        .await
-        .context("cannot start: the cluster is not usable")?;
+    let mut cluster = KubeCluster::connect(KubeOptions {
+        context: opts.context.clone(),
+        adopt: adoption_selectors(&first.desired),
+        all_daemonset_pods: false,
+        identity: Some(opts.identity.clone()),
+    })
+    .await
+    .context("cannot start: the cluster is not usable")?;
     tracing::info!(cluster = %cluster.target(), "caches synced");
 
     let leadership = match opts.leader {
@@ -205,28 +200,21 @@ pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Resu
         let effect = Arc::clone(&effect_rx.borrow_and_update());
         // A DaemonSet new to the source may already run under the built-in controller: its
         // pods must be in the caches before anything is planned for it, or every node would
-        // get a second pod. The watches are started again with its selector.
-        let new_source = !watched_for
+        // get a second pod. Its selector is watched too, and the pass waits for its first list.
+        if !watched_for
             .as_ref()
-            .is_some_and(|w| Arc::ptr_eq(w, &effect));
-        let wanted: BTreeSet<(String, String)> = if new_source {
-            adoption_selectors(&effect.desired).into_iter().collect()
-        } else {
-            BTreeSet::new()
-        };
-        if !wanted.is_subset(&adopted) {
-            let all: BTreeSet<_> = adopted.union(&wanted).cloned().collect();
-            tracing::info!(
-                selectors = all.len(),
-                "the source has DaemonSets whose existing pods are not watched yet; restarting the watches"
-            );
-            match connect(all.clone()).await {
-                Ok(c) => {
-                    cluster = c;
-                    adopted = all;
-                }
+            .is_some_and(|w| Arc::ptr_eq(w, &effect))
+        {
+            match cluster
+                .watch_pods(&adoption_selectors(&effect.desired))
+                .await
+            {
+                Ok(true) => tracing::info!(
+                    "the source has DaemonSets whose existing pods were not watched; they are now"
+                ),
+                Ok(false) => {}
                 Err(e) => {
-                    tracing::error!(error = %e, "cannot restart the watches; nothing is written until they start");
+                    tracing::error!(error = %e, "cannot watch the pods of the source's new DaemonSets; nothing is written until it can");
                     tokio::select! {
                         _ = tokio::time::sleep(MAX_BACKOFF / 6) => continue,
                         _ = shutdown.wait_for(|s| *s) => break,

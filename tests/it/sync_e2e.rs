@@ -675,7 +675,11 @@ fn a_daemonset_added_to_the_source_adopts_the_pods_the_builtin_controller_runs()
         }
     });
     let log = sync.log();
-    assert!(log.contains("restarting the watches"), "{}", sync.tail());
+    assert!(
+        log.contains("existing pods were not watched; they are now"),
+        "{}",
+        sync.tail()
+    );
     let first = log
         .lines()
         .find(|l| l.contains("decision daemonset=demo/logger"))

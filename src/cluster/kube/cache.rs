@@ -293,6 +293,54 @@ fn follow<K, T>(
 
 use kube::runtime::watcher::watcher;
 
+/// Follows the pods `(namespace, label selector)` selects into feed `i` of the state.
+fn follow_pods(
+    runtime: &tokio::runtime::Handle,
+    cache: &Arc<Cache>,
+    client: &kube::Client,
+    i: usize,
+    (namespace, selector): &(Option<String>, String),
+) {
+    let api = match namespace {
+        Some(ns) => Api::<k8s_openapi::api::core::v1::Pod>::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    follow(
+        runtime,
+        cache,
+        api,
+        watcher::Config::default().labels(selector),
+        |p| {
+            let cached = CachedPod {
+                pod: Pod::from_k8s(p),
+                uid: p.metadata.uid.clone().unwrap_or_default(),
+                resource_version: p.metadata.resource_version.clone().unwrap_or_default(),
+            };
+            (key_of(&p.metadata), Some(cached))
+        },
+        move |s| &mut s.pods[i],
+    );
+}
+
+/// Starts watching the pods of more selectors (a DaemonSet to adopt that the source gained),
+/// beside the feeds already running; [`State::synced`] is false until their first lists
+/// complete.
+pub fn watch_more_pods(
+    runtime: &tokio::runtime::Handle,
+    cache: &Arc<Cache>,
+    client: &kube::Client,
+    pod_selectors: &[(Option<String>, String)],
+) {
+    for selector in pod_selectors {
+        let i = {
+            let mut s = cache.lock();
+            s.pods.push(Feed::default());
+            s.pods.len() - 1
+        };
+        follow_pods(runtime, cache, client, i, selector);
+    }
+}
+
 /// Starts the watchers: nodes, the pods matching each of `pod_selectors` (namespace, label
 /// selector; `None` namespace for all), live DaemonSets and records.
 pub fn start(
@@ -317,26 +365,8 @@ pub fn start(
         |n| (key_of(&n.metadata), Some(Node::from_k8s(n))),
         |s| &mut s.nodes,
     );
-    for (i, (namespace, selector)) in pod_selectors.iter().enumerate() {
-        let api = match namespace {
-            Some(ns) => Api::<k8s_openapi::api::core::v1::Pod>::namespaced(client.clone(), ns),
-            None => Api::all(client.clone()),
-        };
-        follow(
-            runtime,
-            &cache,
-            api,
-            watcher::Config::default().labels(selector),
-            |p| {
-                let cached = CachedPod {
-                    pod: Pod::from_k8s(p),
-                    uid: p.metadata.uid.clone().unwrap_or_default(),
-                    resource_version: p.metadata.resource_version.clone().unwrap_or_default(),
-                };
-                (key_of(&p.metadata), Some(cached))
-            },
-            move |s| &mut s.pods[i],
-        );
+    for (i, selector) in pod_selectors.iter().enumerate() {
+        follow_pods(runtime, &cache, client, i, selector);
     }
     follow(
         runtime,

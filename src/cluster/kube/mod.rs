@@ -96,6 +96,8 @@ pub struct KubeCluster {
     recorder: Recorder,
     /// The cache version the last observation showed.
     seen: u64,
+    /// The (namespace, label selector) of every pod watch.
+    watched: Vec<(Option<String>, String)>,
 }
 
 impl std::fmt::Debug for KubeCluster {
@@ -254,7 +256,7 @@ impl KubeCluster {
             .spawn(async move { Self::start(&handle, options).await })
             .await
             .map_err(|e| ClusterError::Backend(format!("connection task failed: {e}")))??;
-        let (client, target, cache, recorder) = started;
+        let (client, target, cache, recorder, watched) = started;
         Ok(KubeCluster {
             runtime: Some(runtime),
             client,
@@ -263,13 +265,23 @@ impl KubeCluster {
             expected: Expectations::default(),
             recorder,
             seen: 0,
+            watched,
         })
     }
 
     async fn start(
         handle: &tokio::runtime::Handle,
         options: KubeOptions,
-    ) -> Result<(kube::Client, Target, Arc<Cache>, Recorder), ClusterError> {
+    ) -> Result<
+        (
+            kube::Client,
+            Target,
+            Arc<Cache>,
+            Recorder,
+            Vec<(Option<String>, String)>,
+        ),
+        ClusterError,
+    > {
         let (mut config, mut target) = load_config(options.context.as_deref()).await?;
         if let Some(id) = &options.identity {
             target.field_manager = field_manager(id);
@@ -337,12 +349,45 @@ impl KubeCluster {
                 instance: identity,
             },
         );
-        Ok((client, target, cache, recorder))
+        Ok((client, target, cache, recorder, selectors))
     }
 
     /// The cluster this is connected to.
     pub fn target(&self) -> &Target {
         &self.target
+    }
+
+    /// Watches the pods of `adopt` (namespace, label selector) too, where not watched yet, and
+    /// waits until their first lists are in: a DaemonSet the source gained may already run
+    /// under the built-in controller, and its pods must be seen before it is planned.
+    /// Returns whether anything new is watched.
+    pub async fn watch_pods(&mut self, adopt: &[(String, String)]) -> Result<bool, ClusterError> {
+        let new: Vec<(Option<String>, String)> = adopt
+            .iter()
+            .map(|(ns, sel)| (Some(ns.clone()), sel.clone()))
+            .filter(|s| !self.watched.contains(s))
+            .collect();
+        // A watch started by an earlier call that timed out still counts until its first
+        // list is in.
+        if new.is_empty() && self.cache.lock().synced() {
+            return Ok(false);
+        }
+        let Some(rt) = &self.runtime else {
+            return Err(ClusterError::Backend("the connection is closed".into()));
+        };
+        let handle = rt.handle().clone();
+        let (cache, client, target) = (
+            Arc::clone(&self.cache),
+            self.client.clone(),
+            self.target.clone(),
+        );
+        self.watched.extend(new.iter().cloned());
+        self.run(async move {
+            cache::watch_more_pods(&handle, &cache, &client, &new);
+            wait_until_synced(&cache, &target).await
+        })
+        .await?;
+        Ok(true)
     }
 
     /// Resolves once the watch caches changed since the last [`Cluster::observe`] (at once
