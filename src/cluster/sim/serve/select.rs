@@ -2,98 +2,12 @@
 
 use super::kinds::Kind;
 use super::status::ApiError;
-use crate::model::{LabelSelector, Labels, SelectorOp, SelectorRequirement};
+use crate::model::{LabelSelector, Labels};
 use serde_json::Value;
 
 /// Parses `a=b,c!=d,e in (x,y),f notin (z),g,!h` (comma means AND).
 pub fn parse_labels(s: &str) -> Result<LabelSelector, ApiError> {
-    let bad = |why: &str| {
-        ApiError::bad_request(format!(
-            "unable to parse requirement: {why} in label selector {s:?}"
-        ))
-    };
-    let mut requirements = Vec::new();
-    for term in split_terms(s) {
-        let term = term.trim();
-        if term.is_empty() {
-            continue;
-        }
-        let req = if let Some(key) = term.strip_prefix('!') {
-            SelectorRequirement {
-                key: key.trim().into(),
-                op: SelectorOp::DoesNotExist,
-                values: vec![],
-            }
-        } else if let Some((k, v)) = term.split_once("!=") {
-            SelectorRequirement {
-                key: k.trim().into(),
-                op: SelectorOp::NotIn,
-                values: vec![v.trim().into()],
-            }
-        } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
-            SelectorRequirement {
-                key: k.trim().into(),
-                op: SelectorOp::In,
-                values: vec![v.trim().into()],
-            }
-        } else if let Some((k, rest)) = set_term(term, " notin ") {
-            SelectorRequirement {
-                key: k,
-                op: SelectorOp::NotIn,
-                values: set_values(&rest).ok_or_else(|| bad(term))?,
-            }
-        } else if let Some((k, rest)) = set_term(term, " in ") {
-            SelectorRequirement {
-                key: k,
-                op: SelectorOp::In,
-                values: set_values(&rest).ok_or_else(|| bad(term))?,
-            }
-        } else if term.contains(['(', ')', ' ', '<', '>']) {
-            return Err(bad(term));
-        } else {
-            SelectorRequirement {
-                key: term.into(),
-                op: SelectorOp::Exists,
-                values: vec![],
-            }
-        };
-        if req.key.is_empty() {
-            return Err(bad(term));
-        }
-        requirements.push(req);
-    }
-    Ok(LabelSelector { requirements })
-}
-
-/// Splits on commas outside parentheses.
-fn split_terms(s: &str) -> Vec<&str> {
-    let (mut out, mut depth, mut start) = (Vec::new(), 0, 0);
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(&s[start..]);
-    out
-}
-
-fn set_term(term: &str, op: &str) -> Option<(String, String)> {
-    let (k, rest) = term.split_once(op)?;
-    Some((k.trim().to_string(), rest.trim().to_string()))
-}
-
-fn set_values(rest: &str) -> Option<Vec<String>> {
-    let inner = rest.strip_prefix('(')?.strip_suffix(')')?;
-    let mut v: Vec<String> = inner.split(',').map(|x| x.trim().to_string()).collect();
-    v.sort();
-    v.dedup();
-    Some(v)
+    LabelSelector::parse(s).map_err(ApiError::bad_request)
 }
 
 /// One field requirement: `field=value` or `field!=value`.
