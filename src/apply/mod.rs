@@ -76,9 +76,12 @@ pub enum Outcome {
     /// Some DaemonSets halted (new pods stayed unavailable past the progress deadline;
     /// nothing more of them was replaced); every other DaemonSet converged.
     Halted,
-    /// Some DaemonSets are paused by their record's `daemonsync.io/paused` annotation; every
-    /// other DaemonSet converged.
+    /// Some DaemonSets are paused by their record's `daemonsync.io/paused` annotation (or
+    /// their rollout was aborted); every other DaemonSet converged.
     Paused,
+    /// Some DaemonSets' rollouts wait at a manual pause for `daemonsync promote`; every
+    /// other DaemonSet converged.
+    AwaitingPromotion,
     /// The timeout passed first.
     TimedOut,
     /// Nothing is left to do and nothing will change, yet the rollout is not complete.
@@ -127,6 +130,32 @@ pub struct ApplyReport {
     pub halted: Vec<String>,
     /// `namespace/name` of the DaemonSets left alone because their record is paused.
     pub paused: Vec<String>,
+    /// `namespace/name` of the DaemonSets whose rollout waits at a manual pause.
+    pub awaiting: Vec<String>,
+    /// Every write, in order.
+    pub writes: Vec<Write>,
+}
+
+/// One write of an apply: the audit trail of a rollout.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Write {
+    /// Cluster time of the step that made it.
+    pub time: Timestamp,
+    /// `create` or `delete`.
+    pub verb: &'static str,
+    /// `namespace/name` of the DaemonSet.
+    pub daemonset: String,
+    /// The pod's name.
+    pub pod: String,
+    /// The node.
+    pub node: String,
+    /// The revision of the created pod, or of the deleted one (empty when it had none).
+    pub revision: String,
+    /// The rollout phase the write belonged to (`Canary`, `Wave 2/3`, ...), or `Rollout`
+    /// for a DaemonSet without a rollout policy; `Prune` for the pods of a DaemonSet no
+    /// longer in the source.
+    pub phase: String,
 }
 
 impl ApplyReport {
@@ -263,8 +292,12 @@ pub struct Assessment<'d> {
     /// for them until their template changes (the halt then clears by itself, since only the
     /// current revision's pods are judged). The others go on.
     pub halted: BTreeSet<Key>,
-    /// DaemonSets whose record carries `daemonsync.io/paused: "true"`: no pod writes.
+    /// DaemonSets whose record carries `daemonsync.io/paused: "true"`, or whose rollout of
+    /// this revision was aborted: no pod writes.
     pub paused: BTreeSet<Key>,
+    /// DaemonSets whose rollout waits at a manual pause (they still get pods on nodes that
+    /// need one).
+    pub awaiting: BTreeSet<Key>,
     /// `--prune` would remove several DaemonSets without `--allow-mass-prune`: their names.
     pub mass_prune: Option<Vec<String>>,
     specs: Specs<'d>,
@@ -283,7 +316,7 @@ pub fn assess<'d>(
             ((spec.namespace.clone(), spec.name.clone()), (d, spec))
         })
         .collect();
-    let plan = plan::plan(desired, &state.observed, &opts.policy, state.now);
+    let mut plan = plan::plan(desired, &state.observed, &opts.policy, state.now);
     let health = Health::assess(
         &plan,
         &specs,
@@ -292,16 +325,55 @@ pub fn assess<'d>(
         opts.progress_deadline,
     );
     let orphans = orphans(state, &specs);
-    let halted = health
-        .failed
-        .iter()
-        .map(|f| (f.namespace.clone(), f.daemonset.clone()))
+    // A DaemonSet halts when its new pods failed on more Ready nodes than its halt
+    // threshold allows (none, without a policy).
+    let mut failures: BTreeMap<Key, usize> = BTreeMap::new();
+    for f in &health.failed {
+        *failures
+            .entry((f.namespace.clone(), f.daemonset.clone()))
+            .or_default() += 1;
+    }
+    let halted: BTreeSet<Key> = plan
+        .daemonsets
+        .iter_mut()
+        .filter_map(|ds| {
+            let key = (ds.namespace.clone(), ds.name.clone());
+            let threshold = ds.rollout.as_ref().map_or(0, |r| r.halt_threshold);
+            let failed = failures.get(&key).copied().unwrap_or(0);
+            (failed > threshold).then(|| {
+                if let Some(r) = &mut ds.rollout {
+                    r.phase = plan::Phase::Halted;
+                    r.pause = None;
+                }
+                key
+            })
+        })
         .collect();
-    let paused = state
-        .records
+    let paused = plan
+        .daemonsets
         .iter()
-        .filter(|r| r.paused && specs.contains_key(&(r.namespace.clone(), r.name.clone())))
-        .map(|r| (r.namespace.clone(), r.name.clone()))
+        .filter(|ds| {
+            let record = state
+                .records
+                .iter()
+                .any(|r| r.paused && r.namespace == ds.namespace && r.name == ds.name);
+            let aborted = ds
+                .rollout
+                .as_ref()
+                .is_some_and(|r| r.pause == Some(plan::progressive::Paused::Aborted));
+            record || aborted
+        })
+        .map(|ds| (ds.namespace.clone(), ds.name.clone()))
+        .collect();
+    let awaiting = plan
+        .daemonsets
+        .iter()
+        .filter(|ds| {
+            ds.rollout.as_ref().is_some_and(|r| {
+                matches!(r.pause, Some(plan::progressive::Paused::Manual { .. }))
+            })
+        })
+        .map(|ds| (ds.namespace.clone(), ds.name.clone()))
         .collect();
     let mass_prune = (opts.prune && orphans.len() > 1 && !opts.allow_mass_prune).then(|| {
         orphans
@@ -315,6 +387,7 @@ pub fn assess<'d>(
         orphans,
         halted,
         paused,
+        awaiting,
         mass_prune,
         specs,
     }
@@ -347,10 +420,34 @@ impl Assessment<'_> {
             || !self.prune_pods(opts).is_empty()
     }
 
-    /// Every active DaemonSet is converged (halted and paused ones are left where they are).
+    /// Every active DaemonSet is converged (halted and paused ones are left where they are,
+    /// nodes a rollout policy holds back count as settled), and no rollout waits out a
+    /// timed pause.
     pub fn settled(&self) -> bool {
         self.health
             .converged(&self.plan, |ds| self.is_active(&ds.namespace, &ds.name))
+            && self.timed_pause_ends().is_none()
+    }
+
+    /// When the first timed pause of an active DaemonSet's rollout ends.
+    pub fn timed_pause_ends(&self) -> Option<Timestamp> {
+        active_steps(self)
+            .filter_map(|ds| ds.rollout.as_ref()?.wake_at)
+            .min()
+    }
+
+    /// When something may change without a cluster event: a progress deadline, a
+    /// minReadySeconds, a timed pause ending.
+    pub fn next_wake(&self) -> Option<Timestamp> {
+        match (self.health.next_deadline, self.timed_pause_ends()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// `namespace/name` of the DaemonSets waiting at a manual pause.
+    pub fn awaiting_names(&self) -> Vec<String> {
+        names(&self.awaiting)
     }
 
     /// `namespace/name` of the halted DaemonSets.
@@ -390,9 +487,24 @@ pub struct Acted {
 pub struct Executor {
     counts: Counts,
     announced: BTreeSet<Key>,
+    /// The write log, when kept (`apply`; a long-running `sync` keeps none).
+    log: Option<Vec<Write>>,
 }
 
 impl Executor {
+    /// An executor that keeps a log of its writes ([`Executor::writes`]).
+    pub fn with_log() -> Self {
+        Executor {
+            log: Some(Vec::new()),
+            ..Executor::default()
+        }
+    }
+
+    /// The writes so far, in order, if a log is kept.
+    pub fn writes(&self) -> &[Write] {
+        self.log.as_deref().unwrap_or_default()
+    }
+
     /// Writes the record statuses, announces new halts, and executes the next step of the
     /// active DaemonSets (and the prune). Errors of one DaemonSet do not stop the others',
     /// except a refusal (401/403), which stops the step.
@@ -431,7 +543,11 @@ impl Executor {
             "executing step"
         );
         acted.executed = true;
-        match execute(cluster, a, &prune, opts, &mut self.counts).await {
+        let mut log = Log {
+            time: state.now,
+            entries: self.log.as_mut(),
+        };
+        match execute(cluster, a, state, &prune, opts, &mut self.counts, &mut log).await {
             Ok(Executed::Done) => {}
             Ok(Executed::Interrupted) => acted.interrupted = true,
             Err(e) => {
@@ -494,7 +610,7 @@ pub async fn apply<C: Cluster>(
     let mut state = cluster.observe().await?;
     let started = state.now;
     let deadline = opts.timeout.map(|t| crate::model::later(started, t));
-    let mut executor = Executor::default();
+    let mut executor = Executor::with_log();
     let mut last_instant = started;
     let mut steps_at_instant = 0;
     let mut failing_steps = 0;
@@ -521,14 +637,20 @@ pub async fn apply<C: Cluster>(
             node_problems: a.health.node_problems.clone(),
             halted: a.halted_names(),
             paused: a.paused_names(),
+            awaiting: a.awaiting_names(),
+            writes: Vec::new(),
             orphans: a.orphans,
             plan: a.plan,
+        };
+        let report = |outcome, a: Assessment<'_>, e: &Executor| ApplyReport {
+            writes: e.writes().to_vec(),
+            ..report(outcome, a, &e.counts)
         };
         if let Some(names) = &a.mass_prune {
             return Err(ApplyError::MassPrune(names.clone()));
         }
         if opts.dry_run {
-            return Ok(report(Outcome::DryRun, a, &executor.counts));
+            return Ok(report(Outcome::DryRun, a, &executor));
         }
         let work = a.has_work(opts);
         if work {
@@ -560,7 +682,7 @@ pub async fn apply<C: Cluster>(
         };
         if acted.interrupted {
             let now = cluster.observe().await?.now;
-            let mut r = report(Outcome::Interrupted, a, &executor.counts);
+            let mut r = report(Outcome::Interrupted, a, &executor);
             r.finished = now;
             return Ok(r);
         }
@@ -593,15 +715,17 @@ pub async fn apply<C: Cluster>(
                 Outcome::Halted
             } else if !a.paused.is_empty() {
                 Outcome::Paused
+            } else if !a.awaiting.is_empty() {
+                Outcome::AwaitingPromotion
             } else {
                 Outcome::Converged
             };
-            return Ok(report(outcome, a, &executor.counts));
+            return Ok(report(outcome, a, &executor));
         }
         if deadline.is_some_and(|d| now >= d) {
-            return Ok(report(Outcome::TimedOut, a, &executor.counts));
+            return Ok(report(Outcome::TimedOut, a, &executor));
         }
-        let wake = match (a.health.next_deadline, deadline) {
+        let wake = match (a.next_wake(), deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -610,7 +734,7 @@ pub async fn apply<C: Cluster>(
             .await?;
         state = cluster.observe().await?;
         if !changed && wake.is_none() {
-            return Ok(report(Outcome::Stalled, a, &executor.counts));
+            return Ok(report(Outcome::Stalled, a, &executor));
         }
     }
 }
@@ -651,6 +775,36 @@ pub async fn announce_complete<C: Cluster>(
     announced
 }
 
+/// Where one step's writes are logged.
+struct Log<'a> {
+    time: Timestamp,
+    entries: Option<&'a mut Vec<Write>>,
+}
+
+impl Log<'_> {
+    fn push(
+        &mut self,
+        verb: &'static str,
+        daemonset: &str,
+        pod: &str,
+        node: &str,
+        revision: String,
+        phase: &str,
+    ) {
+        if let Some(entries) = self.entries.as_deref_mut() {
+            entries.push(Write {
+                time: self.time,
+                verb,
+                daemonset: daemonset.to_string(),
+                pod: pod.to_string(),
+                node: node.to_string(),
+                revision,
+                phase: phase.to_string(),
+            });
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct Counts {
     steps: usize,
@@ -668,9 +822,11 @@ enum Executed {
 async fn execute<C: Cluster>(
     cluster: &mut C,
     a: &Assessment<'_>,
+    state: &ClusterState,
     prune: &[Key],
     opts: &ApplyOptions,
     counts: &mut Counts,
+    log: &mut Log<'_>,
 ) -> Result<Executed, ClusterError> {
     let interrupted = |counts: &Counts| {
         opts.stop_after_writes
@@ -713,12 +869,28 @@ async fn execute<C: Cluster>(
                 .join(", "),
             "decision"
         );
+        let daemonset = format!("{}/{}", ds.namespace, ds.name);
+        let phase = ds
+            .rollout
+            .as_ref()
+            .map_or_else(|| "Rollout".to_string(), |r| r.phase.to_string());
+        let revision_of = |pod: &str| {
+            state
+                .observed
+                .pods
+                .iter()
+                .find(|p| p.namespace == ds.namespace && p.name == pod)
+                .and_then(|p| p.revision_hash())
+                .unwrap_or_default()
+                .to_string()
+        };
         let (mut created, mut deleted, mut failed_pods) = (Vec::new(), Vec::new(), Vec::new());
         let mut create_error = None;
         for d in &ds.step.delete {
             match cluster.delete_pod(&d.namespace, &d.name).await {
                 Ok(()) | Err(ClusterError::NotFound { .. }) => {
                     counts.deletes += 1;
+                    log.push("delete", &daemonset, &d.name, &d.node, revision_of(&d.name), &phase);
                     deleted.push(d.name.clone());
                     if d.reason == plan::DeleteReason::Failed {
                         failed_pods.push(format!("{} on node {}", d.name, d.node));
@@ -737,17 +909,39 @@ async fn execute<C: Cluster>(
             }
         }
         let owner = plan::render::PodOwner::record(&spec.name);
+        // Nodes a rollout policy holds back get the stable revision's pod.
+        let stable = plan::stable_daemonset(&state.observed, &ds.namespace, &ds.name)
+            .map(|d| (d, DaemonSetSpec::compile(d)));
+        let creates: Vec<(&plan::Name, &k8s_openapi::api::apps::v1::DaemonSet, &DaemonSetSpec)> =
+            ds.step
+                .create
+                .iter()
+                .map(|n| (n, &desired.daemonset, spec))
+                .chain(
+                    stable
+                        .iter()
+                        .flat_map(|(d, s)| ds.step.create_stable.iter().map(move |n| (n, *d, s))),
+                )
+                .collect();
         let mut batch = 1;
         let mut next = 0;
         let refused = first_error.as_ref().is_some_and(ClusterError::stops_step);
-        'batches: while !refused && next < ds.step.create.len() {
-            let end = (next + batch).min(ds.step.create.len());
+        'batches: while !refused && next < creates.len() {
+            let end = (next + batch).min(creates.len());
             let mut failed = false;
-            for node in &ds.step.create[next..end] {
-                let pod = plan::render::pod_for_node(&desired.daemonset, spec, node, &owner);
+            for &(node, template, template_spec) in &creates[next..end] {
+                let pod = plan::render::pod_for_node(template, template_spec, node, &owner);
                 match cluster.create_pod(pod).await {
                     Ok(name) => {
                         counts.creates += 1;
+                        log.push(
+                            "create",
+                            &daemonset,
+                            &name,
+                            node,
+                            template_spec.revision.clone(),
+                            &phase,
+                        );
                         created.push(name);
                     }
                     Err(e) => {
@@ -816,7 +1010,27 @@ async fn execute<C: Cluster>(
             break;
         }
         match cluster.delete_pod(namespace, name).await {
-            Ok(()) | Err(ClusterError::NotFound { .. }) => counts.deletes += 1,
+            Ok(()) | Err(ClusterError::NotFound { .. }) => {
+                counts.deletes += 1;
+                let pod = state
+                    .observed
+                    .pods
+                    .iter()
+                    .find(|p| &p.namespace == namespace && &p.name == name);
+                let owner = pod
+                    .and_then(|p| p.controller.as_ref())
+                    .map_or("", |c| c.name.as_str());
+                log.push(
+                    "delete",
+                    &format!("{namespace}/{owner}"),
+                    name,
+                    pod.and_then(|p| p.target_node.as_deref()).unwrap_or_default(),
+                    pod.and_then(|p| p.revision_hash())
+                        .unwrap_or_default()
+                        .to_string(),
+                    "Prune",
+                );
+            }
             Err(e) => keep_forbidden(&mut first_error, e),
         }
         if interrupted(counts) {
@@ -866,18 +1080,34 @@ async fn write_statuses<C: Cluster>(
             .iter()
             .find(|f| f.namespace == ds.namespace && f.daemonset == ds.name)
             .map(|f| format!("pod {} on node {}: {}", f.pod, f.node, f.reason));
+        let current = state
+            .records
+            .iter()
+            .find(|r| r.namespace == ds.namespace && r.name == ds.name)
+            .and_then(|r| r.status.as_ref());
+        // A complete rollout makes its DaemonSet the stable one that nodes held back by the
+        // next rollout run.
+        let complete = ds.step.is_empty()
+            && ds.status.updated_number_scheduled == ds.status.desired_number_scheduled
+            && ds.status.number_available == ds.status.desired_number_scheduled
+            && ds.status.number_misscheduled == 0;
+        let stable = match a.specs.get(&key) {
+            Some((desired, _)) if complete => serde_json::to_value(&desired.daemonset).ok(),
+            _ => current.and_then(|c| c.stable.clone()),
+        };
         let status = RecordStatus {
             counters: ds.status,
             revision: ds.revision.clone(),
             halted,
             paused: a.paused.contains(&key),
             source_error: opts.source_errors.get(&key).cloned(),
+            rollout: ds.rollout.as_ref().map(|r| crate::cluster::RolloutStatus {
+                phase: r.phase.to_string(),
+                message: r.pause.as_ref().map(ToString::to_string),
+                progress: r.progress.clone(),
+            }),
+            stable,
         };
-        let current = state
-            .records
-            .iter()
-            .find(|r| r.namespace == ds.namespace && r.name == ds.name)
-            .and_then(|r| r.status.as_ref());
         if current == Some(&status) {
             continue;
         }

@@ -18,6 +18,9 @@ pub const EXIT_HALTED: i32 = 3;
 /// Exit code of `apply`: every DaemonSet that is not paused converged; the paused ones (their
 /// record carries `daemonsync.io/paused: "true"`) were left alone.
 pub const EXIT_PAUSED: i32 = 4;
+/// Exit code of `apply`: a rollout waits at a manual pause of its rollout policy
+/// (`daemonsync promote` continues it); every other DaemonSet converged.
+pub const EXIT_AWAITING_PROMOTION: i32 = 5;
 
 pub(crate) const APPLY_HELP: &str = "\
 Examples:
@@ -49,8 +52,11 @@ Exit status:
   3  halted: new pods stayed unavailable past --progress-deadline and no other DaemonSet
      was left to finish, or the rollout could not finish (timeout, nothing left that would
      change)
-  4  paused: the DaemonSets whose record carries daemonsync.io/paused: \"true\" were left
-     alone; all others converged";
+  4  paused: the DaemonSets whose record carries daemonsync.io/paused: \"true\" (or whose
+     rollout was aborted) were left alone; all others converged
+  5  waiting at a manual pause of a rollout policy (docs/progressive.md): the canary or a
+     wave is done and `daemonsync promote NAME -n NAMESPACE` continues; all others
+     converged. --auto-promote passes manual pauses instead";
 
 /// Output formats of `apply`'s final state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -59,7 +65,8 @@ pub enum Output {
     Table,
     /// The table, then every node of every DaemonSet with its state and reason.
     Wide,
-    /// The versioned `daemonsync.io/v1alpha1` Plan object of the final state.
+    /// A `daemonsync.io/v1alpha1` ApplyReport: how it ended, every write in order (cluster
+    /// time, verb, pod, node, revision, rollout phase), and the Plan of the final state.
     Json,
 }
 
@@ -98,6 +105,10 @@ pub struct ApplyArgs {
     /// Nodes listed per state in the table before "... and N more".
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub max_nodes: usize,
+    /// Pass every manual pause of a rollout policy (canary-pause, wave-pause) as if promoted:
+    /// for demos and tests.
+    #[arg(long)]
+    pub auto_promote: bool,
 }
 
 /// The desired DaemonSets of `apply`: from a git repository at a ref (`--repo`), or the
@@ -130,7 +141,10 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
         progress_deadline: args.progress_deadline,
         prune: args.prune,
         allow_mass_prune: args.allow_mass_prune,
-        policy: Policy::default(),
+        policy: Policy {
+            auto_promote: args.auto_promote,
+            ..Policy::default()
+        },
         timeout: args.timeout,
         stop_after_writes: None,
         source: record,
@@ -162,6 +176,7 @@ fn exit_code(report: &ApplyReport, daemonsets: usize) -> i32 {
     match report.outcome {
         Outcome::Converged | Outcome::DryRun => EXIT_OK,
         Outcome::Paused => EXIT_PAUSED,
+        Outcome::AwaitingPromotion => EXIT_AWAITING_PROMOTION,
         // Others converged beside the halted ones: a partial apply, an error to look at.
         Outcome::Halted if report.halted.len() < daemonsets => super::EXIT_ERROR,
         _ => EXIT_HALTED,
@@ -301,7 +316,7 @@ pub(crate) fn render_report(
 ) -> (String, String) {
     let mut out = String::new();
     match args.output {
-        Output::Json => out.push_str(&report::json::to_json(&r.plan)),
+        Output::Json => out.push_str(&report::json::apply_to_json(r)),
         Output::Table | Output::Wide => {
             out.push_str(&report::table::to_table(
                 &r.plan,
@@ -347,6 +362,35 @@ pub(crate) fn render_report(
              {totals}.",
             r.paused.join(", ")
         ),
+        Outcome::AwaitingPromotion => {
+            let waiting: Vec<String> = r
+                .plan
+                .daemonsets
+                .iter()
+                .filter(|ds| r.awaiting.contains(&format!("{}/{}", ds.namespace, ds.name)))
+                .map(|ds| {
+                    let pause = ds
+                        .rollout
+                        .as_ref()
+                        .and_then(|ro| ro.pause.as_ref())
+                        .map_or_else(String::new, |p| format!(" ({p})"));
+                    format!(
+                        "{}/{}{pause}: `daemonsync promote {} -n {} --cluster {}` continues",
+                        ds.namespace, ds.name, ds.name, ds.namespace, args.cluster
+                    )
+                })
+                .collect();
+            format!(
+                "Paused after {time} at a manual pause: {}. {totals}.{}",
+                waiting.join("; "),
+                if matches!(args.cluster, ClusterSpec::Sim(_)) {
+                    " A sim: cluster starts afresh each run: add --auto-promote to pass manual \
+                     pauses."
+                } else {
+                    ""
+                }
+            )
+        }
         Outcome::TimedOut => format!("Timed out after {time} before converging: {totals}."),
         Outcome::Stalled if !r.node_problems.is_empty() => format!(
             "Stopped after {time}: the rollout cannot finish while the NotReady node(s) above \
@@ -521,7 +565,12 @@ mod tests {
         let a = args(&["--cluster", "sim:x", "-o", "json"]);
         let (out, err) = render_report(&r, &a, true, false);
         let v: serde_json::Value = serde_json::from_str(&out).expect("stdout is JSON");
-        assert_eq!(v["kind"], "Plan");
+        assert_eq!(v["kind"], "ApplyReport");
+        assert_eq!(v["plan"]["kind"], "Plan");
+        assert_eq!(v["outcome"], "Converged");
+        let writes = v["writes"].as_array().expect("writes");
+        assert_eq!(writes.len(), r.creates + r.deletes);
+        assert!(writes.iter().all(|w| w["verb"] == "create" || w["verb"] == "delete"));
         assert!(err.contains("Converged in 0:04 (simulated)"), "{err}");
     }
 

@@ -210,6 +210,7 @@ impl PlanArgs {
             now,
             policy: Policy {
                 taint_comparison_operators: self.taint_comparison_operators,
+                ..Policy::default()
             },
             pull_request: self.base.clone().zip(self.head.clone()),
             watch: self.watch,

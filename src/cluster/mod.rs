@@ -27,7 +27,8 @@ pub use snapshot::{
 pub use spec::{AnyCluster, ClusterSpec};
 
 use crate::model::Timestamp;
-use crate::plan::{Observed, Status};
+use crate::plan::progressive::Progress;
+use crate::plan::{Observed, RolloutRecord, Status};
 use std::future::Future;
 
 /// An error from a cluster backend.
@@ -87,6 +88,45 @@ pub struct Record {
     pub status: Option<RecordStatus>,
     /// The record carries `daemonsync.io/paused: "true"`: no pod writes for it.
     pub paused: bool,
+    /// `daemonsync promote`: the record's `daemonsync.io/promote` (revision, stage).
+    pub promoted: Option<(String, u32)>,
+    /// `daemonsync abort`: the record's `daemonsync.io/abort` (a revision).
+    pub aborted: Option<String>,
+}
+
+impl Record {
+    /// What the record tells the planner about the rollout.
+    pub fn rollout_record(&self) -> RolloutRecord {
+        let status = self.status.as_ref();
+        RolloutRecord {
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            stable: status
+                .and_then(|s| s.stable.as_ref())
+                .and_then(|v| serde_json::from_value(v.clone()).ok()),
+            progress: status
+                .and_then(|s| s.rollout.as_ref())
+                .map(|r| r.progress.clone()),
+            promoted: self.promoted.clone(),
+            aborted: self.aborted.clone(),
+            paused: self.paused,
+            halted: status.and_then(|s| s.halted.clone()),
+        }
+    }
+}
+
+/// Where a progressive rollout stands, as a record's status keeps it (`status.rollout`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutStatus {
+    /// `Canary`, `Paused`, `Wave k/n`, `Halted` or `Complete`.
+    pub phase: String,
+    /// Why it is paused, while it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The revision, the last unlocked stage, when the current pause began.
+    #[serde(flatten)]
+    pub progress: Progress,
 }
 
 /// What the executor writes to a managed DaemonSet's record.
@@ -103,6 +143,11 @@ pub struct RecordStatus {
     /// Why the source's newest version of this DaemonSet could not be used (the
     /// `SourceError` condition); the last good version keeps running meanwhile.
     pub source_error: Option<String>,
+    /// The progressive rollout, for a DaemonSet with a rollout policy.
+    pub rollout: Option<RolloutStatus>,
+    /// The DaemonSet the last complete rollout reached (`status.stable`): the revision nodes
+    /// held back by a rollout policy run.
+    pub stable: Option<serde_json::Value>,
 }
 
 impl RecordStatus {
@@ -125,6 +170,8 @@ impl RecordStatus {
                 .iter()
                 .find(|c| c.type_ == "SourceError" && c.status == "True")
                 .map(|c| c.message.clone()),
+            rollout: status.rollout.clone(),
+            stable: status.stable.clone(),
         }
     }
 }

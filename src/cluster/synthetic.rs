@@ -62,6 +62,7 @@ pub fn fleet(nodes: usize, daemonsets: usize, seed: u64) -> (Vec<Desired>, Obser
         nodes: node_list.into_iter().map(|n| n.node).collect(),
         pods,
         daemonsets: live,
+        rollouts: Vec::new(),
     };
     (desired, observed)
 }

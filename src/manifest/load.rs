@@ -806,7 +806,11 @@ fn out_daemonset(doc: RawDocument, opts: &LoadOptions, out: &mut Manifests) {
         spec.selector.match_labels = Some(BTreeMap::new());
     }
     apply_defaults(&mut ds);
-    let errors = validate_with(&ds, &opts.gates);
+    let mut errors = validate_with(&ds, &opts.gates);
+    // daemonsync's own annotations: a typo must not silently disable a canary.
+    if let Err(policy) = crate::plan::RolloutPolicy::of(&ds) {
+        errors.extend(policy);
+    }
     if errors.is_empty() {
         out.daemonsets.push(Manifest {
             source: doc.source,

@@ -978,6 +978,7 @@ mod tests {
     #[test]
     fn toleration_operators_lt_and_gt_are_gated_by_policy() {
         let on = Policy {
+            auto_promote: false,
             taint_comparison_operators: true,
         };
         let off = Policy::default();

@@ -4,7 +4,7 @@
 
 use crate::model::PodPhase;
 use crate::plan::pods::PodInfo;
-use crate::plan::view::{Actions, Delete, DeleteReason, Slot};
+use crate::plan::view::{Actions, Delete, DeleteReason, Held, Slot};
 
 /// Manage actions for every slot, in slot order.
 pub(crate) fn manage(slots: &[Slot], allows_surge: bool) -> Actions {
@@ -32,9 +32,19 @@ fn del(slot: u32, p: &PodInfo, why: DeleteReason) -> Delete {
     }
 }
 
+/// A pod for the node: the new revision, or the stable one on a held-back node (none when
+/// no stable revision is known).
+fn create(i: u32, slot: &Slot, actions: &mut Actions) {
+    match slot.held {
+        Held::No => actions.create.push(i),
+        Held::Stable => actions.create_stable.push(i),
+        Held::Wait => {}
+    }
+}
+
 fn on_node(i: u32, slot: &Slot, allows_surge: bool, actions: &mut Actions) {
     if slot.should_run && !slot.has_pods() {
-        actions.create.push(i);
+        create(i, slot, actions);
         return;
     }
     if !slot.should_continue {
@@ -65,7 +75,7 @@ fn on_node(i: u32, slot: &Slot, allows_surge: bool, actions: &mut Actions) {
     }
     match running().count() {
         0 if slot.should_run => {
-            actions.create.push(i);
+            create(i, slot, actions);
             return;
         }
         0 | 1 => return,

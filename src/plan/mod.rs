@@ -22,6 +22,7 @@ pub mod events;
 pub mod live;
 mod manage;
 mod pods;
+pub mod progressive;
 #[cfg(test)]
 mod properties;
 pub mod render;
@@ -39,6 +40,7 @@ mod waves;
 pub use classify::{NodeState, Reason};
 pub use daemonset::{DaemonSetSpec, IntOrPercent, UpdateStrategy};
 pub use live::{FieldDifference, LiveDiff};
+pub use progressive::{Phase, Rollout, RolloutPolicy, RolloutRecord};
 pub use pods::{RECORD_API_VERSION, RECORD_GROUP, RECORD_KIND, is_pod_updated};
 pub use risks::{Risk, RiskKind};
 pub use rollout::{Budgets, allows_surge, budgets};
@@ -53,7 +55,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 use std::sync::Arc;
-use view::{Actions, Pods, Slot};
+use view::{Actions, Held, Pods, Slot};
 
 /// Planner policy: switches that change semantics deliberately.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -62,6 +64,9 @@ pub struct Policy {
     /// `TaintTolerationComparisonOperators`, alpha in v1.35 and off by default). When off,
     /// such a toleration tolerates nothing, as on a default v1.35 cluster.
     pub taint_comparison_operators: bool,
+    /// Pass every manual pause of a progressive rollout (`apply --auto-promote`, for demos
+    /// and tests).
+    pub auto_promote: bool,
 }
 
 /// Upper bound on creates and on deletes in one step (upstream `BurstReplicas`).
@@ -88,6 +93,8 @@ pub struct Observed {
     pub pods: Vec<Pod>,
     /// `apps/v1` DaemonSets the built-in controller runs today.
     pub daemonsets: Vec<DaemonSet>,
+    /// What the records of managed DaemonSets say about their rollouts.
+    pub rollouts: Vec<RolloutRecord>,
 }
 
 /// Node names are shared between the many places of a plan that mention them.
@@ -159,6 +166,20 @@ pub struct DaemonSetPlan {
     /// `metadata.creationTimestamp` of the live DaemonSet of the same name, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub created: Option<Timestamp>,
+    /// The progressive rollout, for a DaemonSet with a rollout policy (docs/progressive.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<Rollout>,
+    /// Errors in the DaemonSet that only the cluster reveals (a `waves-by` label no node
+    /// has): nothing is done for it until they are fixed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+impl DaemonSetPlan {
+    /// The rollout phase, for a DaemonSet with a rollout policy.
+    pub fn phase(&self) -> Option<&Phase> {
+        self.rollout.as_ref().map(|r| &r.phase)
+    }
 }
 
 /// How git's template compares with a live DaemonSet run by the built-in controller.
@@ -200,6 +221,9 @@ pub struct NodeEntry {
     pub state: NodeState,
     /// Why.
     pub reason: Reason,
+    /// Its place in a progressive rollout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<progressive::NodeRollout>,
 }
 
 /// Which part of the reconcile produced the step.
@@ -221,6 +245,9 @@ pub struct Step {
     pub phase: StepPhase,
     /// Nodes that get a new pod.
     pub create: Vec<Name>,
+    /// Nodes held back by the rollout policy that get a pod of the stable revision.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub create_stable: Vec<Name>,
     /// Pods deleted.
     pub delete: Vec<PodDeletion>,
 }
@@ -228,7 +255,7 @@ pub struct Step {
 impl Step {
     /// True when the step does nothing.
     pub fn is_empty(&self) -> bool {
-        self.create.is_empty() && self.delete.is_empty()
+        self.create.is_empty() && self.create_stable.is_empty() && self.delete.is_empty()
     }
 }
 
@@ -250,6 +277,10 @@ pub struct PodDeletion {
 pub struct Wave {
     /// Nodes that receive a new pod or lose theirs in this wave, by name.
     pub nodes: Vec<Name>,
+    /// The rollout stage it belongs to (index into `rollout.stages`), for a progressive
+    /// rollout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage: Option<u32>,
 }
 
 /// Plans every desired DaemonSet against the observed state at instant `now`.
@@ -287,6 +318,7 @@ fn plan_in(
 ) -> Plan {
     let mut ctx = Context::new(observed);
     ctx.manifest_only = manifest_only;
+    ctx.auto_promote = policy.auto_promote;
     let (specs, comparisons): (Vec<_>, Vec<_>) = desired.iter().map(|d| ctx.spec(d)).unzip();
     // The two costliest indexes do not depend on each other.
     let (pods, eligibility) = rayon::join(
@@ -328,6 +360,8 @@ struct Context<'a> {
     pods: PodIndex<'a>,
     /// No cluster was read: risks that depend on nodes are not reported.
     manifest_only: bool,
+    /// Pass manual pauses.
+    auto_promote: bool,
 }
 
 impl<'a> Context<'a> {
@@ -355,6 +389,7 @@ impl<'a> Context<'a> {
             position,
             pods: PodIndex::default(),
             manifest_only: false,
+            auto_promote: false,
         }
     }
 
@@ -415,14 +450,23 @@ impl<'a> Context<'a> {
         let ds = &desired.daemonset;
         let mut warnings = Vec::new();
         let live = self.live(&spec.namespace, &spec.name);
-        let slots = self.slots(&spec, &eligibility, now);
+        let mut slots = self.slots(&spec, &eligibility, now);
         let surge = allows_surge(&spec);
         let mut status = status::status(&slots);
         status.observed_generation = ds.metadata.generation;
         let budgets = budgets(&spec, status.desired_number_scheduled);
         let rolling = matches!(spec.strategy, UpdateStrategy::RollingUpdate { .. });
 
-        let frozen = frozen_reason(ds, live, &spec);
+        let (rollout, node_rollouts, errors) =
+            self.progressive(ds, &spec, &mut slots, rolling, now, &mut warnings);
+        let frozen = frozen_reason(ds, live, &spec).or_else(|| {
+            (!errors.is_empty()).then(|| {
+                format!(
+                    "nothing is done until the rollout policy is fixed: {}",
+                    errors.join("; ")
+                )
+            })
+        });
         let (phase, mut actions) = match &frozen {
             Some(why) => {
                 warnings.push(why.clone());
@@ -458,11 +502,37 @@ impl<'a> Context<'a> {
         actions.create.truncate(BURST_REPLICAS);
         actions.delete.truncate(BURST_REPLICAS);
 
+        let mut wave_stages = Vec::new();
         let projection = if frozen.is_some() {
             waves::Projection {
                 waves: Vec::new(),
                 converges: false,
             }
+        } else if let Some(r) = &rollout {
+            let last = r.stages.len().saturating_sub(1) as u32;
+            let aborted = r.pause == Some(progressive::Paused::Aborted);
+            let stable = r.stable_revision.is_some();
+            let (projection, stages) = waves::project_stages(
+                &slots,
+                if aborted { r.stage..=r.stage } else { r.stage..=last },
+                |i, k| match node_rollouts.get(i).copied().flatten() {
+                    Some(t) if t.hold.is_some() => {
+                        if !aborted && t.stage.is_some_and(|s| s <= k) {
+                            Held::No
+                        } else if stable {
+                            Held::Stable
+                        } else {
+                            Held::Wait
+                        }
+                    }
+                    _ => Held::No,
+                },
+                budgets,
+                status.desired_number_scheduled,
+                surge,
+            );
+            wave_stages = stages;
+            projection
         } else {
             waves::project(
                 &slots,
@@ -486,6 +556,11 @@ impl<'a> Context<'a> {
                 .iter()
                 .map(|&s| self.slot_name(&slots[s as usize]))
                 .collect(),
+            create_stable: actions
+                .create_stable
+                .iter()
+                .map(|&s| self.slot_name(&slots[s as usize]))
+                .collect(),
             delete: actions
                 .delete
                 .iter()
@@ -503,11 +578,13 @@ impl<'a> Context<'a> {
         let waves = projection
             .waves
             .iter()
-            .map(|w| Wave {
+            .enumerate()
+            .map(|(k, w)| Wave {
                 nodes: w
                     .iter()
                     .map(|&s| self.slot_name(&slots[s as usize]))
                     .collect(),
+                stage: wave_stages.get(k).copied(),
             })
             .collect();
         // Last, so that each node's reason can take its eligibility explanation without a copy.
@@ -516,7 +593,8 @@ impl<'a> Context<'a> {
         let mut eligibility = eligibility;
         let nodes = slots
             .iter()
-            .map(|s| {
+            .enumerate()
+            .map(|(i, s)| {
                 let why = s
                     .node
                     .and_then(|pos| eligibility[pos as usize].reason.take());
@@ -540,6 +618,7 @@ impl<'a> Context<'a> {
                     node: self.slot_name(s),
                     state,
                     reason,
+                    rollout: node_rollouts.get(i).copied().flatten(),
                 }
             })
             .collect::<Vec<_>>();
@@ -571,7 +650,97 @@ impl<'a> Context<'a> {
             risks,
             node_selector: spec.node_selector.clone(),
             created: live.and_then(|l| l.metadata.creation_timestamp.as_ref().map(|t| t.0)),
+            rollout,
+            errors,
         }
+    }
+
+    /// The rollout policy of a DaemonSet, decided against the slots: marks the held-back
+    /// slots and returns the rollout, each slot's place in it, and errors only the cluster
+    /// reveals.
+    fn progressive(
+        &self,
+        ds: &DaemonSet,
+        spec: &DaemonSetSpec,
+        slots: &mut [Slot],
+        rolling: bool,
+        now: Timestamp,
+        warnings: &mut Vec<String>,
+    ) -> (
+        Option<Rollout>,
+        Vec<Option<progressive::NodeRollout>>,
+        Vec<String>,
+    ) {
+        let (policy, mut errors) = match RolloutPolicy::of(ds) {
+            Ok(p) => (p, Vec::new()),
+            Err(errs) => (None, errs.iter().map(ToString::to_string).collect()),
+        };
+        let record = self.record(&spec.namespace, &spec.name);
+        let aborted = record.and_then(|r| r.aborted.as_deref()) == Some(spec.revision.as_str());
+        if self.manifest_only || (policy.is_none() && !aborted) {
+            return (None, Vec::new(), errors);
+        }
+        if !rolling {
+            warnings.push(
+                "the rollout policy annotations are ignored: the update strategy is OnDelete"
+                    .into(),
+            );
+            return (None, Vec::new(), errors);
+        }
+        let policy = policy.unwrap_or_default();
+        if let Some(key) = &policy.waves_by
+            && !self.observed.nodes.iter().any(|n| n.labels.contains_key(key))
+        {
+            errors.push(
+                crate::manifest::FieldError::invalid(
+                    format!("metadata.annotations[{}]", progressive::WAVES_BY),
+                    format!("{key:?}"),
+                    "no node has this label; name a label the nodes carry, e.g. \
+                     \"topology.kubernetes.io/zone\"",
+                )
+                .to_string(),
+            );
+        }
+        if !errors.is_empty() {
+            return (None, Vec::new(), errors);
+        }
+        let stable =
+            stable_daemonset(self.observed, &spec.namespace, &spec.name).map(DaemonSetSpec::compile);
+        // A rollout is under way while some node runs a pod of another revision; otherwise
+        // (a first install, a finished rollout) nodes get the new revision at once.
+        let under_way = slots.iter().any(|s| {
+            s.node.is_some() && s.should_run && s.pods.iter().any(|p| p.is_running() && !p.updated)
+        });
+        let inputs = progressive::Inputs {
+            policy: &policy,
+            record,
+            stable_revision: stable.as_ref().map(|s| s.revision.as_str()),
+            revision: &spec.revision,
+            auto_promote: self.auto_promote,
+            under_way,
+            now,
+        };
+        let (rollout, targets) = progressive::decide(
+            &inputs,
+            slots,
+            |s| s.node.map(|pos| &self.observed.nodes[self.order[pos as usize] as usize]),
+            |s| self.slot_name(s),
+        );
+        for (slot, t) in slots.iter_mut().zip(&targets) {
+            slot.held = match t.map(|t| (t.hold, t.gets)) {
+                Some((Some(_), progressive::Gets::Stable)) => Held::Stable,
+                Some((Some(_), _)) => Held::Wait,
+                _ => Held::No,
+            };
+        }
+        (Some(rollout), targets, errors)
+    }
+
+    fn record(&self, ns: &str, name: &str) -> Option<&'a RolloutRecord> {
+        self.observed
+            .rollouts
+            .iter()
+            .find(|r| r.namespace == ns && r.name == name)
     }
 
     fn pod(&self, id: u32) -> Option<&'a Pod> {
@@ -609,6 +778,7 @@ impl<'a> Context<'a> {
                 should_run: e.should_run,
                 should_continue: e.should_continue_running,
                 pods: Pods::new(),
+                held: Held::No,
             })
             .collect();
         let mut gone: HashMap<&str, u32> = HashMap::default();
@@ -630,6 +800,7 @@ impl<'a> Context<'a> {
                         should_run: false,
                         should_continue: false,
                         pods: Pods::new(),
+                        held: Held::No,
                     });
                     (slots.len() - 1) as u32
                 }) as usize,
@@ -644,6 +815,22 @@ impl<'a> Context<'a> {
         }
         slots
     }
+}
+
+/// The DaemonSet whose revision nodes held back by a rollout policy run: the one the record
+/// says the last complete rollout reached, else the live `apps/v1` DaemonSet of that name.
+pub fn stable_daemonset<'o>(observed: &'o Observed, ns: &str, name: &str) -> Option<&'o DaemonSet> {
+    observed
+        .rollouts
+        .iter()
+        .find(|r| r.namespace == ns && r.name == name)
+        .and_then(|r| r.stable.as_ref())
+        .or_else(|| {
+            observed.daemonsets.iter().find(|d| {
+                d.metadata.namespace.as_deref().unwrap_or("default") == ns
+                    && d.metadata.name.as_deref() == Some(name)
+            })
+        })
 }
 
 /// Why a DaemonSet must not be reconciled at all this step, if so.

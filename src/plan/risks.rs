@@ -237,6 +237,7 @@ mod tests {
                 .map(|i| pod("infra", "agent", &format!("w{i}"), hash, true))
                 .collect(),
             daemonsets: Vec::new(),
+            rollouts: Vec::new(),
         }
     }
 

@@ -6,7 +6,7 @@
 //! deterministic and reviewers can predict the waves.
 
 use crate::plan::daemonset::{DaemonSetSpec, UpdateStrategy};
-use crate::plan::view::{Actions, Delete, DeleteReason, Slot};
+use crate::plan::view::{Actions, Delete, DeleteReason, Held, Slot};
 use serde::Serialize;
 
 /// The resolved rolling-update budgets of one DaemonSet for this step.
@@ -85,8 +85,12 @@ fn unavailable_update(slots: &[Slot], max_unavailable: i32) -> Actions {
             }
             (None, Some(old)) => {
                 if !old.available {
-                    allowed.push(delete(i, old.id, DeleteReason::ReplaceUnavailable));
+                    if slot.held == Held::No {
+                        allowed.push(delete(i, old.id, DeleteReason::ReplaceUnavailable));
+                    }
                     num_unavailable += 1;
+                } else if slot.held != Held::No {
+                    // Held back by the rollout policy: counted, never replaced.
                 } else if num_unavailable < max_unavailable {
                     candidates.push(delete(i, old.id, DeleteReason::RollingUpdate));
                 }
@@ -97,6 +101,7 @@ fn unavailable_update(slots: &[Slot], max_unavailable: i32) -> Actions {
     allowed.extend(candidates.into_iter().take(remaining as usize));
     Actions {
         create: Vec::new(),
+        create_stable: Vec::new(),
         delete: allowed,
     }
 }
@@ -125,7 +130,9 @@ fn surge_update(slots: &[Slot], max_surge: i32, desired: i32) -> Result<Actions,
                 if slot.node.is_none() {
                     return Err(Stalled::NodeGone { slot: i });
                 }
-                if !old.available {
+                if slot.held != Held::No && slot.should_run {
+                    // Held back by the rollout policy: its old pod stays.
+                } else if !old.available {
                     if !slot.should_run {
                         actions
                             .delete

@@ -241,6 +241,7 @@ impl Cluster {
             nodes: self.nodes.clone(),
             pods: self.pods.clone(),
             daemonsets: self.live.clone(),
+            rollouts: Vec::new(),
         }
     }
 

@@ -15,6 +15,20 @@ pub(crate) struct Slot {
     pub should_continue: bool,
     /// The DaemonSet's pods on this node, terminal-and-deleted pods excluded, in upstream order.
     pub pods: Pods,
+    /// Whether the rollout policy holds this node back (see [`super::progressive`]).
+    pub held: Held,
+}
+
+/// Whether a node may receive the new revision.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Held {
+    /// It may: the rollout reached it.
+    #[default]
+    No,
+    /// Held back: its pod is left alone, and a pod created on it runs the stable revision.
+    Stable,
+    /// Held back, and no stable revision is known: no pod is created on it until its turn.
+    Wait,
 }
 
 impl Slot {
@@ -104,11 +118,13 @@ impl DeleteReason {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Actions {
     pub create: Vec<u32>,
+    /// Held-back nodes that get a pod of the stable revision.
+    pub create_stable: Vec<u32>,
     pub delete: Vec<Delete>,
 }
 
 impl Actions {
     pub(crate) fn is_empty(&self) -> bool {
-        self.create.is_empty() && self.delete.is_empty()
+        self.create.is_empty() && self.create_stable.is_empty() && self.delete.is_empty()
     }
 }

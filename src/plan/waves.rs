@@ -11,7 +11,7 @@
 use crate::plan::manage::manage;
 use crate::plan::pods::{PodInfo, SYNTHETIC};
 use crate::plan::rollout::{Budgets, Stalled, rolling_update};
-use crate::plan::view::{Actions, DeleteReason, Slot};
+use crate::plan::view::{Actions, DeleteReason, Held, Slot};
 
 /// Bound on replayed steps per projection before it gives up and reports non-convergence.
 const MAX_REPLAYED_STEPS: usize = 20_000;
@@ -37,11 +37,63 @@ pub(crate) fn project(
     rolling: bool,
 ) -> Projection {
     let mut slots = slots.to_vec();
-    let mut waves = Vec::new();
     let mut next_id = SYNTHETIC;
+    project_on(&mut slots, &mut next_id, budgets, desired, allows_surge, rolling)
+}
+
+/// Projects a staged rollout: the stages from `from` on, each unlocked in turn (pauses are
+/// assumed to pass). `hold(slot, stage)` says how the slot is held while `stage` is the last
+/// unlocked one. Returns the projection and the stage of each wave.
+pub(crate) fn project_stages(
+    slots: &[Slot],
+    stages: std::ops::RangeInclusive<u32>,
+    hold: impl Fn(usize, u32) -> Held,
+    budgets: Budgets,
+    desired: i32,
+    allows_surge: bool,
+) -> (Projection, Vec<u32>) {
+    let mut slots = slots.to_vec();
+    let mut next_id = SYNTHETIC;
+    let mut waves = Vec::new();
+    let mut stage_of = Vec::new();
+    for stage in stages {
+        for (i, s) in slots.iter_mut().enumerate() {
+            s.held = hold(i, stage);
+        }
+        let p = project_on(&mut slots, &mut next_id, budgets, desired, allows_surge, true);
+        stage_of.extend(std::iter::repeat_n(stage, p.waves.len()));
+        waves.extend(p.waves);
+        if !p.converges {
+            return (
+                Projection {
+                    waves,
+                    converges: false,
+                },
+                stage_of,
+            );
+        }
+    }
+    (
+        Projection {
+            waves,
+            converges: true,
+        },
+        stage_of,
+    )
+}
+
+fn project_on(
+    slots: &mut Vec<Slot>,
+    next_id: &mut u32,
+    budgets: Budgets,
+    desired: i32,
+    allows_surge: bool,
+    rolling: bool,
+) -> Projection {
+    let mut waves = Vec::new();
     let mut replayed = 0;
     loop {
-        if rolling && let Some(rest) = regular_remaining(&slots, allows_surge) {
+        if rolling && let Some(rest) = regular_remaining(slots, allows_surge) {
             let per_wave = if budgets.max_surge > 0 {
                 budgets.max_surge
             } else {
@@ -58,9 +110,9 @@ pub(crate) fn project(
         let mut stalled = false;
         for _ in 0..MAX_STEPS_PER_WAVE {
             replayed += 1;
-            let mut actions = manage(&slots, allows_surge);
+            let mut actions = manage(slots, allows_surge);
             if actions.is_empty() && rolling {
-                match rolling_update(&slots, budgets, desired) {
+                match rolling_update(slots, budgets, desired) {
                     Ok(a) => actions = a,
                     Err(Stalled::NodeGone { .. }) => stalled = true,
                 }
@@ -68,16 +120,16 @@ pub(crate) fn project(
             if actions.is_empty() {
                 break;
             }
-            apply(&mut slots, &actions, &mut next_id, &mut touched);
+            apply(slots, &actions, next_id, &mut touched);
         }
-        let woke = make_current_available(&mut slots);
+        let woke = make_current_available(slots);
         if !touched.is_empty() {
             touched.sort_unstable();
             touched.dedup();
             waves.push(touched);
         } else if !woke {
             return Projection {
-                converges: !stalled && converged(&slots),
+                converges: !stalled && converged(slots),
                 waves,
             };
         }
@@ -102,7 +154,9 @@ fn apply(slots: &mut [Slot], actions: &Actions, next_id: &mut u32, touched: &mut
             touched.push(d.slot);
         }
     }
-    for &s in &actions.create {
+    let creates = actions.create.iter().map(|&s| (s, true));
+    let stable = actions.create_stable.iter().map(|&s| (s, false));
+    for (s, current) in creates.chain(stable) {
         let id = *next_id;
         *next_id += 1;
         slots[s as usize].pods.push(PodInfo {
@@ -110,8 +164,8 @@ fn apply(slots: &mut [Slot], actions: &Actions, next_id: &mut u32, touched: &mut
             terminating: false,
             phase: crate::model::PodPhase::Pending,
             bound: false,
-            hash_current: true,
-            updated: true,
+            hash_current: current,
+            updated: current,
             ready: false,
             available: false,
         });
@@ -120,7 +174,8 @@ fn apply(slots: &mut [Slot], actions: &Actions, next_id: &mut u32, touched: &mut
 }
 
 /// The assumptions of the projection between waves: terminating pods finish, and every
-/// current-revision pod becomes available. Returns whether anything changed.
+/// current-revision pod (and every pod the projection created) becomes available. Returns
+/// whether anything changed.
 fn make_current_available(slots: &mut [Slot]) -> bool {
     let mut changed = false;
     for slot in slots.iter_mut() {
@@ -128,7 +183,7 @@ fn make_current_available(slots: &mut [Slot]) -> bool {
         slot.pods.retain(|p| !p.terminating);
         changed |= slot.pods.len() != before;
         for p in &mut slot.pods {
-            if p.updated && p.is_running() && !p.available {
+            if (p.updated || p.id >= SYNTHETIC) && p.is_running() && !p.available {
                 p.ready = true;
                 p.available = true;
                 changed = true;
@@ -145,7 +200,7 @@ fn make_current_available(slots: &mut [Slot]) -> bool {
 fn converged(slots: &[Slot]) -> bool {
     slots
         .iter()
-        .filter(|s| s.node.is_some() && s.should_run)
+        .filter(|s| s.node.is_some() && s.should_run && s.held == Held::No)
         .all(|s| matches!(s.pods.as_slice(), [p] if p.updated && p.is_running()))
 }
 
@@ -158,6 +213,14 @@ fn regular_remaining(slots: &[Slot], allows_surge: bool) -> Option<Vec<u32>> {
     for (i, s) in slots.iter().enumerate() {
         let settled = |p: &PodInfo| p.is_running() && p.available;
         let qualifies = s.node.is_some() && s.should_run;
+        if qualifies && s.held != Held::No {
+            // Held back: nothing more happens to it in this projection, once it has its pod.
+            match s.pods.as_slice() {
+                [p] if settled(p) => continue,
+                [] if s.held == Held::Wait => continue,
+                _ => return None,
+            }
+        }
         match s.pods.as_slice() {
             [] if !qualifies => {}
             [p] if settled(p) && p.updated => {

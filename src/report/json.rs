@@ -3,6 +3,7 @@
 //! The schema is documented in `docs/plan-json.md` and described by `docs/plan.schema.json`;
 //! a test checks that real plans conform to it.
 
+use crate::apply::{ApplyReport, Outcome};
 use crate::plan::Plan;
 
 /// The plan as pretty-printed JSON with a trailing newline. The same plan always gives the
@@ -10,6 +11,58 @@ use crate::plan::Plan;
 pub fn to_json(plan: &Plan) -> String {
     let mut out = serde_json::to_string_pretty(plan)
         .expect("a plan has only string keys and finite numbers, so it always serializes");
+    out.push('\n');
+    out
+}
+
+/// An apply's report as pretty-printed JSON (`daemonsync apply -o json`): how it ended, the
+/// cluster time it took, every write in order, and the plan of the final state.
+pub fn apply_to_json(r: &ApplyReport) -> String {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Report<'a> {
+        api_version: &'static str,
+        kind: &'static str,
+        outcome: &'static str,
+        started: crate::model::Timestamp,
+        finished: crate::model::Timestamp,
+        elapsed_seconds: f64,
+        steps: usize,
+        creates: usize,
+        deletes: usize,
+        halted: &'a [String],
+        paused: &'a [String],
+        awaiting_promotion: &'a [String],
+        writes: &'a [crate::apply::Write],
+        plan: &'a Plan,
+    }
+    let report = Report {
+        api_version: crate::plan::PLAN_API_VERSION,
+        kind: "ApplyReport",
+        outcome: match r.outcome {
+            Outcome::Converged => "Converged",
+            Outcome::Halted => "Halted",
+            Outcome::Paused => "Paused",
+            Outcome::AwaitingPromotion => "AwaitingPromotion",
+            Outcome::TimedOut => "TimedOut",
+            Outcome::Stalled => "Stalled",
+            Outcome::Interrupted => "Interrupted",
+            Outcome::DryRun => "DryRun",
+        },
+        started: r.started,
+        finished: r.finished,
+        elapsed_seconds: r.elapsed().as_secs_f64(),
+        steps: r.steps,
+        creates: r.creates,
+        deletes: r.deletes,
+        halted: &r.halted,
+        paused: &r.paused,
+        awaiting_promotion: &r.awaiting,
+        writes: &r.writes,
+        plan: &r.plan,
+    };
+    let mut out = serde_json::to_string_pretty(&report)
+        .expect("a report has only string keys and finite numbers, so it always serializes");
     out.push('\n');
     out
 }

@@ -34,6 +34,7 @@ fn running(n: usize, hash: &str) -> Observed {
         nodes,
         pods,
         daemonsets: Vec::new(),
+        rollouts: Vec::new(),
     }
 }
 

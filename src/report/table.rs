@@ -589,6 +589,7 @@ mod tests {
                 "infra", "agent", "w1", &rev, true,
             )],
             daemonsets: Vec::new(),
+            rollouts: Vec::new(),
         };
         let p = crate::plan::plan(
             &[d],

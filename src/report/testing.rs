@@ -94,6 +94,7 @@ pub(crate) fn known_plan() -> Plan {
         nodes,
         pods,
         daemonsets: Vec::new(),
+        rollouts: Vec::new(),
     };
     plan(&[d], &observed, &Policy::default(), now())
 }

@@ -52,6 +52,10 @@ pub struct CachedRecord {
     pub status: Option<ManagedDaemonSetStatus>,
     /// Carries `daemonsync.io/paused: "true"`.
     pub paused: bool,
+    /// `daemonsync.io/promote`: revision and stage.
+    pub promoted: Option<(String, u32)>,
+    /// `daemonsync.io/abort`: a revision.
+    pub aborted: Option<String>,
 }
 
 /// What one watcher has seen: its objects, and whether its first list is complete.
@@ -382,17 +386,17 @@ pub fn start(
         Api::<ManagedDaemonSet>::all(client.clone()),
         watcher::Config::default(),
         |r| {
+            let annotation = |key: &str| r.metadata.annotations.as_ref().and_then(|a| a.get(key));
+            use crate::plan::progressive::{ABORT_ANNOTATION, PROMOTE_ANNOTATION};
             let record = CachedRecord {
                 uid: r.metadata.uid.clone().unwrap_or_default(),
                 generation: r.metadata.generation,
                 daemon_set: r.spec.daemon_set.clone(),
                 status: r.status.clone(),
-                paused: r
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| a.get(crate::model::PAUSED_ANNOTATION))
-                    .is_some_and(|v| v == "true"),
+                paused: annotation(crate::model::PAUSED_ANNOTATION).is_some_and(|v| v == "true"),
+                promoted: annotation(PROMOTE_ANNOTATION)
+                    .and_then(|v| crate::plan::RolloutRecord::parse_promote(v)),
+                aborted: annotation(ABORT_ANNOTATION).cloned(),
             };
             (key_of(&r.metadata), Some(record))
         },

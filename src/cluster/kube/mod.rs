@@ -571,12 +571,7 @@ impl Cluster for KubeCluster {
         self.await_expectations().await;
         let s = self.cache.lock();
         self.seen = s.version;
-        let observed = Observed {
-            nodes: s.nodes.items.values().cloned().collect(),
-            pods: s.all_pods(),
-            daemonsets: s.daemonsets.items.values().cloned().collect(),
-        };
-        let records = s
+        let records: Vec<Record> = s
             .records
             .items
             .iter()
@@ -585,8 +580,16 @@ impl Cluster for KubeCluster {
                 name: name.clone(),
                 status: r.status.as_ref().map(RecordStatus::from_record),
                 paused: r.paused,
+                promoted: r.promoted.clone(),
+                aborted: r.aborted.clone(),
             })
             .collect();
+        let observed = Observed {
+            nodes: s.nodes.items.values().cloned().collect(),
+            pods: s.all_pods(),
+            daemonsets: s.daemonsets.items.values().cloned().collect(),
+            rollouts: records.iter().map(Record::rollout_record).collect(),
+        };
         Ok(ClusterState {
             observed,
             records,
@@ -739,6 +742,8 @@ impl Cluster for KubeCluster {
         written.set_halted(status.halted.as_deref(), previous.as_ref(), now);
         written.set_paused(status.paused, previous.as_ref(), now);
         written.set_source_error(status.source_error.as_deref(), previous.as_ref(), now);
+        written.rollout = status.rollout.clone();
+        written.stable = status.stable.clone();
         // Unchanged (transition times are kept while a condition holds): writing it anyway
         // would only wake this client's own record watch, and the next observation would
         // write again.

@@ -86,6 +86,14 @@ pub struct ManagedDaemonSetStatus {
     /// Progressing, Available and Halted, in the standard condition shape.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<RecordCondition>,
+    /// Where a progressive rollout stands (docs/progressive.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<crate::cluster::RolloutStatus>,
+    /// The DaemonSet the last complete rollout reached: nodes a rollout policy holds back run
+    /// its revision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "any_optional_object")]
+    pub stable: Option<serde_json::Value>,
 }
 
 /// A condition in the standard Kubernetes shape (metav1.Condition).
@@ -106,6 +114,14 @@ pub struct RecordCondition {
     /// The record generation the condition was set for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+fn any_optional_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "description": "The DaemonSet the last complete rollout reached.",
+        "x-kubernetes-preserve-unknown-fields": true
+    })
 }
 
 fn any_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -181,6 +197,8 @@ impl ManagedDaemonSetStatus {
             current_revision: revision.map(str::to_string),
             observed_generation: status.observed_generation,
             conditions,
+            rollout: None,
+            stable: None,
         }
     }
 

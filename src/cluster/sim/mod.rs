@@ -65,6 +65,8 @@ pub struct Sim {
     records: BTreeMap<(String, String), Option<RecordStatus>>,
     /// Records carrying `daemonsync.io/paused: "true"`.
     paused: std::collections::BTreeSet<(String, String)>,
+    /// Records' `daemonsync.io/promote` (revision, stage) and `daemonsync.io/abort`.
+    commands: BTreeMap<(String, String), (Option<(String, u32)>, Option<String>)>,
     events: Vec<(Timestamp, Event)>,
     probe: Option<Probe>,
     /// Writes accepted (creates and deletes), for reports and tests.
@@ -116,6 +118,7 @@ impl Sim {
             seq: 0,
             records: BTreeMap::new(),
             paused: Default::default(),
+            commands: BTreeMap::new(),
             events: Vec::new(),
             probe: None,
             writes: 0,
@@ -177,13 +180,45 @@ impl Sim {
         self.start
     }
 
+    /// `daemonsync promote`: the pauses after stages up to `stage` of `revision` pass.
+    pub fn promote(&mut self, namespace: &str, name: &str, revision: &str, stage: u32) {
+        let key = (namespace.to_string(), name.to_string());
+        self.records.entry(key.clone()).or_default();
+        self.commands.entry(key).or_default().0 = Some((revision.to_string(), stage));
+    }
+
+    /// `daemonsync abort` of `revision` (`None`: the abort is lifted, as `resume` does).
+    pub fn set_aborted(&mut self, namespace: &str, name: &str, revision: Option<&str>) {
+        let key = (namespace.to_string(), name.to_string());
+        self.records.entry(key.clone()).or_default();
+        self.commands.entry(key).or_default().1 = revision.map(str::to_string);
+    }
+
     /// The observed state now.
     pub fn observed(&self) -> Observed {
         Observed {
             nodes: self.nodes.values().cloned().collect(),
             pods: self.pods.values().map(|p| p.pod.clone()).collect(),
             daemonsets: Vec::new(),
+            rollouts: self.records().iter().map(Record::rollout_record).collect(),
         }
+    }
+
+    fn records(&self) -> Vec<Record> {
+        self.records
+            .iter()
+            .map(|(key, status)| {
+                let (promoted, aborted) = self.commands.get(key).cloned().unwrap_or_default();
+                Record {
+                    namespace: key.0.clone(),
+                    name: key.1.clone(),
+                    status: status.clone(),
+                    paused: self.paused.contains(key),
+                    promoted,
+                    aborted,
+                }
+            })
+            .collect()
     }
 
     /// Events emitted so far, with the virtual time they were emitted at.
@@ -412,16 +447,7 @@ impl Cluster for Sim {
     async fn observe(&mut self) -> Result<ClusterState, ClusterError> {
         Ok(ClusterState {
             observed: self.observed(),
-            records: self
-                .records
-                .iter()
-                .map(|((ns, name), status)| Record {
-                    namespace: ns.clone(),
-                    name: name.clone(),
-                    status: status.clone(),
-                    paused: self.paused.contains(&(ns.clone(), name.clone())),
-                })
-                .collect(),
+            records: self.records(),
             now: self.now(),
         })
     }

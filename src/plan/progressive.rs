@@ -1,0 +1,886 @@
+//! Progressive delivery: canary nodes, partition, waves by a node label, pauses and the halt
+//! threshold, written as `daemonsync.io/` annotations on the DaemonSet in git
+//! (docs/progressive.md).
+//!
+//! The policy splits the eligible nodes into ordered *stages*: the canary nodes first (if any),
+//! then one wave per value of the `waves-by` label (one wave of every other node without it).
+//! A stage is unlocked once every earlier stage is complete (each of its nodes runs an
+//! available pod of the new revision, or is NotReady itself) and the pause after it has passed:
+//! `manual` waits for `daemonsync promote`, a duration waits that long, `0` not at all. The
+//! partition keeps the last N nodes of that order on the previous revision whatever the stage.
+//!
+//! Within the unlocked stages the DaemonSet's own rolling update runs unchanged; every other
+//! node is *held*: its pod is left alone, and a node that needs a pod (a node joining, a failed
+//! pod replaced) gets the *stable* revision, the one the last complete rollout reached, so no
+//! node outside the unlocked stages ever receives the new revision.
+//!
+//! Pure: where the rollout stands ([`Progress`]) comes in from the record and goes back out
+//! as [`Rollout::progress`] for the executor to write; the clock is the plan's `now`.
+
+use crate::manifest::{FieldError, FieldErrorKind};
+use crate::model::{LabelSelector, Node, Timestamp};
+use crate::plan::Name;
+use crate::plan::view::Slot;
+use jiff::SignedDuration;
+use k8s_openapi::api::apps::v1::DaemonSet;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Annotation: how many nodes get the new revision first (`"N"` or `"N%"`).
+pub const CANARY: &str = "daemonsync.io/canary";
+/// Annotation: the label selector the canary nodes are taken from.
+pub const CANARY_SELECTOR: &str = "daemonsync.io/canary-selector";
+/// Annotation: the pause after the canary (`"manual"`, the default, or a duration).
+pub const CANARY_PAUSE: &str = "daemonsync.io/canary-pause";
+/// Annotation: how many nodes stay on the previous revision (`"N"` or `"N%"`, rounded down).
+pub const PARTITION: &str = "daemonsync.io/partition";
+/// Annotation: the node label whose values make the waves.
+pub const WAVES_BY: &str = "daemonsync.io/waves-by";
+/// Annotation: the order of the label values (`"a,b,c"`); others follow, sorted.
+pub const WAVE_ORDER: &str = "daemonsync.io/wave-order";
+/// Annotation: the pause between waves (`"manual"`, a duration, or `"0"`, the default).
+pub const WAVE_PAUSE: &str = "daemonsync.io/wave-pause";
+/// Annotation: how many Ready nodes may fail before the rollout halts (`"N"` or `"N%"`).
+pub const HALT_THRESHOLD: &str = "daemonsync.io/halt-threshold";
+
+/// Record annotation written by `daemonsync promote`: `REVISION:STAGE`, the pauses after
+/// stages up to STAGE of that revision may pass.
+pub const PROMOTE_ANNOTATION: &str = "daemonsync.io/promote";
+/// Record annotation written by `daemonsync abort`: the revision whose rollout stops where
+/// it is (a new revision, or `daemonsync resume`, continues).
+pub const ABORT_ANNOTATION: &str = "daemonsync.io/abort";
+
+/// Every `daemonsync.io/` annotation a DaemonSet in git may carry; any other key under that
+/// prefix is an error, so that a typo cannot silently disable a canary.
+pub const KNOWN_ANNOTATIONS: &[&str] = &[
+    CANARY,
+    CANARY_SELECTOR,
+    CANARY_PAUSE,
+    PARTITION,
+    WAVES_BY,
+    WAVE_ORDER,
+    WAVE_PAUSE,
+    HALT_THRESHOLD,
+];
+
+/// The prefix every daemonsync annotation shares.
+const PREFIX: &str = "daemonsync.io/";
+
+/// A number of nodes, absolute or a percentage of the eligible nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Count {
+    /// `"N"`.
+    Nodes(u32),
+    /// `"N%"`.
+    Percent(u32),
+}
+
+impl Count {
+    fn parse(s: &str) -> Option<Count> {
+        let digits = |d: &str| {
+            (!d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| d.parse::<u32>().ok())
+                .flatten()
+        };
+        match s.strip_suffix('%') {
+            Some(p) => digits(p).filter(|&p| p <= 100).map(Count::Percent),
+            None => digits(s).map(Count::Nodes),
+        }
+    }
+
+    /// Resolved against `total` nodes, a percentage rounded down.
+    pub fn floor(self, total: usize) -> usize {
+        match self {
+            Count::Nodes(n) => (n as usize).min(total),
+            Count::Percent(p) => total * p as usize / 100,
+        }
+    }
+
+    /// Resolved against `total` nodes, a percentage rounded up.
+    pub fn ceil(self, total: usize) -> usize {
+        match self {
+            Count::Nodes(n) => (n as usize).min(total),
+            Count::Percent(p) => (total * p as usize).div_ceil(100),
+        }
+    }
+}
+
+impl fmt::Display for Count {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Count::Nodes(n) => write!(f, "{n}"),
+            Count::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
+/// A pause between stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pause {
+    /// Until `daemonsync promote` (or `--auto-promote`).
+    Manual,
+    /// This long after the stage completed (zero: no pause).
+    For(SignedDuration),
+}
+
+impl Pause {
+    fn parse(s: &str) -> Option<Pause> {
+        match s {
+            "manual" => Some(Pause::Manual),
+            "0" => Some(Pause::For(SignedDuration::ZERO)),
+            _ => {
+                // Go-style durations as kubectl takes them: 30s, 5m, 1h30m.
+                let d: SignedDuration = s.parse().ok()?;
+                (!d.is_negative() && s.bytes().next().is_some_and(|b| b.is_ascii_digit()))
+                    .then_some(Pause::For(d))
+            }
+        }
+    }
+
+    fn is_none(self) -> bool {
+        self == Pause::For(SignedDuration::ZERO)
+    }
+}
+
+impl fmt::Display for Pause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Pause::Manual => f.write_str("manual"),
+            Pause::For(d) if d.is_zero() => f.write_str("0"),
+            Pause::For(d) => write!(f, "{d:#}"),
+        }
+    }
+}
+
+impl Serialize for Pause {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// A DaemonSet's rollout policy, from its annotations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RolloutPolicy {
+    /// `daemonsync.io/canary`.
+    pub canary: Option<Count>,
+    /// `daemonsync.io/canary-selector`.
+    pub canary_selector: Option<LabelSelector>,
+    /// `daemonsync.io/canary-pause`.
+    pub canary_pause: Pause,
+    /// `daemonsync.io/partition`.
+    pub partition: Option<Count>,
+    /// `daemonsync.io/waves-by`.
+    pub waves_by: Option<String>,
+    /// `daemonsync.io/wave-order`.
+    pub wave_order: Vec<String>,
+    /// `daemonsync.io/wave-pause`.
+    pub wave_pause: Pause,
+    /// `daemonsync.io/halt-threshold`.
+    pub halt_threshold: Option<Count>,
+}
+
+impl Default for RolloutPolicy {
+    fn default() -> Self {
+        RolloutPolicy {
+            canary: None,
+            canary_selector: None,
+            canary_pause: Pause::Manual,
+            partition: None,
+            waves_by: None,
+            wave_order: Vec::new(),
+            wave_pause: Pause::For(SignedDuration::ZERO),
+            halt_threshold: None,
+        }
+    }
+}
+
+fn annotation_path(key: &str) -> String {
+    format!("metadata.annotations[{key}]")
+}
+
+fn quoted(v: &str) -> String {
+    format!("{v:?}")
+}
+
+impl RolloutPolicy {
+    /// The policy a DaemonSet's annotations describe: `Ok(None)` when it has none.
+    pub fn of(ds: &DaemonSet) -> Result<Option<RolloutPolicy>, Vec<FieldError>> {
+        Self::from_annotations(ds.metadata.annotations.as_ref().unwrap_or(&BTreeMap::new()))
+    }
+
+    /// Parses and checks the `daemonsync.io/` annotations; every mistake is reported with
+    /// the annotation's path and the values it takes.
+    pub fn from_annotations(
+        annotations: &BTreeMap<String, String>,
+    ) -> Result<Option<RolloutPolicy>, Vec<FieldError>> {
+        let mut errs = Vec::new();
+        let mut policy = RolloutPolicy::default();
+        let mut any = false;
+        for (key, value) in annotations.range(PREFIX.to_string()..) {
+            if !key.starts_with(PREFIX) {
+                break;
+            }
+            let path = annotation_path(key);
+            let bad = |detail: &str| FieldError::invalid(&path, quoted(value), detail);
+            let count = |what: &str| {
+                Count::parse(value).ok_or_else(|| {
+                    bad(&format!(
+                        "{what} must be a whole number of nodes (\"3\") or a percentage of the \
+                         eligible nodes from 0% to 100% (\"10%\")"
+                    ))
+                })
+            };
+            let pause = || {
+                Pause::parse(value).ok_or_else(|| {
+                    bad("must be \"manual\", \"0\" or a duration such as \"30s\", \"5m\" or \
+                         \"1h30m\"")
+                })
+            };
+            let parsed: Result<(), FieldError> = match key.as_str() {
+                CANARY => count("the canary").map(|c| policy.canary = Some(c)),
+                CANARY_SELECTOR => LabelSelector::parse(value)
+                    .map_err(|why| bad(&format!("{why}; write it as `kubectl -l` takes it")))
+                    .and_then(|s| {
+                        if s.requirements.is_empty() {
+                            Err(bad("must select some nodes, e.g. \"canary=true\""))
+                        } else {
+                            policy.canary_selector = Some(s);
+                            Ok(())
+                        }
+                    }),
+                CANARY_PAUSE => pause().map(|p| policy.canary_pause = p),
+                PARTITION => count("the partition").map(|c| policy.partition = Some(c)),
+                WAVES_BY => {
+                    if is_label_key(value) {
+                        policy.waves_by = Some(value.clone());
+                        Ok(())
+                    } else {
+                        Err(bad(
+                            "must be a node label key, e.g. \"topology.kubernetes.io/zone\"",
+                        ))
+                    }
+                }
+                WAVE_ORDER => {
+                    let order: Vec<String> =
+                        value.split(',').map(|v| v.trim().to_string()).collect();
+                    if order.iter().any(String::is_empty) {
+                        Err(bad("must list label values separated by commas, e.g. \"a,b,c\""))
+                    } else {
+                        policy.wave_order = order;
+                        Ok(())
+                    }
+                }
+                WAVE_PAUSE => pause().map(|p| policy.wave_pause = p),
+                HALT_THRESHOLD => {
+                    count("the halt threshold").map(|c| policy.halt_threshold = Some(c))
+                }
+                _ => Err(FieldError {
+                    path: path.clone(),
+                    kind: FieldErrorKind::NotSupported,
+                    value: Some(quoted(key)),
+                    detail: format!(
+                        "unknown daemonsync annotation{}; the known ones are {} \
+                         (docs/progressive.md)",
+                        closest(key).map_or(String::new(), |k| format!(" (did you mean {k}?)")),
+                        KNOWN_ANNOTATIONS.join(", ")
+                    ),
+                }),
+            };
+            match parsed {
+                Ok(()) => any = true,
+                Err(e) => errs.push(e),
+            }
+        }
+        if policy.canary_selector.is_some() && policy.canary == Some(Count::Nodes(0)) {
+            errs.push(FieldError::invalid(
+                annotation_path(CANARY),
+                quoted("0"),
+                "a canary-selector needs a canary of at least one node (or no canary \
+                 annotation: every matching node)",
+            ));
+        }
+        if !policy.wave_order.is_empty() && policy.waves_by.is_none() {
+            errs.push(FieldError::required(
+                annotation_path(WAVES_BY),
+                "wave-order orders the values of the waves-by label; name that label",
+            ));
+        }
+        if !errs.is_empty() {
+            return Err(errs);
+        }
+        Ok(any.then_some(policy))
+    }
+
+    /// Whether the policy makes stages (a canary or waves); a partition or halt threshold
+    /// alone does not.
+    pub fn is_staged(&self) -> bool {
+        self.has_canary() || self.waves_by.is_some()
+    }
+
+    fn has_canary(&self) -> bool {
+        self.canary_selector.is_some() || self.canary.is_some_and(|c| c.ceil(1) > 0)
+    }
+}
+
+/// The known annotation a misspelt one most likely meant.
+fn closest(key: &str) -> Option<&'static str> {
+    KNOWN_ANNOTATIONS
+        .iter()
+        .map(|k| (strsim::levenshtein(k, key), *k))
+        .filter(|(d, _)| *d <= 3)
+        .min()
+        .map(|(_, k)| k)
+}
+
+fn is_label_key(key: &str) -> bool {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    let name_ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        && name.as_bytes()[0].is_ascii_alphanumeric()
+        && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric();
+    let prefix_ok = prefix.is_none_or(|p| {
+        !p.is_empty()
+            && p.len() <= 253
+            && p.split('.').all(|l| {
+                !l.is_empty()
+                    && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            })
+    });
+    name_ok && prefix_ok
+}
+
+/// Where a rollout stands, as the record keeps it between passes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    /// The revision rolling out.
+    pub revision: String,
+    /// The last unlocked stage (0: the first).
+    pub stage: u32,
+    /// When the pause after `stage` began (a timed pause is measured from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub paused_since: Option<Timestamp>,
+}
+
+/// What a managed DaemonSet's record says about its rollout: the planner's input.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RolloutRecord {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// The DaemonSet the last complete rollout reached: nodes held back run its revision.
+    pub stable: Option<DaemonSet>,
+    /// Where the rollout stands.
+    pub progress: Option<Progress>,
+    /// `daemonsync promote`: the revision and the stage up to which pauses may pass.
+    pub promoted: Option<(String, u32)>,
+    /// `daemonsync abort`: the revision whose rollout holds where it is.
+    pub aborted: Option<String>,
+    /// `daemonsync pause` (`daemonsync.io/paused: "true"`): no pod writes at all.
+    pub paused: bool,
+    /// The record's `Halted` condition.
+    pub halted: Option<String>,
+}
+
+impl RolloutRecord {
+    /// Parses `REVISION:STAGE` from the promote annotation.
+    pub fn parse_promote(value: &str) -> Option<(String, u32)> {
+        let (rev, stage) = value.rsplit_once(':')?;
+        Some((rev.to_string(), stage.parse().ok()?))
+    }
+}
+
+/// One stage of the rollout.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stage {
+    /// `canary`, `wave`.
+    pub kind: StageKind,
+    /// `canary`, or the wave's label value (`(unlabelled)` for nodes without the label, `all`
+    /// for the single wave of a canary without waves).
+    pub name: String,
+    /// Its nodes, in rollout order; the partition's nodes are not among them.
+    pub nodes: Vec<Name>,
+    /// The pause after it (none after the last).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pause: Option<Pause>,
+}
+
+/// What a stage is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StageKind {
+    /// The canary nodes.
+    Canary,
+    /// A wave.
+    Wave,
+}
+
+/// Where the rollout stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    /// The canary nodes are being updated.
+    Canary,
+    /// Waiting: see [`Rollout::pause`].
+    Paused,
+    /// Wave `k` of `n` (1-based) is being updated.
+    Wave(u32, u32),
+    /// New pods failed on more nodes than the halt threshold.
+    Halted,
+    /// Every eligible node runs the new revision.
+    Complete,
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Phase::Canary => f.write_str("Canary"),
+            Phase::Paused => f.write_str("Paused"),
+            Phase::Wave(k, n) => write!(f, "Wave {k}/{n}"),
+            Phase::Halted => f.write_str("Halted"),
+            Phase::Complete => f.write_str("Complete"),
+        }
+    }
+}
+
+impl Serialize for Phase {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Why a rollout is paused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "reason")]
+pub enum Paused {
+    /// A manual pause after stage `after`: `daemonsync promote` continues.
+    Manual {
+        /// The stage that completed (its name).
+        after: String,
+    },
+    /// A timed pause after stage `after`, until `until`.
+    Until {
+        /// The stage that completed.
+        after: String,
+        /// When the next stage starts.
+        until: Timestamp,
+    },
+    /// Every stage is done; the partition holds `held` nodes on the previous revision.
+    Partition {
+        /// How many.
+        held: usize,
+    },
+    /// `daemonsync pause`: nothing is written.
+    Record,
+    /// `daemonsync abort`: every node holds where it is.
+    Aborted,
+}
+
+impl fmt::Display for Paused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Paused::Manual { after } => write!(
+                f,
+                "manual pause after the {after}: `daemonsync promote` continues"
+            ),
+            Paused::Until { after, until } => {
+                write!(f, "pause after the {after}, until {until}")
+            }
+            Paused::Partition { held } => write!(
+                f,
+                "the partition holds {held} node{} on the previous revision; lower {PARTITION} \
+                 to continue",
+                if *held == 1 { "" } else { "s" }
+            ),
+            Paused::Record => f.write_str("paused by `daemonsync pause`; `daemonsync resume` continues"),
+            Paused::Aborted => f.write_str(
+                "aborted: every node holds where it is; a new commit or `daemonsync resume` continues",
+            ),
+        }
+    }
+}
+
+/// Why a node is held back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Hold {
+    /// Its stage is not unlocked yet.
+    Stage,
+    /// The partition keeps it on the previous revision.
+    Partition,
+    /// The rollout is aborted.
+    Aborted,
+}
+
+/// One node's place in the rollout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeRollout {
+    /// Its stage (index into [`Rollout::stages`]); `None` for the partition's nodes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage: Option<u32>,
+    /// Why it is held back, while it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hold: Option<Hold>,
+    /// What a pod created on it now runs: the new revision, the stable one, or nothing yet
+    /// (held, and no stable revision is known).
+    pub gets: Gets,
+}
+
+/// Which revision a pod created on a node runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Gets {
+    /// The new revision.
+    New,
+    /// The stable revision (the last complete rollout's).
+    Stable,
+    /// No pod until its stage: no stable revision is known.
+    Nothing,
+}
+
+/// The rollout of one DaemonSet under its policy.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rollout {
+    /// Where it stands.
+    pub phase: Phase,
+    /// Why it is paused, while it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pause: Option<Paused>,
+    /// The stages in order.
+    pub stages: Vec<Stage>,
+    /// The last unlocked stage.
+    pub stage: u32,
+    /// The partition as written, and the nodes it holds (the last of the rollout order).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partition: Option<Partition>,
+    /// The revision held-back nodes run (the last complete rollout's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stable_revision: Option<String>,
+    /// Nodes whose new pods may fail before the rollout halts.
+    pub halt_threshold: usize,
+    /// What the record keeps for the next pass.
+    pub progress: Progress,
+    /// When a timed pause ends (the executor wakes then).
+    #[serde(skip)]
+    pub wake_at: Option<Timestamp>,
+}
+
+/// The partition in plan output.
+#[derive(Debug, Clone, Serialize)]
+pub struct Partition {
+    /// As written.
+    pub count: String,
+    /// The nodes it keeps on the previous revision.
+    pub nodes: Vec<Name>,
+}
+
+impl Rollout {
+    /// The name of a stage for people: `canary`, `wave zone=a`.
+    pub fn stage_label(&self, stage: u32) -> String {
+        self.stages
+            .get(stage as usize)
+            .map_or_else(|| format!("stage {stage}"), stage_label)
+    }
+}
+
+fn stage_label(s: &Stage) -> String {
+    match s.kind {
+        StageKind::Canary => "canary".to_string(),
+        StageKind::Wave => format!("wave {}", s.name),
+    }
+}
+
+/// The inputs of [`decide`] besides the slots.
+pub(crate) struct Inputs<'a> {
+    pub policy: &'a RolloutPolicy,
+    /// The record, if any.
+    pub record: Option<&'a RolloutRecord>,
+    /// The stable revision's hash, when its template is known.
+    pub stable_revision: Option<&'a str>,
+    /// The new revision.
+    pub revision: &'a str,
+    /// Pass manual pauses (`--auto-promote`).
+    pub auto_promote: bool,
+    /// Some node runs a pod of another revision. When none does there is nothing to pace:
+    /// every stage is unlocked.
+    pub under_way: bool,
+    pub now: Timestamp,
+}
+
+/// Decides the rollout: the stages, the unlocked ones, the phase, and for every slot what it
+/// may receive (`targets`, by slot index). `node_of(slot)` is the slot's node, `name_of` its
+/// name.
+pub(crate) fn decide<'n>(
+    inputs: &Inputs<'_>,
+    slots: &[Slot],
+    node_of: impl Fn(&Slot) -> Option<&'n Node>,
+    name_of: impl Fn(&Slot) -> Name,
+) -> (Rollout, Vec<Option<NodeRollout>>) {
+    let policy = inputs.policy;
+    let eligible: Vec<u32> = (0..slots.len() as u32)
+        .filter(|&i| {
+            let s = &slots[i as usize];
+            s.node.is_some() && s.should_run
+        })
+        .collect();
+    let labels = |i: u32| node_of(&slots[i as usize]).map(|n| &n.labels);
+
+    // Stages: canary, then waves, each in name order (slots are in name order).
+    let mut defs: Vec<(StageKind, String, Vec<u32>)> = Vec::new();
+    let mut in_canary = vec![false; slots.len()];
+    if policy.has_canary() {
+        let mut pool: Vec<u32> = match &policy.canary_selector {
+            Some(sel) => eligible
+                .iter()
+                .copied()
+                .filter(|&i| labels(i).is_some_and(|l| sel.matches(l)))
+                .collect(),
+            None => eligible.clone(),
+        };
+        if let Some(c) = policy.canary {
+            pool.truncate(c.ceil(eligible.len()).max(1));
+        }
+        for &i in &pool {
+            in_canary[i as usize] = true;
+        }
+        if !pool.is_empty() {
+            defs.push((StageKind::Canary, "canary".into(), pool));
+        }
+    }
+    let rest: Vec<u32> = eligible
+        .iter()
+        .copied()
+        .filter(|&i| !in_canary[i as usize])
+        .collect();
+    match &policy.waves_by {
+        Some(key) => {
+            let mut by_value: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+            let mut unlabelled = Vec::new();
+            for &i in &rest {
+                match labels(i).and_then(|l| l.get(key)) {
+                    Some(v) => by_value.entry(v.as_str()).or_default().push(i),
+                    None => unlabelled.push(i),
+                }
+            }
+            for v in &policy.wave_order {
+                if let Some(nodes) = by_value.remove(v.as_str()) {
+                    defs.push((StageKind::Wave, format!("{key}={v}"), nodes));
+                }
+            }
+            for (v, nodes) in by_value {
+                defs.push((StageKind::Wave, format!("{key}={v}"), nodes));
+            }
+            if !unlabelled.is_empty() {
+                defs.push((StageKind::Wave, format!("{key} unset"), unlabelled));
+            }
+        }
+        None if !rest.is_empty() => defs.push((StageKind::Wave, "all".into(), rest)),
+        None => {}
+    }
+
+    // The partition keeps the tail of the rollout order.
+    let order: Vec<u32> = defs.iter().flat_map(|d| d.2.iter().copied()).collect();
+    let held_count = policy.partition.map_or(0, |p| p.floor(eligible.len()));
+    let cap = order.len() - held_count.min(order.len());
+    let mut stage_of: Vec<Option<u32>> = vec![None; slots.len()];
+    let mut partition_nodes = Vec::new();
+    let mut rank = 0;
+    for (k, def) in defs.iter_mut().enumerate() {
+        def.2.retain(|&i| {
+            rank += 1;
+            if rank > cap {
+                partition_nodes.push(i);
+                false
+            } else {
+                stage_of[i as usize] = Some(k as u32);
+                true
+            }
+        });
+    }
+    defs.retain(|d| !d.2.is_empty());
+    for (k, def) in defs.iter().enumerate() {
+        for &i in &def.2 {
+            stage_of[i as usize] = Some(k as u32);
+        }
+    }
+    let last = defs.len().saturating_sub(1) as u32;
+    let pause_after = |k: u32| -> Option<Pause> {
+        (k < last).then(|| match defs[k as usize].0 {
+            StageKind::Canary => policy.canary_pause,
+            StageKind::Wave => policy.wave_pause,
+        })
+    };
+
+    let done = |i: u32| {
+        let s = &slots[i as usize];
+        let ready = node_of(s).is_none_or(|n| n.ready != Some(false));
+        let current = matches!(s.pods.as_slice(), [p] if p.updated && p.is_running() && p.available);
+        current || !ready
+    };
+    let complete = |k: u32| defs[k as usize].2.iter().all(|&i| done(i));
+
+    let record = inputs.record;
+    let aborted = record
+        .and_then(|r| r.aborted.as_deref())
+        .is_some_and(|r| r == inputs.revision);
+    let mut progress = record
+        .and_then(|r| r.progress.clone())
+        .filter(|p| p.revision == inputs.revision)
+        .unwrap_or_else(|| Progress {
+            revision: inputs.revision.to_string(),
+            stage: 0,
+            paused_since: None,
+        });
+    progress.stage = if inputs.under_way {
+        progress.stage.min(last)
+    } else {
+        last
+    };
+    let promoted_to = record
+        .and_then(|r| r.promoted.as_ref())
+        .filter(|(rev, _)| rev == inputs.revision)
+        .map(|(_, s)| *s);
+    let mut gate: Option<Paused> = None;
+    let mut wake_at = None;
+    while !aborted && progress.stage < last && complete(progress.stage) {
+        let k = progress.stage;
+        let after = stage_label_of(&defs[k as usize]);
+        let pass = match pause_after(k).unwrap_or(Pause::For(SignedDuration::ZERO)) {
+            p if p.is_none() => true,
+            _ if promoted_to.is_some_and(|s| s >= k) => true,
+            Pause::Manual if inputs.auto_promote => true,
+            Pause::Manual => {
+                gate = Some(Paused::Manual { after });
+                false
+            }
+            Pause::For(d) => {
+                let since = *progress.paused_since.get_or_insert(inputs.now);
+                let until = crate::model::later(since, d);
+                if inputs.now >= until {
+                    true
+                } else {
+                    wake_at = Some(until);
+                    gate = Some(Paused::Until { after, until });
+                    false
+                }
+            }
+        };
+        if !pass {
+            break;
+        }
+        progress.stage += 1;
+        progress.paused_since = None;
+    }
+    if gate.is_none() {
+        progress.paused_since = None;
+    }
+
+    let stable = inputs.stable_revision.is_some();
+    let targets: Vec<Option<NodeRollout>> = (0..slots.len())
+        .map(|i| {
+            let s = &slots[i];
+            if s.node.is_none() || !s.should_run {
+                return None;
+            }
+            let stage = stage_of[i];
+            let hold = if aborted {
+                Some(Hold::Aborted)
+            } else {
+                match stage {
+                    None => Some(Hold::Partition),
+                    Some(k) if k > progress.stage => Some(Hold::Stage),
+                    Some(_) => None,
+                }
+            };
+            let gets = match hold {
+                None => Gets::New,
+                Some(_) if stable => Gets::Stable,
+                Some(_) => Gets::Nothing,
+            };
+            Some(NodeRollout { stage, hold, gets })
+        })
+        .collect();
+
+    let all_done = eligible.iter().all(|&i| done(i));
+    let unlocked_done = (0..=progress.stage).all(|k| defs.is_empty() || complete(k));
+    let (phase, pause) = if record.is_some_and(|r| r.paused) {
+        (Phase::Paused, Some(Paused::Record))
+    } else if aborted {
+        (Phase::Paused, Some(Paused::Aborted))
+    } else if record.is_some_and(|r| r.halted.is_some()) {
+        (Phase::Halted, None)
+    } else if all_done && partition_nodes.iter().all(|&i| done(i)) {
+        (Phase::Complete, None)
+    } else if let Some(g) = gate {
+        (Phase::Paused, Some(g))
+    } else if progress.stage == last && unlocked_done && !partition_nodes.is_empty() {
+        (
+            Phase::Paused,
+            Some(Paused::Partition {
+                held: partition_nodes.iter().filter(|&&i| !done(i)).count(),
+            }),
+        )
+    } else {
+        match defs.get(progress.stage as usize).map(|d| d.0) {
+            Some(StageKind::Canary) => (Phase::Canary, None),
+            _ => {
+                let waves = defs.iter().filter(|d| d.0 == StageKind::Wave).count() as u32;
+                let before = defs
+                    .iter()
+                    .take(progress.stage as usize + 1)
+                    .filter(|d| d.0 == StageKind::Wave)
+                    .count() as u32;
+                (Phase::Wave(before.max(1), waves.max(1)), None)
+            }
+        }
+    };
+
+    let stages = defs
+        .iter()
+        .enumerate()
+        .map(|(k, (kind, name, nodes))| Stage {
+            kind: *kind,
+            name: name.clone(),
+            nodes: nodes.iter().map(|&i| name_of(&slots[i as usize])).collect(),
+            pause: pause_after(k as u32),
+        })
+        .collect();
+    let rollout = Rollout {
+        phase,
+        pause,
+        stages,
+        stage: progress.stage,
+        partition: policy.partition.map(|p| Partition {
+            count: p.to_string(),
+            nodes: partition_nodes
+                .iter()
+                .map(|&i| name_of(&slots[i as usize]))
+                .collect(),
+        }),
+        stable_revision: inputs.stable_revision.map(str::to_string),
+        halt_threshold: policy
+            .halt_threshold
+            .map_or(0, |t| t.floor(eligible.len())),
+        progress,
+        wake_at,
+    };
+    (rollout, targets)
+}
+
+fn stage_label_of(def: &(StageKind, String, Vec<u32>)) -> String {
+    match def.0 {
+        StageKind::Canary => "canary".to_string(),
+        StageKind::Wave => format!("wave {}", def.1),
+    }
+}
