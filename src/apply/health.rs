@@ -173,7 +173,7 @@ impl Health {
 
     /// True when every node of the DaemonSets `include` selects is settled, except nodes
     /// that are NotReady themselves. With OnDelete, an old pod is settled too: it is replaced
-    /// only when someone deletes it.
+    /// only when someone deletes it; so is a node a rollout policy holds back.
     pub(crate) fn converged(
         &self,
         plan: &Plan,
@@ -184,6 +184,9 @@ impl Health {
             ds.nodes.iter().all(|n| {
                 is_settled(n.state)
                     || (on_delete && n.state == NodeState::OutOfDate)
+                    // Held back by the rollout policy: it waits for its stage.
+                    || (n.rollout.is_some_and(|r| r.hold.is_some())
+                        && matches!(n.state, NodeState::OutOfDate | NodeState::Missing))
                     || self.not_ready.contains(&*n.node)
             })
         })

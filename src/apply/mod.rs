@@ -369,9 +369,9 @@ pub fn assess<'d>(
         .daemonsets
         .iter()
         .filter(|ds| {
-            ds.rollout.as_ref().is_some_and(|r| {
-                matches!(r.pause, Some(plan::progressive::Paused::Manual { .. }))
-            })
+            ds.rollout
+                .as_ref()
+                .is_some_and(|r| matches!(r.pause, Some(plan::progressive::Paused::Manual { .. })))
         })
         .map(|ds| (ds.namespace.clone(), ds.name.clone()))
         .collect();
@@ -890,7 +890,14 @@ async fn execute<C: Cluster>(
             match cluster.delete_pod(&d.namespace, &d.name).await {
                 Ok(()) | Err(ClusterError::NotFound { .. }) => {
                     counts.deletes += 1;
-                    log.push("delete", &daemonset, &d.name, &d.node, revision_of(&d.name), &phase);
+                    log.push(
+                        "delete",
+                        &daemonset,
+                        &d.name,
+                        &d.node,
+                        revision_of(&d.name),
+                        &phase,
+                    );
                     deleted.push(d.name.clone());
                     if d.reason == plan::DeleteReason::Failed {
                         failed_pods.push(format!("{} on node {}", d.name, d.node));
@@ -912,17 +919,21 @@ async fn execute<C: Cluster>(
         // Nodes a rollout policy holds back get the stable revision's pod.
         let stable = plan::stable_daemonset(&state.observed, &ds.namespace, &ds.name)
             .map(|d| (d, DaemonSetSpec::compile(d)));
-        let creates: Vec<(&plan::Name, &k8s_openapi::api::apps::v1::DaemonSet, &DaemonSetSpec)> =
-            ds.step
-                .create
-                .iter()
-                .map(|n| (n, &desired.daemonset, spec))
-                .chain(
-                    stable
-                        .iter()
-                        .flat_map(|(d, s)| ds.step.create_stable.iter().map(move |n| (n, *d, s))),
-                )
-                .collect();
+        let creates: Vec<(
+            &plan::Name,
+            &k8s_openapi::api::apps::v1::DaemonSet,
+            &DaemonSetSpec,
+        )> = ds
+            .step
+            .create
+            .iter()
+            .map(|n| (n, &desired.daemonset, spec))
+            .chain(
+                stable
+                    .iter()
+                    .flat_map(|(d, s)| ds.step.create_stable.iter().map(move |n| (n, *d, s))),
+            )
+            .collect();
         let mut batch = 1;
         let mut next = 0;
         let refused = first_error.as_ref().is_some_and(ClusterError::stops_step);
@@ -1024,7 +1035,8 @@ async fn execute<C: Cluster>(
                     "delete",
                     &format!("{namespace}/{owner}"),
                     name,
-                    pod.and_then(|p| p.target_node.as_deref()).unwrap_or_default(),
+                    pod.and_then(|p| p.target_node.as_deref())
+                        .unwrap_or_default(),
                     pod.and_then(|p| p.revision_hash())
                         .unwrap_or_default()
                         .to_string(),

@@ -367,15 +367,19 @@ pub(crate) fn render_report(
                 .plan
                 .daemonsets
                 .iter()
-                .filter(|ds| r.awaiting.contains(&format!("{}/{}", ds.namespace, ds.name)))
+                .filter(|ds| {
+                    r.awaiting
+                        .contains(&format!("{}/{}", ds.namespace, ds.name))
+                })
                 .map(|ds| {
-                    let pause = ds
-                        .rollout
-                        .as_ref()
-                        .and_then(|ro| ro.pause.as_ref())
-                        .map_or_else(String::new, |p| format!(" ({p})"));
+                    let after = match ds.rollout.as_ref().and_then(|ro| ro.pause.as_ref()) {
+                        Some(crate::plan::progressive::Paused::Manual { after }) => {
+                            format!(" after the {after}")
+                        }
+                        _ => String::new(),
+                    };
                     format!(
-                        "{}/{}{pause}: `daemonsync promote {} -n {} --cluster {}` continues",
+                        "{}/{} waits{after}; `daemonsync promote {} -n {} --cluster {}` continues",
                         ds.namespace, ds.name, ds.name, ds.namespace, args.cluster
                     )
                 })
@@ -570,7 +574,11 @@ mod tests {
         assert_eq!(v["outcome"], "Converged");
         let writes = v["writes"].as_array().expect("writes");
         assert_eq!(writes.len(), r.creates + r.deletes);
-        assert!(writes.iter().all(|w| w["verb"] == "create" || w["verb"] == "delete"));
+        assert!(
+            writes
+                .iter()
+                .all(|w| w["verb"] == "create" || w["verb"] == "delete")
+        );
         assert!(err.contains("Converged in 0:04 (simulated)"), "{err}");
     }
 

@@ -116,7 +116,9 @@ impl Record {
 }
 
 /// Where a progressive rollout stands, as a record's status keeps it (`status.rollout`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct RolloutStatus {
     /// `Canary`, `Paused`, `Wave k/n`, `Halted` or `Complete`.

@@ -40,8 +40,8 @@ mod waves;
 pub use classify::{NodeState, Reason};
 pub use daemonset::{DaemonSetSpec, IntOrPercent, UpdateStrategy};
 pub use live::{FieldDifference, LiveDiff};
-pub use progressive::{Phase, Rollout, RolloutPolicy, RolloutRecord};
 pub use pods::{RECORD_API_VERSION, RECORD_GROUP, RECORD_KIND, is_pod_updated};
+pub use progressive::{Phase, Rollout, RolloutPolicy, RolloutRecord};
 pub use risks::{Risk, RiskKind};
 pub use rollout::{Budgets, allows_surge, budgets};
 pub use status::Status;
@@ -514,7 +514,11 @@ impl<'a> Context<'a> {
             let stable = r.stable_revision.is_some();
             let (projection, stages) = waves::project_stages(
                 &slots,
-                if aborted { r.stage..=r.stage } else { r.stage..=last },
+                if aborted {
+                    r.stage..=r.stage
+                } else {
+                    r.stage..=last
+                },
                 |i, k| match node_rollouts.get(i).copied().flatten() {
                     Some(t) if t.hold.is_some() => {
                         if !aborted && t.stage.is_some_and(|s| s <= k) {
@@ -689,7 +693,11 @@ impl<'a> Context<'a> {
         }
         let policy = policy.unwrap_or_default();
         if let Some(key) = &policy.waves_by
-            && !self.observed.nodes.iter().any(|n| n.labels.contains_key(key))
+            && !self
+                .observed
+                .nodes
+                .iter()
+                .any(|n| n.labels.contains_key(key))
         {
             errors.push(
                 crate::manifest::FieldError::invalid(
@@ -704,8 +712,8 @@ impl<'a> Context<'a> {
         if !errors.is_empty() {
             return (None, Vec::new(), errors);
         }
-        let stable =
-            stable_daemonset(self.observed, &spec.namespace, &spec.name).map(DaemonSetSpec::compile);
+        let stable = stable_daemonset(self.observed, &spec.namespace, &spec.name)
+            .map(DaemonSetSpec::compile);
         // A rollout is under way while some node runs a pod of another revision; otherwise
         // (a first install, a finished rollout) nodes get the new revision at once.
         let under_way = slots.iter().any(|s| {
@@ -723,7 +731,10 @@ impl<'a> Context<'a> {
         let (rollout, targets) = progressive::decide(
             &inputs,
             slots,
-            |s| s.node.map(|pos| &self.observed.nodes[self.order[pos as usize] as usize]),
+            |s| {
+                s.node
+                    .map(|pos| &self.observed.nodes[self.order[pos as usize] as usize])
+            },
             |s| self.slot_name(s),
         );
         for (slot, t) in slots.iter_mut().zip(&targets) {

@@ -233,8 +233,10 @@ impl RolloutPolicy {
             };
             let pause = || {
                 Pause::parse(value).ok_or_else(|| {
-                    bad("must be \"manual\", \"0\" or a duration such as \"30s\", \"5m\" or \
-                         \"1h30m\"")
+                    bad(
+                        "must be \"manual\", \"0\" or a duration such as \"30s\", \"5m\" or \
+                         \"1h30m\"",
+                    )
                 })
             };
             let parsed: Result<(), FieldError> = match key.as_str() {
@@ -265,7 +267,9 @@ impl RolloutPolicy {
                     let order: Vec<String> =
                         value.split(',').map(|v| v.trim().to_string()).collect();
                     if order.iter().any(String::is_empty) {
-                        Err(bad("must list label values separated by commas, e.g. \"a,b,c\""))
+                        Err(bad(
+                            "must list label values separated by commas, e.g. \"a,b,c\"",
+                        ))
                     } else {
                         policy.wave_order = order;
                         Ok(())
@@ -350,7 +354,8 @@ fn is_label_key(key: &str) -> bool {
             && p.len() <= 253
             && p.split('.').all(|l| {
                 !l.is_empty()
-                    && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && l.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
             })
     });
     name_ok && prefix_ok
@@ -725,7 +730,8 @@ pub(crate) fn decide<'n>(
     let done = |i: u32| {
         let s = &slots[i as usize];
         let ready = node_of(s).is_none_or(|n| n.ready != Some(false));
-        let current = matches!(s.pods.as_slice(), [p] if p.updated && p.is_running() && p.available);
+        let current =
+            matches!(s.pods.as_slice(), [p] if p.updated && p.is_running() && p.available);
         current || !ready
     };
     let complete = |k: u32| defs[k as usize].2.iter().all(|&i| done(i));
@@ -869,9 +875,7 @@ pub(crate) fn decide<'n>(
                 .collect(),
         }),
         stable_revision: inputs.stable_revision.map(str::to_string),
-        halt_threshold: policy
-            .halt_threshold
-            .map_or(0, |t| t.floor(eligible.len())),
+        halt_threshold: policy.halt_threshold.map_or(0, |t| t.floor(eligible.len())),
         progress,
         wake_at,
     };

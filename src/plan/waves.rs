@@ -38,7 +38,14 @@ pub(crate) fn project(
 ) -> Projection {
     let mut slots = slots.to_vec();
     let mut next_id = SYNTHETIC;
-    project_on(&mut slots, &mut next_id, budgets, desired, allows_surge, rolling)
+    project_on(
+        &mut slots,
+        &mut next_id,
+        budgets,
+        desired,
+        allows_surge,
+        rolling,
+    )
 }
 
 /// Projects a staged rollout: the stages from `from` on, each unlocked in turn (pauses are
@@ -60,7 +67,33 @@ pub(crate) fn project_stages(
         for (i, s) in slots.iter_mut().enumerate() {
             s.held = hold(i, stage);
         }
-        let p = project_on(&mut slots, &mut next_id, budgets, desired, allows_surge, true);
+        let p = project_on(
+            &mut slots,
+            &mut next_id,
+            budgets,
+            desired,
+            allows_surge,
+            true,
+        );
+        // The stage is done: its nodes run the new revision when the next one starts (the
+        // projection may have chunked them without replaying).
+        for s in slots
+            .iter_mut()
+            .filter(|s| s.node.is_some() && s.should_run && s.held == Held::No)
+        {
+            s.pods.clear();
+            s.pods.push(PodInfo {
+                id: next_id,
+                terminating: false,
+                phase: crate::model::PodPhase::Running,
+                bound: true,
+                hash_current: true,
+                updated: true,
+                ready: true,
+                available: true,
+            });
+            next_id += 1;
+        }
         stage_of.extend(std::iter::repeat_n(stage, p.waves.len()));
         waves.extend(p.waves);
         if !p.converges {

@@ -388,6 +388,23 @@ impl Sim {
         for pod in self.running_pods(desired) {
             self.insert_running(pod, since)?;
         }
+        // As if daemonsync had rolled them out: their records name them the stable
+        // revision, which nodes held back by a rollout policy keep running.
+        for d in desired {
+            let spec = crate::plan::DaemonSetSpec::compile(&d.daemonset);
+            self.records.insert(
+                (spec.namespace.clone(), spec.name.clone()),
+                Some(RecordStatus {
+                    counters: crate::plan::Status::default(),
+                    revision: spec.revision.clone(),
+                    halted: None,
+                    paused: false,
+                    source_error: None,
+                    rollout: None,
+                    stable: serde_json::to_value(&d.daemonset).ok(),
+                }),
+            );
+        }
         Ok(())
     }
 
