@@ -378,18 +378,23 @@ pub(crate) fn render_report(
                         }
                         _ => String::new(),
                     };
-                    format!(
-                        "{}/{} waits{after}; `daemonsync promote {} -n {} --cluster {}` continues",
-                        ds.namespace, ds.name, ds.name, ds.namespace, args.cluster
-                    )
+                    if matches!(args.cluster, ClusterSpec::Sim(_)) {
+                        format!("{}/{} waits{after}", ds.namespace, ds.name)
+                    } else {
+                        format!(
+                            "{}/{} waits{after}; `daemonsync promote {} -n {} --cluster {}` \
+                             continues",
+                            ds.namespace, ds.name, ds.name, ds.namespace, args.cluster
+                        )
+                    }
                 })
                 .collect();
             format!(
                 "Paused after {time} at a manual pause: {}. {totals}.{}",
                 waiting.join("; "),
                 if matches!(args.cluster, ClusterSpec::Sim(_)) {
-                    " A sim: cluster starts afresh each run: add --auto-promote to pass manual \
-                     pauses."
+                    " A sim: cluster starts afresh each run, so there is nothing to promote: add \
+                     --auto-promote to pass manual pauses."
                 } else {
                     ""
                 }
