@@ -586,7 +586,7 @@ impl Reconciler {
             self.metrics
                 .reconcile(ReconcileResult::Success, started.elapsed());
             return PassOutcome {
-                next_deadline: a.health.next_deadline,
+                next_deadline: a.next_wake(),
                 backoff: None,
             };
         }
@@ -624,7 +624,7 @@ impl Reconciler {
                 self.metrics
                     .reconcile(ReconcileResult::Error, started.elapsed());
                 let mut out = self.failed();
-                out.next_deadline = a.health.next_deadline;
+                out.next_deadline = a.next_wake();
                 out
             }
             None => {
@@ -632,7 +632,7 @@ impl Reconciler {
                 self.metrics
                     .reconcile(ReconcileResult::Success, started.elapsed());
                 PassOutcome {
-                    next_deadline: a.health.next_deadline,
+                    next_deadline: a.next_wake(),
                     backoff: None,
                 }
             }
