@@ -24,6 +24,8 @@ mod manage;
 mod pods;
 pub mod progressive;
 #[cfg(test)]
+mod progressive_tests;
+#[cfg(test)]
 mod properties;
 pub mod render;
 pub mod revision;

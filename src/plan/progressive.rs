@@ -640,6 +640,15 @@ pub(crate) fn decide<'n>(
         })
         .collect();
     let labels = |i: u32| node_of(&slots[i as usize]).map(|n| &n.labels);
+    // Within a stage, nodes already on the new revision come first: the canary stays the
+    // nodes that took it, and the partition holds nodes that have not, however nodes join.
+    let updated = |i: u32| {
+        slots[i as usize]
+            .pods
+            .iter()
+            .any(|p| p.updated && p.is_running())
+    };
+    let settled_first = |v: &mut Vec<u32>| v.sort_by_key(|&i| !updated(i));
 
     // Stages: canary, then waves, each in name order (slots are in name order).
     let mut defs: Vec<(StageKind, String, Vec<u32>)> = Vec::new();
@@ -653,6 +662,7 @@ pub(crate) fn decide<'n>(
                 .collect(),
             None => eligible.clone(),
         };
+        settled_first(&mut pool);
         if let Some(c) = policy.canary {
             pool.truncate(c.ceil(eligible.len()).max(1));
         }
@@ -694,22 +704,28 @@ pub(crate) fn decide<'n>(
         None => {}
     }
 
-    // The partition keeps the tail of the rollout order.
-    let order: Vec<u32> = defs.iter().flat_map(|d| d.2.iter().copied()).collect();
+    for def in &mut defs {
+        settled_first(&mut def.2);
+    }
+    // The partition keeps the tail of the rollout order on the previous revision: of the
+    // nodes not yet on the new revision, only as many move as keep the new revision on at
+    // most `eligible - partition` nodes (never more, whatever joins or leaves).
     let held_count = policy.partition.map_or(0, |p| p.floor(eligible.len()));
-    let cap = order.len() - held_count.min(order.len());
+    let cap = eligible.len() - held_count.min(eligible.len());
+    let already = eligible.iter().filter(|&&i| updated(i)).count();
+    let mut budget = cap.saturating_sub(already);
     let mut stage_of: Vec<Option<u32>> = vec![None; slots.len()];
     let mut partition_nodes = Vec::new();
-    let mut rank = 0;
-    for (k, def) in defs.iter_mut().enumerate() {
+    for def in defs.iter_mut() {
         def.2.retain(|&i| {
-            rank += 1;
-            if rank > cap {
+            if updated(i) {
+                true
+            } else if budget > 0 {
+                budget -= 1;
+                true
+            } else {
                 partition_nodes.push(i);
                 false
-            } else {
-                stage_of[i as usize] = Some(k as u32);
-                true
             }
         });
     }

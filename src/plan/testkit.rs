@@ -3,6 +3,7 @@
 
 use crate::model::{Node, OwnerRef, Pod, PodPhase, ReadyCondition, Taint, TaintEffect, Timestamp};
 use crate::model::{REVISION_HASH_LABEL, TEMPLATE_GENERATION_LABEL};
+use crate::plan::RolloutRecord;
 use crate::plan::{DaemonSetPlan, DaemonSetSpec, Desired, Observed, Policy, StepPhase};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use serde_json::{Value, json};
@@ -175,6 +176,8 @@ pub struct Cluster {
     pub now: Timestamp,
     /// The planner policy.
     pub policy: Policy,
+    /// What the records say about rollouts.
+    pub rollouts: Vec<RolloutRecord>,
     counter: usize,
 }
 
@@ -190,6 +193,7 @@ impl Cluster {
             live: Vec::new(),
             now: t0(),
             policy: Policy::default(),
+            rollouts: Vec::new(),
             counter: 0,
         }
     }
@@ -241,7 +245,7 @@ impl Cluster {
             nodes: self.nodes.clone(),
             pods: self.pods.clone(),
             daemonsets: self.live.clone(),
-            rollouts: Vec::new(),
+            rollouts: self.rollouts.clone(),
         }
     }
 
@@ -279,7 +283,13 @@ impl Cluster {
             self.pods
                 .retain(|x| !(x.namespace == d.namespace && x.name == d.name));
         }
-        for n in &p.step.create {
+        let stable =
+            crate::plan::stable_daemonset(&self.observed(), &spec.namespace, &spec.name).cloned();
+        let creates = p.step.create.iter().map(|n| (n, ds));
+        let stable_creates = stable
+            .iter()
+            .flat_map(|s| p.step.create_stable.iter().map(move |n| (n, s)));
+        for (n, ds) in creates.chain(stable_creates).collect::<Vec<_>>() {
             let generation = spec.template_generation;
             let pod = self.pod(ds, n);
             pod.node_name = None;
