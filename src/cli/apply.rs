@@ -168,6 +168,9 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
     progress.finish();
     let report = report.map_err(|e| anyhow!(e))?;
     print_report(&report, args, simulated)?;
+    if super::plan::report_cluster_errors(&report.plan) {
+        return Ok(super::EXIT_ERROR);
+    }
     Ok(exit_code(&report, desired.len()))
 }
 

@@ -306,6 +306,23 @@ pub fn compute(opts: &PlanOptions) -> Result<PlanRun> {
     Ok(plan_loaded(loaded, observed.as_ref(), opts))
 }
 
+/// Prints, on stderr, the errors in DaemonSets that only the cluster reveals (a rollout
+/// policy's `waves-by` label no node carries); true when there are any (the plan exits 1).
+pub(crate) fn report_cluster_errors(plan: &Plan) -> bool {
+    let mut any = false;
+    for ds in plan.daemonsets.iter().filter(|d| !d.errors.is_empty()) {
+        any = true;
+        eprintln!(
+            "error: {}/{} ({}) is invalid for this cluster; nothing is done for it:",
+            ds.namespace, ds.name, ds.source
+        );
+        for e in &ds.errors {
+            eprintln!("    - {e}");
+        }
+    }
+    any
+}
+
 /// Plans `desired` against `observed`, or from the manifests alone (`--cluster none`).
 fn plan_desired(desired: &[Desired], observed: Option<&Observed>, opts: &PlanOptions) -> Plan {
     match observed {
@@ -318,7 +335,9 @@ fn plan_desired(desired: &[Desired], observed: Option<&Observed>, opts: &PlanOpt
 fn plan_loaded(loaded: Loaded, observed: Option<&Observed>, opts: &PlanOptions) -> PlanRun {
     let mut plan = plan_desired(&loaded.desired, observed, opts);
     add_warnings(&mut plan, &loaded.warnings);
-    let exit_code = if plan.has_changes() {
+    let exit_code = if report_cluster_errors(&plan) {
+        super::EXIT_ERROR
+    } else if plan.has_changes() {
         EXIT_CHANGES
     } else {
         EXIT_OK
@@ -463,7 +482,9 @@ fn pull_request(
             .push_str("Head, from its manifests alone (no cluster state: no per-node impact):\n\n");
     }
     let manifests_differ = added + removed + changed > 0;
-    let exit_code = if manifests_differ || head_plan.has_changes() {
+    let exit_code = if report_cluster_errors(&head_plan) {
+        super::EXIT_ERROR
+    } else if manifests_differ || head_plan.has_changes() {
         EXIT_CHANGES
     } else {
         EXIT_OK

@@ -15,6 +15,7 @@ mod hardening_sources;
 mod live;
 mod live_budget;
 mod plan;
+mod progressive;
 mod rbac;
 mod revision;
 mod serve_http;
