@@ -286,7 +286,8 @@ pub fn build_world(config: &Path, history: usize) -> Result<World> {
     Ok(w)
 }
 
-/// Fills the records' status with the planner's counters, as daemonsync would have left it.
+/// Fills the records' status with the planner's counters and the stable DaemonSet, as
+/// daemonsync would have left it after rolling them out.
 fn write_record_statuses(
     w: &mut World,
     desired: &[crate::plan::Desired],
@@ -305,6 +306,14 @@ fn write_record_statuses(
     for ds in &plan.daemonsets {
         let mut status = serde_json::to_value(ds.status).unwrap_or_default();
         status["currentRevision"] = json!(ds.revision);
+        // Rolled out to completion: the stable revision nodes held back by a rollout policy
+        // keep running.
+        if let Some(d) = desired.iter().find(|d| {
+            d.daemonset.metadata.name.as_deref() == Some(ds.name.as_str())
+                && d.daemonset.metadata.namespace.as_deref().unwrap_or("default") == ds.namespace
+        }) {
+            status["stable"] = serde_json::to_value(&d.daemonset).unwrap_or_default();
+        }
         let _ = w.update(
             mds,
             &ds.namespace,
