@@ -700,3 +700,94 @@ fn a_daemonset_added_to_the_source_adopts_the_pods_the_builtin_controller_runs()
     );
     assert!(sync.terminate().success());
 }
+
+/// The image of each live pod of `app`.
+fn images(world: &World, app: &str) -> Vec<String> {
+    world
+        .api
+        .pods(app)
+        .iter()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .map(|p| {
+            p["spec"]["containers"][0]["image"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn sync_holds_a_canary_at_its_manual_pause_until_promoted() {
+    if !git_available() {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let world = World::new();
+    let sync = world.start(&[]);
+    wait_converged(&world, &sync, "agent", "agent:1");
+    let canary = daemonset("agent", "agent:2").replace(
+        "metadata: {name: agent, namespace: demo}",
+        "metadata: {name: agent, namespace: demo, annotations: {daemonsync.io/canary: '2'}}",
+    );
+    assert!(canary.contains("daemonsync.io/canary"), "{canary}");
+    world.repo.write("ds/agent.yaml", &canary);
+    world.repo.commit("agent:2 on two canary nodes first");
+    push(&sync);
+    wait_for("the canary waits at its pause", 60, &[&sync], || {
+        let record = world.api.record("agent");
+        let phase = &record["status"]["rollout"]["phase"];
+        let new = images(&world, "agent")
+            .iter()
+            .filter(|i| *i == "agent:2")
+            .count();
+        if phase == "Paused" && new == 2 {
+            Ok(())
+        } else {
+            Err(format!("phase {phase}, {new} pods on agent:2"))
+        }
+    });
+    let record = world.api.record("agent");
+    assert!(
+        record["status"]["rollout"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("manual pause after the canary")),
+        "{}",
+        record["status"]
+    );
+    // Held: nothing more moves while it waits.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        images(&world, "agent")
+            .iter()
+            .filter(|i| *i == "agent:2")
+            .count(),
+        2
+    );
+    // Promote (what `daemonsync promote` writes): the rest follows.
+    let revision = record["status"]["rollout"]["revision"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let url = format!(
+        "{}/apis/daemonsync.io/v1alpha1/namespaces/{NS}/manageddaemonsets/agent",
+        world.server.url
+    );
+    let body = serde_json::json!({"metadata": {"annotations": {"daemonsync.io/promote": format!("{revision}:0")}}});
+    let (code, text) = crate::sync_support::request(
+        "PATCH",
+        &url,
+        &[("content-type", "application/merge-patch+json")],
+        &body.to_string(),
+    )
+    .expect("the API answers");
+    assert_eq!(code, 200, "{text}");
+    wait_converged(&world, &sync, "agent", "agent:2");
+    wait_for("the record says Complete", 30, &[&sync], || {
+        match world.api.record("agent")["status"]["rollout"]["phase"].as_str() {
+            Some("Complete") => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    });
+    assert!(sync.terminate().success());
+}
