@@ -310,7 +310,12 @@ fn write_record_statuses(
         // keep running.
         if let Some(d) = desired.iter().find(|d| {
             d.daemonset.metadata.name.as_deref() == Some(ds.name.as_str())
-                && d.daemonset.metadata.namespace.as_deref().unwrap_or("default") == ds.namespace
+                && d.daemonset
+                    .metadata
+                    .namespace
+                    .as_deref()
+                    .unwrap_or("default")
+                    == ds.namespace
         }) {
             status["stable"] = serde_json::to_value(&d.daemonset).unwrap_or_default();
         }
