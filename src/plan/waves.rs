@@ -116,7 +116,7 @@ pub(crate) fn project_stages(
 }
 
 fn project_on(
-    slots: &mut Vec<Slot>,
+    slots: &mut [Slot],
     next_id: &mut u32,
     budgets: Budgets,
     desired: i32,

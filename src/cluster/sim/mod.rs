@@ -51,6 +51,9 @@ pub(crate) enum SimEvent {
     Churn(ChurnAction),
 }
 
+/// A record's `daemonsync.io/promote` (revision, stage) and `daemonsync.io/abort` (revision).
+type RecordCommands = (Option<(String, u32)>, Option<String>);
+
 /// The simulated cluster.
 pub struct Sim {
     pub(crate) cfg: SimConfig,
@@ -66,7 +69,7 @@ pub struct Sim {
     /// Records carrying `daemonsync.io/paused: "true"`.
     paused: std::collections::BTreeSet<(String, String)>,
     /// Records' `daemonsync.io/promote` (revision, stage) and `daemonsync.io/abort`.
-    commands: BTreeMap<(String, String), (Option<(String, u32)>, Option<String>)>,
+    commands: BTreeMap<(String, String), RecordCommands>,
     events: Vec<(Timestamp, Event)>,
     probe: Option<Probe>,
     /// Writes accepted (creates and deletes), for reports and tests.
