@@ -5,6 +5,7 @@ mod apply;
 mod github;
 mod plan;
 mod render;
+mod rollout;
 mod sim;
 mod snapshot;
 pub(crate) mod source;
@@ -16,6 +17,7 @@ pub use plan::{
     Output, PART_BREAK, PlanArgs, PlanOptions, PlanRun, ReportOptions, compute, execute, print,
 };
 pub use render::RenderArgs;
+pub use rollout::RolloutArgs;
 pub use sim::{ServeArgs, SimArgs, SimCommand};
 pub use snapshot::{SnapshotArgs, to_yaml as snapshot_yaml};
 pub use status::{StatusArgs, StatusOutput};
@@ -67,6 +69,21 @@ pub enum Command {
     Sync(Box<SyncArgs>),
     /// Work with the simulated cluster: `sim serve` serves it as a Kubernetes API server.
     Sim(SimArgs),
+    /// Let a progressive rollout pass the pause after its current stage (the canary, a
+    /// wave): writes daemonsync.io/promote on the DaemonSet's ManagedDaemonSet record.
+    #[command(after_help = rollout::PROMOTE_HELP)]
+    Promote(RolloutArgs),
+    /// Stop every pod write for a DaemonSet until `daemonsync resume` (daemonsync.io/paused
+    /// on its record).
+    #[command(after_help = rollout::PAUSE_HELP)]
+    Pause(RolloutArgs),
+    /// Undo `daemonsync pause` and `daemonsync abort`: the rollout continues where it stands.
+    #[command(after_help = rollout::RESUME_HELP)]
+    Resume(RolloutArgs),
+    /// Hold every node of a DaemonSet where it is (daemonsync.io/abort on its record) and
+    /// show which nodes run which revision.
+    #[command(after_help = rollout::ABORT_HELP)]
+    Abort(RolloutArgs),
 }
 
 impl Cli {
@@ -125,6 +142,10 @@ pub fn run(cli: Cli) -> i32 {
         Command::Apply(args) => apply::run(&args),
         Command::Sync(args) => sync::run(&args),
         Command::Sim(args) => sim::run(&args),
+        Command::Promote(args) => rollout::run(rollout::Verb::Promote, &args),
+        Command::Pause(args) => rollout::run(rollout::Verb::Pause, &args),
+        Command::Resume(args) => rollout::run(rollout::Verb::Resume, &args),
+        Command::Abort(args) => rollout::run(rollout::Verb::Abort, &args),
     };
     match result {
         Ok(code) => code,
