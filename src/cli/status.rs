@@ -3,7 +3,10 @@
 //! The DaemonSets are those of `--manifests` (as daemonsync would manage them), those a live
 //! cluster's ManagedDaemonSet records hold, and every live `apps/v1` DaemonSet in the observed
 //! state. Their status counters and node states are computed
-//! by the planner from the observed nodes and pods, so they read the same for both.
+//! by the planner from the observed nodes and pods, so they read the same for both. A
+//! DaemonSet with a rollout policy also shows its rollout phase (`Canary`, `Paused`,
+//! `Wave k/n`, `Halted`, `Complete`), the stage it is at and what it waits for: a live
+//! cluster's records say where each rollout stands.
 
 use super::plan::color_enabled;
 use super::source::{LoadArgs, load_desired_paths};
@@ -26,6 +29,11 @@ Examples:
 
   # Also the DaemonSets in ./deploy, with every node's state and reason
   daemonsync status -c snapshot:cluster.yaml --manifests ./deploy --nodes
+
+  # Where the progressive rollouts stand (docs/progressive.md): a ROLLOUT row per DaemonSet
+  # with a rollout policy shows its phase (Canary, Paused, Wave k/n, Halted, Complete), its
+  # stage and what it waits for
+  daemonsync status --cluster kube:prod-eu
 
   # As JSON (the Plan schema of docs/plan-json.md)
   daemonsync status -c snapshot:cluster.yaml -o json
@@ -92,19 +100,100 @@ pub fn run(args: &StatusArgs) -> Result<i32> {
     let plan = plan::plan(&desired, &observed, &Policy::default(), now);
     let text = match args.output {
         StatusOutput::Json => report::to_json(&plan),
-        StatusOutput::Table => report::table::to_status_table(
-            &plan,
-            &report::TableOptions {
-                color: color_enabled(),
-                wide: args.nodes,
-                ..report::TableOptions::default()
-            },
-        ),
+        StatusOutput::Table => status_table(&plan, color_enabled(), args.nodes),
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(super::EXIT_OK)
+}
+
+/// The `kubectl get ds`-style rows, then where each progressive rollout stands, then (with
+/// `--nodes`) every node.
+fn status_table(plan: &plan::Plan, color: bool, wide: bool) -> String {
+    let options = |wide| report::TableOptions {
+        color,
+        wide,
+        ..report::TableOptions::default()
+    };
+    let head = report::table::to_status_table(plan, &options(false));
+    let mut out = head.clone();
+    out.push_str(&rollout_rows(plan, color));
+    if wide {
+        let full = report::table::to_status_table(plan, &options(true));
+        match full.strip_prefix(&head) {
+            Some(nodes) => out.push_str(nodes),
+            None => return full + &rollout_rows(plan, color),
+        }
+    }
+    out
+}
+
+/// One row per DaemonSet with a rollout policy: its phase, the stage it is at, and why it
+/// waits (empty when none has a policy).
+fn rollout_rows(plan: &plan::Plan, color: bool) -> String {
+    let rows: Vec<[String; 4]> = plan
+        .daemonsets
+        .iter()
+        .filter_map(|ds| {
+            let r = ds.rollout.as_ref()?;
+            let stage = if r.stages.is_empty() {
+                "-".to_string()
+            } else {
+                format!(
+                    "{}/{} {}",
+                    (r.stage as usize + 1).min(r.stages.len()),
+                    r.stages.len(),
+                    r.stage_label(r.stage)
+                )
+            };
+            let why = r
+                .pause
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            Some([
+                format!("{}/{}", ds.namespace, ds.name),
+                r.phase.to_string(),
+                stage,
+                why,
+            ])
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let header = ["ROLLOUT", "PHASE", "STAGE", "WAITING FOR"].map(String::from);
+    let width = |c: usize| {
+        rows.iter()
+            .chain(std::iter::once(&header))
+            .map(|r| r[c].chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let widths = [width(0), width(1), width(2)];
+    let line = |r: &[String; 4]| {
+        let mut l = String::new();
+        for (c, w) in widths.iter().enumerate() {
+            l.push_str(&format!("{:<w$}   ", r[c], w = w));
+        }
+        l.push_str(&r[3]);
+        l.trim_end().to_string()
+    };
+    let mut out = String::from("\n");
+    let head = line(&header);
+    if color {
+        let bold = anstyle::Style::new().bold();
+        out.push_str(&format!("{bold}{head}{bold:#}"));
+    } else {
+        out.push_str(&head);
+    }
+    out.push('\n');
+    for r in &rows {
+        out.push_str(&line(r));
+        out.push('\n');
+    }
+    out
 }
 
 /// Cluster DaemonSets (live `apps/v1` ones, or the spec of daemonsync's records), defaulted,
