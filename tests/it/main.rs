@@ -18,6 +18,7 @@ mod plan;
 mod progressive;
 mod rbac;
 mod revision;
+mod rollout_cli;
 mod serve_http;
 mod serve_kube;
 mod serve_kubectl;
