@@ -19,6 +19,7 @@ mod classify;
 pub mod daemonset;
 pub mod eligibility;
 pub mod events;
+pub mod inplace;
 pub mod live;
 mod manage;
 mod pods;
