@@ -188,7 +188,8 @@ fn unowned(path: &str) -> bool {
     )
 }
 
-/// The leaves of an object: scalars and lists (lists are atomic here), by `.a.b` path.
+/// The leaves of an object: scalars and lists (lists are atomic here), by `.a.b` path. Keys
+/// are escaped (`~` as `~0`, `.` as `~1`) so that `daemonsync.io/paused` stays one key.
 pub fn leaves(v: &Value) -> Vec<(String, &Value)> {
     fn walk<'a>(v: &'a Value, prefix: &mut String, out: &mut Vec<(String, &'a Value)>) {
         match v {
@@ -196,7 +197,7 @@ pub fn leaves(v: &Value) -> Vec<(String, &Value)> {
                 for (k, child) in m {
                     let len = prefix.len();
                     prefix.push('.');
-                    prefix.push_str(k);
+                    prefix.push_str(&k.replace('~', "~0").replace('.', "~1"));
                     walk(child, prefix, out);
                     prefix.truncate(len);
                 }
@@ -213,13 +214,21 @@ pub fn leaves(v: &Value) -> Vec<(String, &Value)> {
     out
 }
 
+/// The keys of a [`leaves`] path, unescaped.
+fn keys(path: &str) -> Vec<String> {
+    path.split('.')
+        .skip(1)
+        .map(|k| k.replace("~1", ".").replace("~0", "~"))
+        .collect()
+}
+
 fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').skip(1).try_fold(v, |v, k| v.get(k))
+    keys(path).iter().try_fold(v, |v, k| v.get(k))
 }
 
 fn set(v: &mut Value, path: &str, value: Value) {
     let mut cur = v;
-    let keys: Vec<&str> = path.split('.').skip(1).collect();
+    let keys = keys(path);
     for k in &keys[..keys.len() - 1] {
         if !cur.is_object() {
             *cur = Value::Object(Map::new());
@@ -235,16 +244,40 @@ fn set(v: &mut Value, path: &str, value: Value) {
     }
     cur.as_object_mut()
         .expect("object")
-        .insert(keys[keys.len() - 1].to_string(), value);
+        .insert(keys[keys.len() - 1].clone(), value);
 }
 
 fn unset(v: &mut Value, path: &str) {
-    let keys: Vec<&str> = path.split('.').skip(1).collect();
+    let keys = keys(path);
     let parent = keys[..keys.len() - 1]
         .iter()
-        .try_fold(v, |v, k| v.get_mut(*k));
+        .try_fold(v, |v, k| v.get_mut(k.as_str()));
     if let Some(Value::Object(m)) = parent {
-        m.remove(keys[keys.len() - 1]);
+        m.remove(&keys[keys.len() - 1]);
+    }
+}
+
+/// Which fields an apply manages: as the API server keeps managed fields per subresource, an
+/// apply of the main resource never drops the status another apply of `/status` wrote, and
+/// the reverse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// A kind without a status subresource: every field.
+    Whole,
+    /// The main resource of a kind with a status subresource: all but `.status`.
+    Main,
+    /// The `/status` subresource.
+    Status,
+}
+
+impl Scope {
+    fn covers(self, path: &str) -> bool {
+        let status = path == ".status" || path.starts_with(".status.");
+        match self {
+            Scope::Whole => true,
+            Scope::Main => !status,
+            Scope::Status => status,
+        }
     }
 }
 
@@ -258,6 +291,7 @@ pub fn apply(
     applied: &Value,
     manager: &str,
     force: bool,
+    scope: Scope,
 ) -> Result<Value, Vec<(String, String)>> {
     let mut result = current
         .cloned()
@@ -280,7 +314,9 @@ pub fn apply(
     let applied_paths: Vec<&str> = applied_leaves.iter().map(|(p, _)| p.as_str()).collect();
     let dropped: Vec<String> = owners
         .iter()
-        .filter(|(p, m)| m.contains(manager) && !applied_paths.contains(&p.as_str()))
+        .filter(|(p, m)| {
+            m.contains(manager) && scope.covers(p) && !applied_paths.contains(&p.as_str())
+        })
         .map(|(p, _)| p.clone())
         .collect();
     for path in dropped {
@@ -387,15 +423,47 @@ mod tests {
             json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
             "spec": {"holderIdentity": holder, "leaseDurationSeconds": 4}})
         };
-        let v = apply(None, &mut owners, &lease("alice"), "m-alice", false).unwrap();
-        let conflicts = apply(Some(&v), &mut owners, &lease("bob"), "m-bob", false).unwrap_err();
+        let v = apply(
+            None,
+            &mut owners,
+            &lease("alice"),
+            "m-alice",
+            false,
+            Scope::Whole,
+        )
+        .unwrap();
+        let conflicts = apply(
+            Some(&v),
+            &mut owners,
+            &lease("bob"),
+            "m-bob",
+            false,
+            Scope::Whole,
+        )
+        .unwrap_err();
         assert_eq!(
             conflicts,
             [("m-alice".to_string(), ".spec.holderIdentity".to_string())]
         );
         // Same value: shared ownership, no conflict.
-        let v = apply(Some(&v), &mut owners, &lease("alice"), "m-bob", false).unwrap();
-        let v = apply(Some(&v), &mut owners, &lease("bob"), "m-bob", true).unwrap();
+        let v = apply(
+            Some(&v),
+            &mut owners,
+            &lease("alice"),
+            "m-bob",
+            false,
+            Scope::Whole,
+        )
+        .unwrap();
+        let v = apply(
+            Some(&v),
+            &mut owners,
+            &lease("bob"),
+            "m-bob",
+            true,
+            Scope::Whole,
+        )
+        .unwrap();
         assert_eq!(v["spec"]["holderIdentity"], "bob");
         let v = apply(
             Some(&v),
@@ -403,9 +471,61 @@ mod tests {
             &json!({"spec": {"leaseDurationSeconds": 4}}),
             "m-bob",
             false,
+            Scope::Whole,
         )
         .unwrap();
         assert_eq!(v["spec"].get("holderIdentity"), None);
         assert_eq!(v["spec"]["leaseDurationSeconds"], 4);
+    }
+
+    #[test]
+    fn keys_with_dots_stay_one_key() {
+        let mut owners = Owners::new();
+        let record = json!({"metadata": {"annotations": {"daemonsync.io/canary": "1"}},
+            "spec": {"daemonSet": {"metadata": {"annotations": {"a.b/c~d": "x"}}}}});
+        let v = apply(None, &mut owners, &record, "m", true, Scope::Whole).unwrap();
+        assert_eq!(v, record);
+        let v = apply(
+            Some(&v),
+            &mut owners,
+            &json!({"spec": {"daemonSet": {"metadata": {"annotations": {"a.b/c~d": "x"}}}}}),
+            "m",
+            false,
+            Scope::Whole,
+        )
+        .unwrap();
+        assert_eq!(
+            v["metadata"].get("annotations"),
+            None,
+            "dropped as one key: {v}"
+        );
+        assert_eq!(
+            v["spec"]["daemonSet"]["metadata"]["annotations"]["a.b/c~d"],
+            "x"
+        );
+    }
+
+    #[test]
+    fn the_main_resource_and_status_keep_their_own_managed_fields() {
+        let mut owners = Owners::new();
+        let spec = json!({"spec": {"x": 1}});
+        let v = apply(None, &mut owners, &spec, "m", true, Scope::Main).unwrap();
+        let status = json!({"status": {"phase": "Paused", "message": "manual pause"}});
+        let v = apply(Some(&v), &mut owners, &status, "m", true, Scope::Status).unwrap();
+        // Applying the spec again keeps the status, and the next status apply that omits the
+        // message removes it.
+        let v = apply(Some(&v), &mut owners, &spec, "m", true, Scope::Main).unwrap();
+        assert_eq!(v["status"]["message"], "manual pause");
+        let v = apply(
+            Some(&v),
+            &mut owners,
+            &json!({"status": {"phase": "Complete"}}),
+            "m",
+            true,
+            Scope::Status,
+        )
+        .unwrap();
+        assert_eq!(v["status"], json!({"phase": "Complete"}));
+        assert_eq!(v["spec"]["x"], 1);
     }
 }

@@ -612,8 +612,15 @@ impl World {
         match self.store.get(&kind.storage, ns, name) {
             None => {
                 let mut owners = Owners::new();
-                let mut obj = patch::apply(None, &mut owners, &applied, &params.manager, true)
-                    .expect("forced apply never conflicts");
+                let mut obj = patch::apply(
+                    None,
+                    &mut owners,
+                    &applied,
+                    &params.manager,
+                    true,
+                    patch::Scope::Whole,
+                )
+                .expect("forced apply never conflicts");
                 obj["metadata"]["name"] = json!(name);
                 obj["apiVersion"] = json!(kind.api_version());
                 obj["kind"] = json!(kind.kind);
@@ -625,12 +632,18 @@ impl World {
             Some(entry) => {
                 let mut owners = entry.owners.clone();
                 let view = to_view(kind, &entry.object);
+                let scope = match (kind.status, status_only) {
+                    (_, true) => patch::Scope::Status,
+                    (true, false) => patch::Scope::Main,
+                    (false, false) => patch::Scope::Whole,
+                };
                 let merged = patch::apply(
                     Some(&view),
                     &mut owners,
                     &applied,
                     &params.manager,
                     params.force,
+                    scope,
                 )
                 .map_err(|conflicts| {
                     ApiError::apply_conflict(&kind.plural, &kind.group, name, &conflicts)
