@@ -495,8 +495,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            v["metadata"].get("annotations"),
-            None,
+            v["metadata"]["annotations"],
+            json!({}),
             "dropped as one key: {v}"
         );
         assert_eq!(
