@@ -255,7 +255,17 @@ impl KubeCluster {
         let started = runtime
             .spawn(async move { Self::start(&handle, options).await })
             .await
-            .map_err(|e| ClusterError::Backend(format!("connection task failed: {e}")))??;
+            .map_err(|e| ClusterError::Backend(format!("connection task failed: {e}")))
+            .and_then(|r| r);
+        let started = match started {
+            Ok(s) => s,
+            Err(e) => {
+                // Dropping a runtime inside another (a caller's tokio runtime) panics: let its
+                // threads wind down on their own.
+                runtime.shutdown_background();
+                return Err(e);
+            }
+        };
         let (client, target, cache, recorder, watched) = started;
         Ok(KubeCluster {
             runtime: Some(runtime),
