@@ -20,6 +20,8 @@ pub mod daemonset;
 pub mod eligibility;
 pub mod events;
 pub mod inplace;
+#[cfg(test)]
+mod inplace_tests;
 pub mod live;
 mod manage;
 mod pods;
@@ -176,6 +178,26 @@ pub struct DaemonSetPlan {
     /// has): nothing is done for it until they are fixed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
+    /// How pods take the new revision under `daemonsync.io/update-strategy:
+    /// InPlaceIfPossible`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_place: Option<InPlacePlan>,
+}
+
+/// How pods take the new revision under `daemonsync.io/update-strategy: InPlaceIfPossible`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InPlacePlan {
+    /// The revision whose pods can be updated in place (the stable one), if known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_revision: Option<String>,
+    /// What changes from it: images only (in place), or the field that forces new pods.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<inplace::Change>,
+    /// Why pods are recreated after all, when they are (no stable revision known,
+    /// maxUnavailable 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recreate_because: Option<String>,
 }
 
 impl DaemonSetPlan {
@@ -227,6 +249,22 @@ pub struct NodeEntry {
     /// Its place in a progressive rollout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rollout: Option<progressive::NodeRollout>,
+    /// For an out-of-date node under `InPlaceIfPossible`: `in-place`, or why it is recreated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub update: Option<NodeUpdate>,
+}
+
+/// How an out-of-date node takes the new revision under `InPlaceIfPossible`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "how")]
+pub enum NodeUpdate {
+    /// Its pod's images are patched; the pod keeps its name and UID.
+    InPlace,
+    /// A new pod replaces it.
+    Recreate {
+        /// Why: the field that differs, or the pod's revision, or the budget.
+        because: String,
+    },
 }
 
 /// Which part of the reconcile produced the step.
@@ -253,13 +291,32 @@ pub struct Step {
     pub create_stable: Vec<Name>,
     /// Pods deleted.
     pub delete: Vec<PodDeletion>,
+    /// Pods whose images are patched in place.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub in_place: Vec<InPlaceUpdate>,
 }
 
 impl Step {
     /// True when the step does nothing.
     pub fn is_empty(&self) -> bool {
-        self.create.is_empty() && self.create_stable.is_empty() && self.delete.is_empty()
+        self.create.is_empty()
+            && self.create_stable.is_empty()
+            && self.delete.is_empty()
+            && self.in_place.is_empty()
     }
+}
+
+/// A pod the step updates in place.
+#[derive(Debug, Clone, Serialize)]
+pub struct InPlaceUpdate {
+    /// Pod namespace.
+    pub namespace: String,
+    /// Pod name.
+    pub name: String,
+    /// The node it is on.
+    pub node: Name,
+    /// The images it gets.
+    pub images: Vec<inplace::ImageChange>,
 }
 
 /// A pod the step deletes.
@@ -462,6 +519,15 @@ impl<'a> Context<'a> {
 
         let (rollout, node_rollouts, errors) =
             self.progressive(ds, &spec, &mut slots, rolling, now, &mut warnings);
+        let (in_place, node_updates) = self.in_place(ds, &spec, &mut slots, budgets, rolling);
+        let in_place_nodes = slots.iter().filter(|s| s.in_place).count();
+        if budgets.max_surge > 0 && in_place_nodes > 0 {
+            warnings.push(format!(
+                "maxSurge does not apply to the {in_place_nodes} node(s) updated in place: a pod \
+                 restarted in place is unavailable until ready, so maxUnavailable ({}) paces them",
+                budgets.max_unavailable
+            ));
+        }
         let frozen = frozen_reason(ds, live, &spec).or_else(|| {
             (!errors.is_empty()).then(|| {
                 format!(
@@ -568,6 +634,22 @@ impl<'a> Context<'a> {
                 .iter()
                 .map(|&s| self.slot_name(&slots[s as usize]))
                 .collect(),
+            in_place: actions
+                .in_place
+                .iter()
+                .map(|&(s, id)| {
+                    let pod = &self.observed.pods[id as usize];
+                    InPlaceUpdate {
+                        namespace: pod.namespace.clone(),
+                        name: pod.name.clone(),
+                        node: self.slot_name(&slots[s as usize]),
+                        images: match in_place.as_ref().and_then(|p| p.change.as_ref()) {
+                            Some(inplace::Change::InPlace { images }) => images.clone(),
+                            _ => Vec::new(),
+                        },
+                    }
+                })
+                .collect(),
             delete: actions
                 .delete
                 .iter()
@@ -626,6 +708,9 @@ impl<'a> Context<'a> {
                     state,
                     reason,
                     rollout: node_rollouts.get(i).copied().flatten(),
+                    update: (state == NodeState::OutOfDate)
+                        .then(|| node_updates.get(i).cloned().flatten())
+                        .flatten(),
                 }
             })
             .collect::<Vec<_>>();
@@ -659,7 +744,81 @@ impl<'a> Context<'a> {
             created: live.and_then(|l| l.metadata.creation_timestamp.as_ref().map(|t| t.0)),
             rollout,
             errors,
+            in_place,
         }
+    }
+
+    /// `daemonsync.io/update-strategy: InPlaceIfPossible`: marks the slots whose old pod can
+    /// take the new revision in place, and says per slot how it will be updated.
+    fn in_place(
+        &self,
+        ds: &DaemonSet,
+        spec: &DaemonSetSpec,
+        slots: &mut [Slot],
+        budgets: Budgets,
+        rolling: bool,
+    ) -> (Option<InPlacePlan>, Vec<Option<NodeUpdate>>) {
+        let wanted = RolloutPolicy::of(ds)
+            .ok()
+            .flatten()
+            .is_some_and(|p| p.in_place);
+        if !wanted || !rolling || self.manifest_only {
+            return (None, Vec::new());
+        }
+        let stable = stable_daemonset(self.observed, &spec.namespace, &spec.name);
+        let from = stable.map(|d| DaemonSetSpec::compile(d).revision);
+        let change = stable.map(|s| inplace::in_place_change(s, ds));
+        let recreate_because = match (&from, &change) {
+            (None, _) => Some(
+                "no stable revision is known (the record keeps the last complete rollout's): \
+                 pods are recreated"
+                    .to_string(),
+            ),
+            (_, Some(inplace::Change::InPlace { .. })) if budgets.max_unavailable == 0 => Some(
+                "maxUnavailable is 0, so no pod may restart in place: new pods surge beside \
+                 the old ones"
+                    .to_string(),
+            ),
+            _ => None,
+        };
+        let images_only = matches!(change, Some(inplace::Change::InPlace { .. }));
+        let updates = slots
+            .iter_mut()
+            .map(|slot| {
+                if slot.node.is_none() || !slot.should_run {
+                    return None;
+                }
+                let old = match slot.updated_pods() {
+                    Some((None, Some(old))) => old,
+                    _ => return None,
+                };
+                let revision = self.pod(old.id).and_then(Pod::revision_hash);
+                let because = if let Some(why) = &recreate_because {
+                    Some(why.clone())
+                } else if let Some(inplace::Change::Recreate { field }) = &change {
+                    Some(format!("{field} changes"))
+                } else if revision != from.as_deref() {
+                    Some(format!(
+                        "its pod runs revision {}, not the stable revision {}",
+                        revision.unwrap_or("(none)"),
+                        from.as_deref().unwrap_or_default()
+                    ))
+                } else {
+                    None
+                };
+                slot.in_place = images_only && because.is_none();
+                Some(match because {
+                    None => NodeUpdate::InPlace,
+                    Some(because) => NodeUpdate::Recreate { because },
+                })
+            })
+            .collect();
+        let plan = InPlacePlan {
+            from_revision: from,
+            change,
+            recreate_because,
+        };
+        (Some(plan), updates)
     }
 
     /// The rollout policy of a DaemonSet, decided against the slots: marks the held-back
@@ -684,7 +843,8 @@ impl<'a> Context<'a> {
         };
         let record = self.record(&spec.namespace, &spec.name);
         let aborted = record.and_then(|r| r.aborted.as_deref()) == Some(spec.revision.as_str());
-        if self.manifest_only || (policy.is_none() && !aborted) {
+        let paces = policy.as_ref().is_some_and(RolloutPolicy::paces);
+        if self.manifest_only || (!paces && !aborted) {
             return (None, Vec::new(), errors);
         }
         if !rolling {
@@ -793,6 +953,7 @@ impl<'a> Context<'a> {
                 should_continue: e.should_continue_running,
                 pods: Pods::new(),
                 held: Held::No,
+                in_place: false,
             })
             .collect();
         let mut gone: HashMap<&str, u32> = HashMap::default();
@@ -815,6 +976,7 @@ impl<'a> Context<'a> {
                         should_continue: false,
                         pods: Pods::new(),
                         held: Held::No,
+                        in_place: false,
                     });
                     (slots.len() - 1) as u32
                 }) as usize,

@@ -43,6 +43,13 @@ pub const WAVE_ORDER: &str = "daemonsync.io/wave-order";
 pub const WAVE_PAUSE: &str = "daemonsync.io/wave-pause";
 /// Annotation: how many Ready nodes may fail before the rollout halts (`"N"` or `"N%"`).
 pub const HALT_THRESHOLD: &str = "daemonsync.io/halt-threshold";
+/// Annotation: `InPlaceIfPossible` patches images into running pods when only images change;
+/// `Recreate` (the default) always replaces pods.
+pub const UPDATE_STRATEGY: &str = "daemonsync.io/update-strategy";
+/// Annotation: `"true"` pulls a node's new images before its turn comes.
+pub const PRE_PULL: &str = "daemonsync.io/pre-pull";
+/// Annotation: how many nodes pull at once (`"N"` or `"N%"`, default `"25%"`).
+pub const PRE_PULL_PARALLELISM: &str = "daemonsync.io/pre-pull-parallelism";
 
 /// Record annotation written by `daemonsync promote`: `REVISION:STAGE`, the pauses after
 /// stages up to STAGE of that revision may pass.
@@ -62,6 +69,9 @@ pub const KNOWN_ANNOTATIONS: &[&str] = &[
     WAVE_ORDER,
     WAVE_PAUSE,
     HALT_THRESHOLD,
+    UPDATE_STRATEGY,
+    PRE_PULL,
+    PRE_PULL_PARALLELISM,
 ];
 
 /// The prefix every daemonsync annotation shares.
@@ -178,6 +188,12 @@ pub struct RolloutPolicy {
     pub wave_pause: Pause,
     /// `daemonsync.io/halt-threshold`.
     pub halt_threshold: Option<Count>,
+    /// `daemonsync.io/update-strategy: InPlaceIfPossible`.
+    pub in_place: bool,
+    /// `daemonsync.io/pre-pull: "true"`.
+    pub pre_pull: bool,
+    /// `daemonsync.io/pre-pull-parallelism`.
+    pub pre_pull_parallelism: Count,
 }
 
 impl Default for RolloutPolicy {
@@ -191,6 +207,9 @@ impl Default for RolloutPolicy {
             wave_order: Vec::new(),
             wave_pause: Pause::For(SignedDuration::ZERO),
             halt_threshold: None,
+            in_place: false,
+            pre_pull: false,
+            pre_pull_parallelism: Count::Percent(25),
         }
     }
 }
@@ -279,6 +298,34 @@ impl RolloutPolicy {
                 HALT_THRESHOLD => {
                     count("the halt threshold").map(|c| policy.halt_threshold = Some(c))
                 }
+                UPDATE_STRATEGY => match value.as_str() {
+                    "InPlaceIfPossible" => {
+                        policy.in_place = true;
+                        Ok(())
+                    }
+                    "Recreate" => Ok(()),
+                    _ => Err(FieldError::not_supported(
+                        &path,
+                        quoted(value),
+                        &["InPlaceIfPossible", "Recreate"],
+                    )),
+                },
+                PRE_PULL => match value.as_str() {
+                    "true" => {
+                        policy.pre_pull = true;
+                        Ok(())
+                    }
+                    "false" => Ok(()),
+                    _ => Err(bad("must be \"true\" or \"false\"")),
+                },
+                PRE_PULL_PARALLELISM => count("the pre-pull parallelism").and_then(|c| {
+                    if c.ceil(1) == 0 {
+                        Err(bad("must pull on at least one node at a time"))
+                    } else {
+                        policy.pre_pull_parallelism = c;
+                        Ok(())
+                    }
+                }),
                 _ => Err(FieldError {
                     path: path.clone(),
                     kind: FieldErrorKind::NotSupported,
@@ -320,6 +367,12 @@ impl RolloutPolicy {
     /// alone does not.
     pub fn is_staged(&self) -> bool {
         self.has_canary() || self.waves_by.is_some()
+    }
+
+    /// Whether the policy paces the rollout (stages, a partition or a halt threshold), as
+    /// opposed to only choosing how pods are updated (in place, pre-pulled).
+    pub fn paces(&self) -> bool {
+        self.is_staged() || self.partition.is_some() || self.halt_threshold.is_some()
     }
 
     fn has_canary(&self) -> bool {

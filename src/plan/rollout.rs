@@ -60,16 +60,42 @@ pub(crate) fn rolling_update(
     desired: i32,
 ) -> Result<Actions, Stalled> {
     if budgets.max_surge > 0 {
-        surge_update(slots, budgets.max_surge, desired)
+        let mut actions = surge_update(slots, budgets.max_surge, desired)?;
+        // maxSurge does not apply to a pod updated in place: maxUnavailable paces those.
+        actions.in_place = in_place_update(slots, budgets.max_unavailable);
+        Ok(actions)
     } else {
         Ok(unavailable_update(slots, budgets.max_unavailable))
     }
 }
 
+/// In surge mode, the in-place updates `max_unavailable` allows: nodes without an available
+/// pod count against it, each in-place update adds one.
+fn in_place_update(slots: &[Slot], max_unavailable: i32) -> Vec<(u32, u32)> {
+    let mut unavailable = 0;
+    let mut candidates = Vec::new();
+    for (i, slot) in slots.iter().enumerate().filter(|(_, s)| s.in_update_map()) {
+        let available = slot.pods.iter().any(|p| p.is_running() && p.available);
+        if !available {
+            unavailable += 1;
+            continue;
+        }
+        if let Some((None, Some(old))) = slot.updated_pods()
+            && slot.in_place
+            && slot.held == Held::No
+        {
+            candidates.push((i as u32, old.id));
+        }
+    }
+    let remaining = (max_unavailable - unavailable).max(0) as usize;
+    candidates.truncate(remaining);
+    candidates
+}
+
 fn unavailable_update(slots: &[Slot], max_unavailable: i32) -> Actions {
     let mut num_unavailable = 0;
     let mut allowed = Vec::new();
-    let mut candidates = Vec::new();
+    let mut candidates: Vec<Delete> = Vec::new();
     for (i, slot) in slots.iter().enumerate().filter(|(_, s)| s.in_update_map()) {
         let i = i as u32;
         let Some((new, old)) = slot.updated_pods() else {
@@ -98,11 +124,18 @@ fn unavailable_update(slots: &[Slot], max_unavailable: i32) -> Actions {
         }
     }
     let remaining = (max_unavailable - num_unavailable).clamp(0, candidates.len() as i32);
-    allowed.extend(candidates.into_iter().take(remaining as usize));
+    // A candidate that can take the new revision in place is patched, not deleted: it is
+    // unavailable from the patch until its containers are ready again, as a new pod would be.
+    let (in_place, delete): (Vec<Delete>, Vec<Delete>) = candidates
+        .into_iter()
+        .take(remaining as usize)
+        .partition(|d| slots[d.slot as usize].in_place);
+    allowed.extend(delete);
     Actions {
         create: Vec::new(),
         create_stable: Vec::new(),
         delete: allowed,
+        in_place: in_place.into_iter().map(|d| (d.slot, d.pod)).collect(),
     }
 }
 
@@ -132,6 +165,8 @@ fn surge_update(slots: &[Slot], max_surge: i32, desired: i32) -> Result<Actions,
                 }
                 if slot.held != Held::No && slot.should_run {
                     // Held back by the rollout policy: its old pod stays.
+                } else if slot.in_place && old.available && slot.should_run {
+                    // Updated in place (see `in_place_update`), not by a surge pod.
                 } else if !old.available {
                     if !slot.should_run {
                         actions

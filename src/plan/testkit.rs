@@ -279,6 +279,18 @@ impl Cluster {
         let p = self.plan_inner(ds, rolling_only);
         let counts = (p.step.create.len(), p.step.delete.len());
         let spec = DaemonSetSpec::compile(ds);
+        // In place: the pod takes the new revision's label and restarts (not ready).
+        for u in &p.step.in_place {
+            if let Some(pod) = self
+                .pods
+                .iter_mut()
+                .find(|x| x.namespace == u.namespace && x.name == u.name)
+            {
+                pod.labels
+                    .insert(REVISION_HASH_LABEL.into(), spec.revision.clone());
+                pod.ready = None;
+            }
+        }
         for d in &p.step.delete {
             self.pods
                 .retain(|x| !(x.namespace == d.namespace && x.name == d.name));

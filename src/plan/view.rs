@@ -17,6 +17,9 @@ pub(crate) struct Slot {
     pub pods: Pods,
     /// Whether the rollout policy holds this node back (see [`super::progressive`]).
     pub held: Held,
+    /// Its old pod can take the new revision in place (`daemonsync.io/update-strategy:
+    /// InPlaceIfPossible`, only images differ, and the pod runs the stable revision).
+    pub in_place: bool,
 }
 
 /// Whether a node may receive the new revision.
@@ -121,10 +124,15 @@ pub(crate) struct Actions {
     /// Held-back nodes that get a pod of the stable revision.
     pub create_stable: Vec<u32>,
     pub delete: Vec<Delete>,
+    /// Old pods updated in place: (slot, pod).
+    pub in_place: Vec<(u32, u32)>,
 }
 
 impl Actions {
     pub(crate) fn is_empty(&self) -> bool {
-        self.create.is_empty() && self.create_stable.is_empty() && self.delete.is_empty()
+        self.create.is_empty()
+            && self.create_stable.is_empty()
+            && self.delete.is_empty()
+            && self.in_place.is_empty()
     }
 }

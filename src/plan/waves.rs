@@ -126,7 +126,12 @@ fn project_on(
     let mut waves = Vec::new();
     let mut replayed = 0;
     loop {
-        if rolling && let Some(rest) = regular_remaining(slots, allows_surge) {
+        // In-place updates beside surge are paced by maxUnavailable: replay those.
+        let mixed = budgets.max_surge > 0 && slots.iter().any(|s| s.in_place);
+        if rolling
+            && !mixed
+            && let Some(rest) = regular_remaining(slots, allows_surge)
+        {
             let per_wave = if budgets.max_surge > 0 {
                 budgets.max_surge
             } else {
@@ -186,6 +191,15 @@ fn apply(slots: &mut [Slot], actions: &Actions, next_id: &mut u32, touched: &mut
         if !matches!(d.why, DeleteReason::Replaced | DeleteReason::OldNotReady) {
             touched.push(d.slot);
         }
+    }
+    for &(s, pod) in &actions.in_place {
+        if let Some(p) = slots[s as usize].pods.iter_mut().find(|p| p.id == pod) {
+            p.hash_current = true;
+            p.updated = true;
+            p.ready = false;
+            p.available = false;
+        }
+        touched.push(s);
     }
     let creates = actions.create.iter().map(|&s| (s, true));
     let stable = actions.create_stable.iter().map(|&s| (s, false));
