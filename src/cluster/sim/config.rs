@@ -87,6 +87,9 @@ pub struct NodeSpec {
     /// The Ready condition (default true).
     #[serde(default)]
     pub ready: Option<bool>,
+    /// Images already present on the node (pre-pulled, or baked into its machine image).
+    #[serde(default)]
+    pub images: Vec<String>,
 }
 
 /// A taint as in a Node's spec.
@@ -119,7 +122,29 @@ impl TaintSpec {
     }
 }
 
+/// Refuses an image reference a container runtime could not pull: empty, or with whitespace or
+/// control characters.
+pub(crate) fn check_image(image: &str) -> Result<()> {
+    if image.is_empty() {
+        bail!("an image is empty; give a reference such as registry.example/agent:1.2");
+    }
+    if image.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        bail!("image {image:?} contains whitespace or control characters");
+    }
+    Ok(())
+}
+
 impl NodeSpec {
+    /// The images this entry's nodes start with, checked.
+    pub fn initial_images(&self) -> Result<Vec<String>> {
+        for image in &self.images {
+            if let Err(e) = check_image(image) {
+                bail!("node {:?}: images: {e}", self.name);
+            }
+        }
+        Ok(self.images.clone())
+    }
+
     /// The nodes this entry stands for.
     pub fn expand(&self) -> Result<Vec<Node>> {
         let taints = self
@@ -164,9 +189,16 @@ impl NodeSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct KubeletConfig {
-    /// Time from binding to Ready.
+    /// Time from the images being on the node to the containers running (Ready).
     #[serde(default)]
     pub start_latency: Latency,
+    /// Time to pull an image the node does not have (default 0s).
+    #[serde(default = "Latency::zero")]
+    pub pull_latency: Latency,
+    /// Time to set up a new pod's sandbox, network and volumes, before its images are pulled
+    /// (default 0s).
+    #[serde(default = "Latency::zero")]
+    pub pod_setup_latency: Latency,
     /// Time from deletion to the pod being gone.
     #[serde(default = "default_grace")]
     pub termination_grace: Dur,
@@ -180,12 +212,14 @@ impl Default for KubeletConfig {
     fn default() -> Self {
         KubeletConfig {
             start_latency: Latency::default(),
+            pull_latency: Latency::zero(),
+            pod_setup_latency: Latency::zero(),
             termination_grace: default_grace(),
         }
     }
 }
 
-/// Pod start latency.
+/// A latency of the kubelet model: fixed, or drawn uniformly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub enum Latency {
@@ -198,6 +232,13 @@ pub enum Latency {
 impl Default for Latency {
     fn default() -> Self {
         Latency::Fixed(Dur(SignedDuration::from_secs(5)))
+    }
+}
+
+impl Latency {
+    /// No time at all (the default of `pullLatency` and `podSetupLatency`).
+    pub fn zero() -> Self {
+        Latency::Fixed(Dur(SignedDuration::ZERO))
     }
 }
 
@@ -303,7 +344,8 @@ pub struct Running {
 /// A churn action, resolved.
 #[derive(Debug, Clone)]
 pub(crate) enum ChurnAction {
-    Add(Vec<Node>),
+    /// Nodes join, with the images they start with.
+    Add(Vec<Node>, Vec<String>),
     Remove(String),
     Label(String, BTreeMap<String, Option<String>>),
     Taint(String, Vec<Taint>),
@@ -314,7 +356,7 @@ impl Churn {
     pub(crate) fn action(&self) -> Result<ChurnAction> {
         let mut actions = Vec::new();
         if let Some(a) = &self.add {
-            actions.push(ChurnAction::Add(a.expand()?));
+            actions.push(ChurnAction::Add(a.expand()?, a.initial_images()?));
         }
         if let Some(r) = &self.remove {
             actions.push(ChurnAction::Remove(r.clone()));
@@ -380,7 +422,7 @@ impl SimConfig {
             anyhow::anyhow!("{}", m.replace(DUPLICATE_KEY_HINT, ""))
         })?;
         cfg.check_size()?;
-        cfg.check_latency()?;
+        cfg.check_values()?;
         Ok(cfg)
     }
 
@@ -412,18 +454,32 @@ impl SimConfig {
         Ok(())
     }
 
-    /// Refuses a uniform start latency whose bounds are the wrong way round, which would
-    /// otherwise silently mean the first bound, every time.
-    fn check_latency(&self) -> Result<()> {
-        if let Latency::Uniform([lo, hi]) = self.kubelet.start_latency
-            && lo > hi
+    /// Refuses a uniform latency whose bounds are the wrong way round, which would otherwise
+    /// silently mean the first bound, every time; and a node image no runtime could pull.
+    fn check_values(&self) -> Result<()> {
+        let k = &self.kubelet;
+        for (key, latency) in [
+            ("startLatency", k.start_latency),
+            ("pullLatency", k.pull_latency),
+            ("podSetupLatency", k.pod_setup_latency),
+        ] {
+            if let Latency::Uniform([lo, hi]) = latency
+                && lo > hi
+            {
+                bail!(
+                    "kubelet.{key}.uniform: the first bound ({:#}) is longer than the second \
+                     ({:#}); give [shortest, longest]",
+                    lo.0,
+                    hi.0
+                );
+            }
+        }
+        for spec in self
+            .nodes
+            .iter()
+            .chain(self.churn.iter().filter_map(|c| c.add.as_ref()))
         {
-            bail!(
-                "kubelet.startLatency.uniform: the first bound ({:#}) is longer than the second \
-                 ({:#}); give [shortest, longest]",
-                lo.0,
-                hi.0
-            );
+            spec.initial_images()?;
         }
         Ok(())
     }

@@ -13,6 +13,7 @@
 pub mod config;
 mod kubelet;
 pub mod serve;
+mod status;
 
 use super::{Cluster, ClusterError, ClusterState, Event, Record, RecordStatus};
 use crate::model::{Node, Pod, Timestamp};
@@ -32,19 +33,98 @@ pub type Probe = Box<dyn FnMut(&Observed, Timestamp) + Send>;
 #[derive(Debug, Clone)]
 pub(crate) struct SimPod {
     pub(crate) pod: Pod,
-    /// Container images (init containers first).
-    pub(crate) images: Vec<String>,
+    /// Its containers, init containers first, as the kubelet runs them.
+    pub(crate) containers: Vec<SimContainer>,
+    /// `spec.restartPolicy: Never`: its containers run to completion.
+    pub(crate) run_to_completion: bool,
+    /// The condition types of `spec.readinessGates`.
+    pub(crate) gates: Vec<String>,
+    /// Conditions written by others than the kubelet (readiness gates): type → (True, since).
+    pub(crate) conditions: BTreeMap<String, (bool, Timestamp)>,
     /// Bound to a NotReady node: starts when the node becomes Ready.
     pub(crate) waiting_for_node: bool,
-    /// Started and healthy (ready unless its node is NotReady).
+    /// Every container running and ready (ready unless its node is NotReady).
     pub(crate) started: bool,
+    /// When its sandbox was set up (`podSetupLatency` after binding), if it was.
+    pub(crate) set_up: Option<Timestamp>,
+    /// When its init containers had all completed, if they have.
+    pub(crate) initialized: Option<Timestamp>,
+    /// When its containers last became (un)ready: the ContainersReady condition.
+    pub(crate) containers_ready: Option<(bool, Timestamp)>,
+    /// Containers to (re)start once their images are on the node.
+    pub(crate) starting: std::collections::BTreeSet<String>,
+    /// Images being pulled on its node that `starting` containers wait for.
+    pub(crate) awaiting: std::collections::BTreeSet<String>,
+    /// Bumped whenever its start is planned again: events of an older plan are ignored.
+    pub(crate) epoch: u64,
+    /// Changes with every change of the pod (its resourceVersion in the simulator).
+    pub(crate) rv: u64,
+}
+
+/// A container of a simulated pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SimContainer {
+    /// `name`.
+    pub(crate) name: String,
+    /// `image`, as the spec says now.
+    pub(crate) image: String,
+    /// An init container.
+    pub(crate) init: bool,
+    /// Times the kubelet restarted it (an image change restarts it).
+    pub(crate) restarts: u32,
+    /// What it is doing.
+    pub(crate) state: ContainerState,
+    /// How its previous run ended (after a restart).
+    pub(crate) last: Option<Ran>,
+}
+
+/// The state of a simulated container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ContainerState {
+    /// Not running yet: the sandbox is set up, its image pulled, then it starts
+    /// (`ContainerCreating`, or `PodInitializing` behind init containers).
+    Creating,
+    /// Its image cannot be pulled: `ErrImagePull`, then the configured back-off reason.
+    PullFailed(String),
+    /// Running since.
+    Running(Timestamp),
+    /// Started, then failing (`CrashLoopBackOff` or the configured reason) since.
+    Failing(String, Timestamp),
+    /// Ran to its end.
+    Terminated(Ran),
+}
+
+/// A container run that ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ran {
+    pub(crate) started: Timestamp,
+    pub(crate) finished: Timestamp,
+    pub(crate) exit_code: i32,
+    /// `Completed`, `Error`.
+    pub(crate) reason: String,
+    /// The image it ran.
+    pub(crate) image: String,
 }
 
 /// Something scheduled on the virtual clock.
 #[derive(Debug, Clone)]
 pub(crate) enum SimEvent {
-    /// The kubelet finished starting a pod.
-    PodStarted { namespace: String, name: String },
+    /// A new pod's sandbox is set up: its images are pulled next.
+    PodSetUp { namespace: String, name: String },
+    /// A pull on a node ended (successfully unless the image is a failing one).
+    ImagePulled { node: String, image: String },
+    /// The kubelet finished starting a pod's containers (of start plan `epoch`).
+    PodStarted {
+        namespace: String,
+        name: String,
+        epoch: u64,
+    },
+    /// The kubelet backs off failed pulls: `ErrImagePull` becomes the configured reason.
+    PullBackOff {
+        namespace: String,
+        name: String,
+        epoch: u64,
+    },
     /// A terminating pod is gone.
     PodGone { namespace: String, name: String },
     /// A churn entry.
@@ -63,8 +143,14 @@ pub struct Sim {
     clock: u64,
     pub(crate) nodes: BTreeMap<String, Node>,
     pub(crate) pods: BTreeMap<(String, String), SimPod>,
+    /// Images present on each node.
+    pub(crate) node_images: BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// Pulls under way: (node, image).
+    pub(crate) pulls: std::collections::BTreeSet<(String, String)>,
     queue: BTreeMap<(u64, u64), SimEvent>,
     seq: u64,
+    /// The last resourceVersion given to a pod.
+    rv: u64,
     records: BTreeMap<(String, String), Option<RecordStatus>>,
     /// Records carrying `daemonsync.io/paused: "true"`.
     paused: std::collections::BTreeSet<(String, String)>,
@@ -72,7 +158,7 @@ pub struct Sim {
     commands: BTreeMap<(String, String), RecordCommands>,
     events: Vec<(Timestamp, Event)>,
     probe: Option<Probe>,
-    /// Writes accepted (creates and deletes), for reports and tests.
+    /// Writes accepted (creates, deletes and pod patches), for reports and tests.
     pub writes: usize,
 }
 
@@ -117,8 +203,11 @@ impl Sim {
             clock: 0,
             nodes: BTreeMap::new(),
             pods: BTreeMap::new(),
+            node_images: BTreeMap::new(),
+            pulls: Default::default(),
             queue: BTreeMap::new(),
             seq: 0,
+            rv: 0,
             records: BTreeMap::new(),
             paused: Default::default(),
             commands: BTreeMap::new(),
@@ -128,12 +217,17 @@ impl Sim {
             cfg,
         };
         for spec in sim.cfg.nodes.clone() {
+            let images = spec.initial_images()?;
             for node in spec.expand()? {
                 anyhow::ensure!(
                     !sim.nodes.contains_key(&node.name),
                     "node {} is listed twice",
                     node.name
                 );
+                if !images.is_empty() {
+                    sim.node_images
+                        .insert(node.name.clone(), images.iter().cloned().collect());
+                }
                 sim.nodes.insert(node.name.clone(), node);
             }
         }
@@ -291,7 +385,18 @@ impl Sim {
 
     fn apply(&mut self, event: SimEvent) {
         match event {
-            SimEvent::PodStarted { namespace, name } => self.pod_started(&namespace, &name),
+            SimEvent::PodSetUp { namespace, name } => self.pod_set_up(&(namespace, name)),
+            SimEvent::ImagePulled { node, image } => self.image_pulled(&node, &image),
+            SimEvent::PodStarted {
+                namespace,
+                name,
+                epoch,
+            } => self.pod_started(&(namespace, name), epoch),
+            SimEvent::PullBackOff {
+                namespace,
+                name,
+                epoch,
+            } => self.pull_back_off(&(namespace, name), epoch),
             SimEvent::PodGone { namespace, name } => {
                 self.pods.remove(&(namespace, name));
             }
@@ -301,8 +406,14 @@ impl Sim {
 
     fn churn(&mut self, action: ChurnAction) {
         match action {
-            ChurnAction::Add(nodes) => {
+            ChurnAction::Add(nodes, images) => {
                 for node in nodes {
+                    if !images.is_empty() {
+                        self.node_images
+                            .entry(node.name.clone())
+                            .or_default()
+                            .extend(images.iter().cloned());
+                    }
                     self.upsert_node(node);
                 }
             }
@@ -344,6 +455,8 @@ impl Sim {
     /// A node leaves; the pods bound to it are garbage-collected.
     pub(crate) fn remove_node(&mut self, name: &str) {
         if self.nodes.remove(name).is_some() {
+            self.node_images.remove(name);
+            self.pulls.retain(|(node, _)| node != name);
             self.collect_garbage();
         }
     }
@@ -510,5 +623,7 @@ impl Cluster for Sim {
     }
 }
 
+#[cfg(test)]
+mod kubelet_tests;
 #[cfg(test)]
 mod tests;

@@ -9,10 +9,10 @@ use super::kinds::Kind;
 use super::status::ApiError;
 use super::store::Owners;
 use super::world::World;
-use crate::cluster::sim::SimPod;
-use crate::model::{Node, Pod, PodPhase, ReadyCondition, Timestamp};
+use crate::cluster::sim::kubelet::KUBELET_CONDITIONS;
+use crate::model::{Node, Pod, Timestamp};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 const PODS: &str = "/pods";
@@ -22,37 +22,14 @@ const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 /// The kubelet version nodes report (the server's own version).
 pub const KUBELET_VERSION: &str = "v1.32.4-sim";
 
-/// What the simulator's state looked like when last projected.
-#[derive(Debug, Clone, PartialEq)]
-struct PodView {
-    node: Option<String>,
-    phase: PodPhase,
-    ready: Option<ReadyCondition>,
-    waiting: Option<String>,
-    deleting: Option<Timestamp>,
-    started: bool,
-    waiting_for_node: bool,
-}
-
-impl PodView {
-    fn of(p: &SimPod) -> Self {
-        PodView {
-            node: p.pod.node_name.clone(),
-            phase: p.pod.phase,
-            ready: p.pod.ready,
-            waiting: p.pod.waiting_reason.clone(),
-            deleting: p.pod.deletion_timestamp,
-            started: p.started,
-            waiting_for_node: p.waiting_for_node,
-        }
-    }
-}
-
 /// The projection's memory: last projected pods and nodes, and address allocation.
 #[derive(Debug, Default)]
 pub struct Engine {
-    pods: HashMap<(String, String), PodView>,
+    /// The simulator's resourceVersion of each pod when last projected.
+    pods: HashMap<(String, String), u64>,
     nodes: BTreeMap<String, Node>,
+    /// The images of each node when last projected.
+    node_images: BTreeMap<String, BTreeSet<String>>,
     node_index: BTreeMap<String, u32>,
     next_pod_ip: HashMap<String, u32>,
     /// Creation time of the nodes found at start-up (they predate the server).
@@ -90,11 +67,18 @@ fn key(obj: &Value) -> (String, String) {
 /// collectable).
 pub fn project(w: &mut World) -> bool {
     let now = w.now();
+    let no_images = BTreeSet::new();
+    let images_of =
+        |w: &World, node: &str| w.sim.node_images.get(node).cloned().unwrap_or_default();
     let changed: Vec<Node> = w
         .sim
         .nodes
         .values()
-        .filter(|n| w.engine.nodes.get(&n.name) != Some(*n))
+        .filter(|n| {
+            w.engine.nodes.get(&n.name) != Some(*n)
+                || w.engine.node_images.get(&n.name).unwrap_or(&no_images)
+                    != w.sim.node_images.get(&n.name).unwrap_or(&no_images)
+        })
         .cloned()
         .collect();
     let gone: Vec<String> = w
@@ -105,7 +89,8 @@ pub fn project(w: &mut World) -> bool {
         .cloned()
         .collect();
     for node in changed {
-        let obj = match w.store.get(NODES, "", &node.name) {
+        let images = images_of(w, &node.name);
+        let mut obj = match w.store.get(NODES, "", &node.name) {
             Some(e) => apply_model(&e.object, &node, now),
             None => {
                 let created = w.engine.boot_time.unwrap_or(now);
@@ -114,23 +99,24 @@ pub fn project(w: &mut World) -> bool {
                 obj
             }
         };
+        set_images(&mut obj, &images);
         w.store.put(NODES, obj, None);
-        w.engine.nodes.insert(node.name.clone(), node);
+        w.engine.nodes.insert(node.name.clone(), node.clone());
+        w.engine.node_images.insert(node.name, images);
     }
     for name in gone {
         w.store.remove(NODES, "", &name);
         w.engine.nodes.remove(&name);
+        w.engine.node_images.remove(&name);
     }
 
     let grace = w.sim.cfg.kubelet.termination_grace.millis() / 1000;
-    let updates: Vec<(SimPod, PodView)> = w
+    let updates: Vec<((String, String), u64)> = w
         .sim
         .pods
         .iter()
-        .filter_map(|(k, p)| {
-            let view = PodView::of(p);
-            (w.engine.pods.get(k) != Some(&view)).then(|| (p.clone(), view))
-        })
+        .filter(|(k, p)| w.engine.pods.get(*k) != Some(&p.rv))
+        .map(|(k, p)| (k.clone(), p.rv))
         .collect();
     let removed: Vec<(String, String)> = w
         .engine
@@ -139,13 +125,15 @@ pub fn project(w: &mut World) -> bool {
         .filter(|k| !w.sim.pods.contains_key(*k))
         .cloned()
         .collect();
-    for (p, view) in updates {
-        let k = (p.pod.namespace.clone(), p.pod.name.clone());
+    for (k, rv) in updates {
         if let Some(e) = w.store.get(PODS, &k.0, &k.1) {
-            let obj = project_pod(w, &e.object.clone(), &p, grace);
-            w.store.put(PODS, obj, None);
+            let stored = e.object.clone();
+            let obj = project_pod(w, &stored, &k, grace);
+            if obj != *stored {
+                w.store.put(PODS, obj, None);
+            }
         }
-        w.engine.pods.insert(k, view);
+        w.engine.pods.insert(k, rv);
     }
     for (ns, name) in &removed {
         w.engine.pods.remove(&(ns.clone(), name.clone()));
@@ -159,6 +147,20 @@ pub fn project(w: &mut World) -> bool {
         }
     }
     !removed.is_empty()
+}
+
+/// A node's `status.images`, as its kubelet reports the images it holds.
+fn set_images(obj: &mut Value, images: &BTreeSet<String>) {
+    if images.is_empty() {
+        if let Some(status) = obj["status"].as_object_mut() {
+            status.remove("images");
+        }
+        return;
+    }
+    obj["status"]["images"] = images
+        .iter()
+        .map(|i| json!({"names": [i], "sizeBytes": 0}))
+        .collect();
 }
 
 /// A pod written through the API: the simulator admits it (scheduler, then kubelet).
@@ -430,9 +432,14 @@ fn apply_model(obj: &Value, node: &Node, now: Timestamp) -> Value {
     o
 }
 
-/// A stored pod updated to what the simulator decided about it.
-fn project_pod(w: &mut World, obj: &Value, p: &SimPod, grace_secs: u64) -> Value {
+/// A stored pod updated to what the simulator decided about it: binding, deletion, and the
+/// status its kubelet reports (with addresses). Conditions others wrote (readiness gates) stay
+/// as they wrote them.
+fn project_pod(w: &mut World, obj: &Value, key: &(String, String), grace_secs: u64) -> Value {
     let mut o = obj.clone();
+    let Some(p) = w.sim.pods.get(key) else {
+        return o;
+    };
     let model = &p.pod;
     if let Some(node) = &model.node_name {
         o["spec"]["nodeName"] = json!(node);
@@ -443,111 +450,211 @@ fn project_pod(w: &mut World, obj: &Value, p: &SimPod, grace_secs: u64) -> Value
         o["metadata"]["deletionTimestamp"] = json!(t.to_string());
         o["metadata"]["deletionGracePeriodSeconds"] = json!(grace_secs);
     }
-    let created = o["metadata"]["creationTimestamp"].clone();
-    let containers: Vec<(String, String)> = o["spec"]["containers"]
+    let mut status = w.sim.status_json(p);
+    let node = model.node_name.clone();
+    let addressed = !p.waiting_for_node && crate::cluster::sim::status::has_ip(model.phase);
+    if let Some(node) = node {
+        let host_ip = w.engine.node_ip(&node);
+        status["hostIP"] = json!(host_ip);
+        status["hostIPs"] = json!([{"ip": host_ip}]);
+        if addressed {
+            let existing = o["status"]["podIP"].as_str().map(String::from);
+            let host_network = o["spec"]["hostNetwork"] == Value::Bool(true);
+            let ip = existing.unwrap_or_else(|| {
+                if host_network {
+                    host_ip.clone()
+                } else {
+                    w.engine.pod_ip(&node)
+                }
+            });
+            status["podIP"] = json!(ip);
+            status["podIPs"] = json!([{"ip": ip}]);
+        }
+    }
+    let written: Vec<Value> = o["status"]["conditions"]
         .as_array()
         .into_iter()
         .flatten()
-        .map(|c| {
-            (
-                c["name"].as_str().unwrap_or_default().to_string(),
-                c["image"].as_str().unwrap_or_default().to_string(),
-            )
+        .filter(|c| {
+            c["type"]
+                .as_str()
+                .is_some_and(|t| !KUBELET_CONDITIONS.contains(&t))
         })
+        .cloned()
         .collect();
-    let cond = |t: &str, status: bool, at: &Value| json!({"type": t, "status": if status { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": at});
-    let Some(node) = model.node_name.clone() else {
-        let n = w.sim.nodes.len();
-        o["status"] = json!({"phase": "Pending", "qosClass": "BestEffort", "conditions": [{
-            "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastProbeTime": null, "lastTransitionTime": created,
-            "message": format!("0/{n} nodes are available: {n} node(s) didn't match Pod's node affinity/selector.")}]});
-        return o;
-    };
-    let host_ip = w.engine.node_ip(&node);
-    let mut status = json!({"phase": model.phase.as_str(), "qosClass": "BestEffort", "hostIP": host_ip,
-                            "hostIPs": [{"ip": host_ip}], "startTime": created});
-    let scheduled = cond("PodScheduled", true, &created);
-    if p.waiting_for_node || (!p.started && model.ready.is_none()) {
-        // Bound; the kubelet has not reported the pod yet (starting, or its node is NotReady).
-        status["conditions"] = json!([scheduled]);
-        if !p.waiting_for_node {
-            status["conditions"] = json!([
-                cond("Initialized", true, &created),
-                cond("Ready", false, &created),
-                cond("ContainersReady", false, &created),
-                scheduled
-            ]);
-            status["containerStatuses"] = container_statuses(
-                &containers,
-                |_| json!({"waiting": {"reason": "ContainerCreating"}}),
-                false,
-            );
-        }
-        o["status"] = status;
-        return o;
-    }
-    let ready = model.ready.is_some_and(|r| r.status);
-    let since = model
-        .ready
-        .and_then(|r| r.last_transition)
-        .map(|t| json!(t.to_string()))
-        .unwrap_or(created.clone());
-    let has_ip = model.phase == PodPhase::Running;
-    if has_ip {
-        let existing = o["status"]["podIP"].as_str().map(String::from);
-        let host_network = o["spec"]["hostNetwork"] == Value::Bool(true);
-        let ip = existing.unwrap_or_else(|| {
-            if host_network {
-                host_ip.clone()
-            } else {
-                w.engine.pod_ip(&node)
+    if let Some(conditions) = status["conditions"].as_array_mut() {
+        for c in conditions.iter_mut() {
+            if let Some(kept) = written.iter().find(|x| x["type"] == c["type"]) {
+                *c = kept.clone();
             }
-        });
-        status["podIP"] = json!(ip);
-        status["podIPs"] = json!([{"ip": ip}]);
+        }
     }
-    status["conditions"] = json!([
-        cond("Initialized", true, &created),
-        cond("Ready", ready, &since),
-        cond("ContainersReady", ready, &since),
-        scheduled
-    ]);
-    status["containerStatuses"] = match &model.waiting_reason {
-        Some(reason) => container_statuses(
-            &containers,
-            |image| {
-                let message = if reason.contains("Image") {
-                    format!("Back-off pulling image {image:?}")
-                } else {
-                    "back-off restarting failed container".to_string()
-                };
-                json!({"waiting": {"reason": reason, "message": message}})
-            },
-            false,
-        ),
-        None => container_statuses(
-            &containers,
-            |_| json!({"running": {"startedAt": since}}),
-            ready,
-        ),
-    };
     o["status"] = status;
     o
 }
 
-fn container_statuses(
-    containers: &[(String, String)],
-    state: impl Fn(&str) -> Value,
-    ready: bool,
+/// What upstream's pod update validation says of a change to other fields of a pod's spec.
+const FORBIDDEN_POD_UPDATE: &str = "Forbidden: pod updates may not change fields other than \
+    `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,\
+    `spec.tolerations` (only additions to existing tolerations),\
+    `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
+
+/// Sets `key` of `obj` to `value`, or removes it when `value` is null.
+fn set_or_remove(obj: &mut Value, key: &str, value: &Value) {
+    if value.is_null() {
+        if let Some(m) = obj.as_object_mut() {
+            m.remove(key);
+        }
+    } else {
+        obj[key] = value.clone();
+    }
+}
+
+/// The paths (`spec.containers[0].command`) where two values differ, at most `limit`.
+fn differences(a: &Value, b: &Value, path: &str, out: &mut Vec<String>, limit: usize) {
+    if out.len() >= limit || a == b {
+        return;
+    }
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                let null = Value::Null;
+                differences(
+                    x.get(k).unwrap_or(&null),
+                    y.get(k).unwrap_or(&null),
+                    &format!("{path}.{k}"),
+                    out,
+                    limit,
+                );
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (x, y)) in x.iter().zip(y).enumerate() {
+                differences(x, y, &format!("{path}[{i}]"), out, limit);
+            }
+        }
+        _ => out.push(path.to_string()),
+    }
+}
+
+/// Upstream's pod update validation: a pod's spec may only change its containers' images
+/// (and a few scheduling fields). Returns the images changed, `(container, image)`, or the
+/// field and message of the 422.
+pub fn check_pod_update(
+    current: &Value,
+    next: &Value,
+) -> Result<Vec<(String, String)>, (String, String)> {
+    let old = &current["spec"];
+    let mut munged = next["spec"].clone();
+    let mut images = Vec::new();
+    for list in ["initContainers", "containers"] {
+        let (Some(o), Some(n)) = (old[list].as_array(), munged[list].as_array_mut()) else {
+            continue;
+        };
+        if o.len() != n.len() {
+            continue;
+        }
+        for (oc, nc) in o.iter().zip(n.iter_mut()) {
+            if oc["name"] == nc["name"] && oc["image"] != nc["image"] {
+                if let (Some(name), Some(image)) = (nc["name"].as_str(), nc["image"].as_str()) {
+                    images.push((name.to_string(), image.to_string()));
+                }
+                set_or_remove(nc, "image", &oc["image"]);
+            }
+        }
+    }
+    // activeDeadlineSeconds may be set, or lowered.
+    let (old_deadline, new_deadline) = (
+        old["activeDeadlineSeconds"].as_i64(),
+        munged["activeDeadlineSeconds"].as_i64(),
+    );
+    if new_deadline.is_some_and(|n| n > 0 && old_deadline.is_none_or(|o| n <= o)) {
+        set_or_remove(
+            &mut munged,
+            "activeDeadlineSeconds",
+            &old["activeDeadlineSeconds"],
+        );
+    }
+    // Tolerations may be added.
+    let (old_tolerations, new_tolerations) = (
+        old["tolerations"].as_array().cloned().unwrap_or_default(),
+        munged["tolerations"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    if old_tolerations.iter().all(|t| new_tolerations.contains(t)) {
+        set_or_remove(&mut munged, "tolerations", &old["tolerations"]);
+    }
+    // Scheduling gates may be removed.
+    let (old_gates, new_gates) = (
+        old["schedulingGates"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
+        munged["schedulingGates"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    if new_gates.iter().all(|g| old_gates.contains(g)) {
+        set_or_remove(&mut munged, "schedulingGates", &old["schedulingGates"]);
+    }
+    // A negative grace period may become 1.
+    if old["terminationGracePeriodSeconds"]
+        .as_i64()
+        .is_some_and(|g| g < 0)
+        && munged["terminationGracePeriodSeconds"].as_i64() == Some(1)
+    {
+        munged["terminationGracePeriodSeconds"] = old["terminationGracePeriodSeconds"].clone();
+    }
+    // A pod the scheduler has not bound yet may be given its node.
+    if old["nodeName"].as_str().is_none_or(str::is_empty) {
+        set_or_remove(&mut munged, "nodeName", &old["nodeName"]);
+    }
+    if munged != *old {
+        let mut changed = Vec::new();
+        differences(old, &munged, "spec", &mut changed, 5);
+        return Err((
+            "spec".into(),
+            format!("{FORBIDDEN_POD_UPDATE}\n  changed: {}", changed.join(", ")),
+        ));
+    }
+    Ok(images)
+}
+
+/// A pod's spec or status is written (after validation, before it is stored): its changed
+/// images restart their containers, the conditions written to its status are the
+/// simulator's, and the status the kubelet reports is shown at once.
+pub fn pod_updated(
+    w: &mut World,
+    key: &(String, String),
+    next: Value,
+    status_only: bool,
+    images: &[(String, String)],
 ) -> Value {
-    Value::Array(
-        containers
-            .iter()
-            .map(|(name, image)| {
-                let st = state(image);
-                json!({"name": name, "image": image, "imageID": "", "ready": ready, "restartCount": 0,
-                       "started": st.get("running").is_some(), "state": st})
+    if status_only {
+        let conditions = next["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| {
+                let t = c["type"].as_str()?.to_string();
+                let since = c["lastTransitionTime"]
+                    .as_str()
+                    .and_then(|s| s.parse::<Timestamp>().ok());
+                Some((t, c["status"] == "True", since))
             })
-            .collect(),
-    )
+            .collect();
+        w.sim.replace_conditions(key, conditions);
+    } else if !images.is_empty() {
+        w.sim.change_images(key, images);
+    }
+    let grace = w.sim.cfg.kubelet.termination_grace.millis() / 1000;
+    let projected = project_pod(w, &next, key, grace);
+    if let Some(p) = w.sim.pods.get(key) {
+        w.engine.pods.insert(key.clone(), p.rv);
+    }
+    projected
 }

@@ -154,11 +154,20 @@ pub fn strategic(target: &mut Value, patch: &Value) {
     }
 }
 
+/// Why a JSON patch was not applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonPatchError {
+    /// The patch is not a list of operations (the API server's 400).
+    Invalid(String),
+    /// An operation failed: a `test` did not hold, a path is missing (the API server's 422).
+    Failed(String),
+}
+
 /// RFC 6902. A `test` of `null` on a path that does not exist passes (the API server's
 /// behaviour, which kube-runtime's finalizer helper relies on).
-pub fn json_patch(target: &mut Value, patch: &Value) -> Result<(), String> {
-    let ops: Vec<json_patch::PatchOperation> =
-        serde_json::from_value(patch.clone()).map_err(|e| format!("invalid JSON patch: {e}"))?;
+pub fn json_patch(target: &mut Value, patch: &Value) -> Result<(), JsonPatchError> {
+    let ops: Vec<json_patch::PatchOperation> = serde_json::from_value(patch.clone())
+        .map_err(|e| JsonPatchError::Invalid(format!("invalid JSON patch: {e}")))?;
     let ops: Vec<_> = ops
         .into_iter()
         .filter(|op| match op {
@@ -168,7 +177,7 @@ pub fn json_patch(target: &mut Value, patch: &Value) -> Result<(), String> {
             _ => true,
         })
         .collect();
-    json_patch::patch(target, &ops).map_err(|e| e.to_string())
+    json_patch::patch(target, &ops).map_err(|e| JsonPatchError::Failed(e.to_string()))
 }
 
 /// Paths that are the server's, never owned by a field manager.
@@ -413,7 +422,9 @@ mod tests {
             {"op": "test", "path": "/metadata/finalizers/0", "value": "g"}]),
         )
         .unwrap_err();
-        assert!(!err.is_empty());
+        assert!(matches!(err, JsonPatchError::Failed(_)), "{err:?}");
+        let err = json_patch(&mut v, &json!({"op": "test"})).unwrap_err();
+        assert!(matches!(err, JsonPatchError::Invalid(_)), "{err:?}");
     }
 
     #[test]

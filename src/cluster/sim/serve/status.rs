@@ -164,6 +164,20 @@ impl ApiError {
         }
     }
 
+    /// 422 for a JSON patch whose operations cannot be applied (a `test` that does not hold,
+    /// a missing path): the API server answers with its generic 422, which names neither the
+    /// object nor the operation.
+    pub fn unprocessable() -> Self {
+        ApiError {
+            details: Some(json!({})),
+            ..Self::new(
+                422,
+                "Invalid",
+                "the server rejected our request due to an error in our request",
+            )
+        }
+    }
+
     /// 403, worded as the API server's RBAC refusal (for `--faults forbid=`): the anonymous
     /// user, as the served kubeconfig has no credentials.
     pub fn forbidden(

@@ -296,7 +296,7 @@ pub fn cells(kind: &Kind, obj: &Value, now: Timestamp) -> Vec<Value> {
     let name = json!(meta["name"].as_str().unwrap_or_default());
     let created = age(&meta["creationTimestamp"], now);
     match &kind.table {
-        TableKind::Pods => pod_cells(obj, name, created),
+        TableKind::Pods => pod_cells(obj, name, created, now),
         TableKind::Nodes => node_cells(obj, name, created),
         TableKind::Events => event_cells(obj, now),
         TableKind::Namespaces => vec![
@@ -316,47 +316,125 @@ pub fn cells(kind: &Kind, obj: &Value, now: Timestamp) -> Vec<Value> {
     }
 }
 
-fn pod_cells(obj: &Value, name: Value, created: String) -> Vec<Value> {
+/// Upstream `printPod`: READY counts ready running containers; STATUS is the phase, or what
+/// a failing init container or container waits for or ended with; RESTARTS adds how long ago
+/// the last restart was; READINESS GATES counts the gates whose condition is True.
+fn pod_cells(obj: &Value, name: Value, created: String, now: Timestamp) -> Vec<Value> {
     let spec = &obj["spec"];
     let status = &obj["status"];
-    let statuses = status["containerStatuses"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
+    let statuses = list(&status["containerStatuses"]);
+    let init_statuses = list(&status["initContainerStatuses"]);
     let total = spec["containers"].as_array().map_or(0, Vec::len);
-    let ready = statuses
-        .iter()
-        .filter(|c| c["ready"] == Value::Bool(true))
-        .count();
-    let restarts: i64 = statuses
-        .iter()
-        .filter_map(|c| c["restartCount"].as_i64())
-        .sum();
+    let init_total = spec["initContainers"].as_array().map_or(0, Vec::len);
     let mut reason = str_or(&status["reason"], &str_or(&status["phase"], "Pending"));
-    for c in &statuses {
-        if let Some(r) = c["state"]["waiting"]["reason"].as_str() {
-            reason = r.to_string();
-        } else if let Some(r) = c["state"]["terminated"]["reason"].as_str() {
-            reason = r.to_string();
+    let mut restarts: i64 = 0;
+    let mut last_restart: Option<Timestamp> = None;
+    let mut note_restart = |c: &Value| {
+        let finished = c["lastState"]["terminated"]["finishedAt"]
+            .as_str()
+            .and_then(|t| t.parse::<Timestamp>().ok());
+        if let Some(t) = finished
+            && last_restart.is_none_or(|l| l < t)
+        {
+            last_restart = Some(t);
+        }
+    };
+    let mut initializing = false;
+    for (i, c) in init_statuses.iter().enumerate() {
+        restarts += c["restartCount"].as_i64().unwrap_or(0);
+        note_restart(c);
+        let state = &c["state"];
+        let terminated = &state["terminated"];
+        let waiting = state["waiting"]["reason"].as_str().unwrap_or_default();
+        if terminated.is_object() && terminated["exitCode"].as_i64() == Some(0) {
+            continue;
+        }
+        reason = if terminated.is_object() {
+            match terminated["reason"].as_str() {
+                Some(r) if !r.is_empty() => format!("Init:{r}"),
+                _ => format!("Init:ExitCode:{}", terminated["exitCode"]),
+            }
+        } else if !waiting.is_empty() && waiting != "PodInitializing" {
+            format!("Init:{waiting}")
+        } else {
+            format!("Init:{i}/{init_total}")
+        };
+        initializing = true;
+        break;
+    }
+    let initialized = status["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Initialized" && c["status"] == "True");
+    let mut ready = 0;
+    if !initializing || initialized {
+        restarts = 0;
+        let mut running = false;
+        for c in statuses.iter().rev() {
+            restarts += c["restartCount"].as_i64().unwrap_or(0);
+            note_restart(c);
+            let state = &c["state"];
+            if let Some(r) = state["waiting"]["reason"]
+                .as_str()
+                .filter(|r| !r.is_empty())
+            {
+                reason = r.to_string();
+            } else if let Some(r) = state["terminated"]["reason"]
+                .as_str()
+                .filter(|r| !r.is_empty())
+            {
+                reason = r.to_string();
+            } else if c["ready"] == Value::Bool(true) && state["running"].is_object() {
+                running = true;
+                ready += 1;
+            }
+        }
+        if reason == "Completed" && running {
+            reason = "Running".into();
         }
     }
     if obj["metadata"]["deletionTimestamp"].is_string() {
         reason = "Terminating".into();
     }
-    let gates = spec["readinessGates"].as_array().map_or(0, Vec::len);
+    let restarts = match last_restart {
+        Some(t) if restarts != 0 => format!(
+            "{restarts} ({} ago)",
+            human_duration(now.as_second() - t.as_second())
+        ),
+        _ => restarts.to_string(),
+    };
+    let gates: Vec<&str> = spec["readinessGates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|g| g["conditionType"].as_str())
+        .collect();
+    let gates_true = gates
+        .iter()
+        .filter(|g| {
+            status["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|c| c["type"] == **g)
+                .is_some_and(|c| c["status"] == "True")
+        })
+        .count();
     vec![
         name,
         json!(format!("{ready}/{total}")),
         json!(reason),
-        json!(restarts.to_string()),
+        json!(restarts),
         json!(created),
         json!(str_or(&status["podIP"], "<none>")),
         json!(str_or(&spec["nodeName"], "<none>")),
         json!(str_or(&status["nominatedNodeName"], "<none>")),
-        json!(if gates == 0 {
+        json!(if gates.is_empty() {
             "<none>".to_string()
         } else {
-            format!("0/{gates}")
+            format!("{gates_true}/{}", gates.len())
         }),
     ]
 }

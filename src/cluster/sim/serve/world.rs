@@ -510,6 +510,12 @@ impl World {
                 ));
             }
         }
+        let images = if kind.behaviour == Behaviour::Pods && !status_only {
+            super::engine::check_pod_update(&current, &next)
+                .map_err(|cause| ApiError::invalid(&kind.kind, &kind.group, name, &[cause]))?
+        } else {
+            Vec::new()
+        };
         if kind.behaviour == Behaviour::Nodes {
             next = super::engine::cordon_taint(next);
         }
@@ -525,6 +531,10 @@ impl World {
         }
         if kind.behaviour == Behaviour::Crds {
             next = self.register_crd(kind, next)?;
+        }
+        if kind.behaviour == Behaviour::Pods {
+            let key = (ns.to_string(), name.to_string());
+            next = super::engine::pod_updated(self, &key, next, status_only, &images);
         }
         let finalized = next["metadata"]["deletionTimestamp"].is_string()
             && next["metadata"]["finalizers"]
@@ -569,8 +579,9 @@ impl World {
         match type_ {
             PatchType::Merge => patch::merge(&mut view, &patch),
             PatchType::Strategic => patch::strategic(&mut view, &patch),
-            PatchType::Json => patch::json_patch(&mut view, &patch).map_err(|why| {
-                ApiError::invalid(&kind.kind, &kind.group, name, &[("patch".into(), why)])
+            PatchType::Json => patch::json_patch(&mut view, &patch).map_err(|e| match e {
+                patch::JsonPatchError::Invalid(why) => ApiError::bad_request(why),
+                patch::JsonPatchError::Failed(_) => ApiError::unprocessable(),
             })?,
             PatchType::Apply => unreachable!("handled above"),
         }
