@@ -9,8 +9,10 @@
 //!    waves under the budgets;
 //! 3. a prominent warning block when pods are deleted without replacement or a change is risky;
 //! 4. one summary row per DaemonSet;
-//! 5. one collapsible `<details>` section per DaemonSet: the manifest diff when known, warnings,
-//!    and the nodes grouped by state (long groups collapsed with counts).
+//! 5. one collapsible `<details>` section per DaemonSet: the manifest diff when known, errors,
+//!    warnings, the progressive rollout (its stages, where it stands, the partition and the
+//!    stable revision) for a DaemonSet with a rollout policy, and the nodes grouped by state
+//!    (long groups collapsed with counts).
 //!
 //! GitHub rejects comments over 65,536 characters. Longer output is split at DaemonSet
 //! boundaries into numbered parts; a single DaemonSet too large for one part is truncated with
@@ -18,7 +20,12 @@
 
 use super::counts::{Counts, Diffs, Impact, diff_of, removed, rolls};
 use super::diff::{ManifestChange, change_of};
-use crate::plan::{DaemonSetPlan, NodeEntry, NodeState, Plan, RiskKind, StepPhase};
+use super::table::{
+    StageProgress, halt_text, node_reason, pause_after, rollout_now, rollout_phase, rollout_shape,
+    stage_progress,
+};
+use crate::plan::progressive::StageKind;
+use crate::plan::{DaemonSetPlan, NodeState, Phase, Plan, RiskKind, Rollout, StepPhase};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -73,6 +80,12 @@ const ROWS_PER_STATE: usize = 25;
 /// DaemonSet rows in the summary table before "… and N more".
 const SUMMARY_ROWS: usize = 200;
 
+/// Stage rows in a DaemonSet's rollout table before "… and N more".
+const STAGE_ROWS: usize = 50;
+
+/// Node names in a stage's row before "… and N more".
+const STAGE_NAMES: usize = 10;
+
 /// Where the plan comes from, for the identity line, and which sticky comment it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MarkdownContext {
@@ -107,12 +120,27 @@ impl MarkdownContext {
     }
 }
 
-/// True when the plan is reported in one line: nothing changes (no step, no manifest diff)
-/// and nothing is risky. A sticky-comment workflow then creates no comment if it has none.
+/// True when the plan is reported in one line: nothing changes (no step, no manifest diff),
+/// nothing is risky or in error, and no progressive rollout stands half-way (paused, halted).
+/// A sticky-comment workflow then creates no comment if it has none.
 pub fn is_quiet(plan: &Plan, diffs: &Diffs) -> bool {
     !plan.has_changes()
         && diffs.values().all(|d| d.trim().is_empty())
-        && plan.daemonsets.iter().all(|d| d.risks.is_empty())
+        && plan.daemonsets.iter().all(|d| {
+            d.risks.is_empty()
+                && d.errors.is_empty()
+                && d.rollout
+                    .as_ref()
+                    .is_none_or(|r| r.phase == Phase::Complete)
+        })
+}
+
+/// A DaemonSet's warnings less those that only repeat one of its errors (the planner also
+/// warns that nothing is done until they are fixed): the errors are shown on their own.
+pub(crate) fn warnings_beside_errors(ds: &DaemonSetPlan) -> impl Iterator<Item = &String> {
+    ds.warnings
+        .iter()
+        .filter(|w| !ds.errors.iter().any(|e| w.contains(e.as_str())))
 }
 
 /// The report before it is cut into comments: a single line, or a header then one section
@@ -358,6 +386,7 @@ fn header(plan: &Plan, ctx: &MarkdownContext, diffs: &Diffs) -> String {
     } else {
         verdict(&mut out, plan, &counts);
     }
+    error_block(&mut out, plan);
     risk_block(&mut out, plan);
     removed_note(&mut out, diffs);
     if plan.manifest_only {
@@ -371,8 +400,17 @@ fn header(plan: &Plan, ctx: &MarkdownContext, diffs: &Diffs) -> String {
 fn verdict(out: &mut String, plan: &Plan, counts: &Counts) {
     let waves = plan.daemonsets.iter().map(|d| d.waves.len()).max();
     let stuck = plan.daemonsets.iter().filter(|d| !d.converges).count();
+    let failing = plan.daemonsets.iter().any(|d| !d.errors.is_empty());
+    let waiting = plan.daemonsets.iter().any(|d| {
+        d.phase()
+            .is_some_and(|p| matches!(p, Phase::Paused | Phase::Halted))
+    });
     let verdict = if plan.has_changes() {
         "Changes"
+    } else if failing {
+        "No pod changes in the next step: errors stop a DaemonSet"
+    } else if waiting {
+        "No pod changes in the next step: a rollout waits"
     } else if counts.changed > 0 {
         "Manifests changed; no pod changes in the next step"
     } else {
@@ -434,6 +472,33 @@ fn risk_block(out: &mut String, plan: &Plan) {
     out.push('\n');
 }
 
+/// Errors only the cluster reveals (a `waves-by` label no node has): nothing is done for
+/// those DaemonSets, which must stop a reviewer first.
+fn error_block(out: &mut String, plan: &Plan) {
+    let failing: Vec<(&DaemonSetPlan, &String)> = plan
+        .daemonsets
+        .iter()
+        .flat_map(|d| d.errors.iter().map(move |e| (d, e)))
+        .collect();
+    if failing.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "> [!CAUTION]\n> **Errors: nothing is done for these DaemonSets until they are fixed.**"
+    );
+    for (ds, e) in &failing {
+        let _ = writeln!(
+            out,
+            "> - **{}/{}**: {}",
+            escape(&ds.namespace),
+            escape(&ds.name),
+            escape(e)
+        );
+    }
+    out.push('\n');
+}
+
 /// DaemonSets removed on head: their pods stay, which a reviewer must know.
 fn removed_note(out: &mut String, diffs: &Diffs) {
     let gone = removed(diffs);
@@ -478,7 +543,10 @@ fn counters_table(out: &mut String, plan: &Plan) {
             i.lose,
             i.restart,
             waves,
-            next_step(ds)
+            match &ds.rollout {
+                Some(r) => format!("{} · rollout: {}", next_step(ds), r.phase),
+                None => next_step(ds),
+            }
         );
     }
     more_rows(out, plan);
@@ -544,11 +612,21 @@ fn strategy(ds: &DaemonSetPlan) -> String {
 fn next_step(ds: &DaemonSetPlan) -> String {
     let step = &ds.step;
     if step.is_empty() {
-        return "none".into();
+        return if ds.errors.is_empty() {
+            "none".into()
+        } else {
+            "none (errors)".into()
+        };
     }
     let mut actions = Vec::new();
     if !step.create.is_empty() {
         actions.push(format!("create {}", step.create.len()));
+    }
+    if !step.create_stable.is_empty() {
+        actions.push(format!(
+            "create {} of the stable revision",
+            step.create_stable.len()
+        ));
     }
     if !step.delete.is_empty() {
         actions.push(format!("delete {}", step.delete.len()));
@@ -587,14 +665,20 @@ fn section(ds: &DaemonSetPlan, diff: Option<&str>, manifest_only: bool) -> Strin
         );
     }
     out.push_str("\n\n");
+    for e in &ds.errors {
+        let _ = writeln!(out, "- :x: **error:** {}", escape(e));
+    }
     for r in &ds.risks {
         let _ = writeln!(out, "- :warning: `{}`: {}", r.kind, escape(&r.message));
     }
-    for w in &ds.warnings {
+    for w in warnings_beside_errors(ds) {
         let _ = writeln!(out, "- :warning: {}", escape(w));
     }
-    if !ds.risks.is_empty() || !ds.warnings.is_empty() {
+    if !ds.errors.is_empty() || !ds.risks.is_empty() || !ds.warnings.is_empty() {
         out.push('\n');
+    }
+    if let Some(r) = &ds.rollout {
+        rollout_section(&mut out, ds, r);
     }
     if let Some(diff) = &ds.live_diff {
         let total = diff.fields.len() + diff.more;
@@ -623,7 +707,7 @@ fn section(ds: &DaemonSetPlan, diff: Option<&str>, manifest_only: bool) -> Strin
         out.push_str(&diff_block(diff, budget / 2));
     }
     if !manifest_only {
-        node_table(&mut out, &ds.nodes);
+        node_table(&mut out, ds);
     }
     if out.len() > budget {
         let cut = floor_line(&out, budget);
@@ -687,6 +771,14 @@ fn summary_line(ds: &DaemonSetPlan, diff: Option<&str>, manifest_only: bool) -> 
     if parts.is_empty() {
         parts.push(format!("next step: {}", next_step(ds)));
     }
+    if let Some(r) = &ds.rollout {
+        let shape = rollout_shape(r);
+        if !shape.is_empty() {
+            parts.push(shape);
+        }
+        let now = rollout_now(r);
+        return escape(&format!("{}; {now}", parts.join("; ")));
+    }
     let waves = if ds.converges {
         count(ds.waves.len(), "wave")
     } else {
@@ -729,10 +821,118 @@ fn floor_line(s: &str, max: usize) -> usize {
     s[..end].rfind('\n').map_or(0, |i| i + 1)
 }
 
+/// The rollout of a DaemonSet with a rollout policy: where it stands, its stages in order
+/// (nodes, projected waves, the pause after each), the partition, the stable revision and the
+/// halt threshold.
+fn rollout_section(out: &mut String, ds: &DaemonSetPlan, r: &Rollout) {
+    let at = match r.stages.get(r.stage as usize) {
+        Some(_) if r.phase != Phase::Complete => {
+            format!(" · stage {} of {}", r.stage + 1, r.stages.len())
+        }
+        _ => String::new(),
+    };
+    let _ = writeln!(out, "**Rollout:** {}{at}\n", escape(&rollout_phase(r)));
+    if !r.stages.is_empty() {
+        let states: BTreeMap<&str, NodeState> =
+            ds.nodes.iter().map(|n| (&*n.node, n.state)).collect();
+        let _ = writeln!(
+            out,
+            "| Order | Stage | Nodes | Projected waves | Pause after |\n|--:|---|---|--:|---|"
+        );
+        for (k, s) in r.stages.iter().enumerate().take(STAGE_ROWS) {
+            let k = k as u32;
+            let mut stage = match s.kind {
+                StageKind::Canary => "canary".to_string(),
+                StageKind::Wave => format!("wave `{}`", escape(&s.name)),
+            };
+            if k == r.stage && r.phase != Phase::Complete {
+                stage = format!("**{stage}** ← current");
+            }
+            let mut names: Vec<String> = s
+                .nodes
+                .iter()
+                .take(STAGE_NAMES)
+                .map(|n| escape(n))
+                .collect();
+            if s.nodes.len() > STAGE_NAMES {
+                names.push(format!("… and {} more", s.nodes.len() - STAGE_NAMES));
+            }
+            let waves = match stage_progress(ds, &states, s, k) {
+                StageProgress::Done => "done".to_string(),
+                StageProgress::Waves(n) => n.to_string(),
+            };
+            let pause = match (pause_after(s), s.pause) {
+                (Some(p), _) => escape(&p.to_string()),
+                (None, Some(_)) => "none".into(),
+                (None, None) => "—".into(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {stage} | {}: {} | {waves} | {pause} |",
+                k + 1,
+                s.nodes.len(),
+                names.join(", ")
+            );
+        }
+        if r.stages.len() > STAGE_ROWS {
+            let _ = writeln!(
+                out,
+                "| … | and {} more stages | | | |",
+                r.stages.len() - STAGE_ROWS
+            );
+        }
+        out.push('\n');
+    }
+    let mut notes = Vec::new();
+    if let Some(p) = &r.partition {
+        notes.push(if p.nodes.is_empty() {
+            format!("Partition {}: holds no node back.", code(&p.count))
+        } else {
+            let mut names: Vec<String> = p
+                .nodes
+                .iter()
+                .take(STAGE_NAMES)
+                .map(|n| escape(n))
+                .collect();
+            if p.nodes.len() > STAGE_NAMES {
+                names.push(format!("… and {} more", p.nodes.len() - STAGE_NAMES));
+            }
+            format!(
+                "Partition {}: holds {} on the previous revision: {}.",
+                code(&p.count),
+                count(p.nodes.len(), "node"),
+                names.join(", ")
+            )
+        });
+    }
+    notes.push(match &r.stable_revision {
+        Some(rev) => format!(
+            "Stable revision {}: held-back nodes that need a pod get it.",
+            code(rev)
+        ),
+        None => "Stable revision: none known; held-back nodes that need a pod get none until \
+                 their stage."
+            .into(),
+    });
+    if r.halt_threshold > 0 {
+        notes.push(format!("{}.", halt_text(r)));
+    }
+    for n in notes {
+        let _ = writeln!(out, "{n}  ");
+    }
+    // The last line ends the paragraph, not a hard break.
+    if out.ends_with("  \n") {
+        out.truncate(out.len() - 3);
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
 /// Nodes grouped by state: states needing attention as rows (collapsed after
 /// [`ROWS_PER_STATE`]), the others as counts.
-fn node_table(out: &mut String, nodes: &[NodeEntry]) {
-    let mut groups: BTreeMap<NodeState, Vec<&NodeEntry>> = BTreeMap::new();
+fn node_table(out: &mut String, ds: &DaemonSetPlan) {
+    let nodes = &ds.nodes;
+    let mut groups: BTreeMap<NodeState, Vec<&crate::plan::NodeEntry>> = BTreeMap::new();
     for n in nodes {
         groups.entry(n.state).or_default().push(n);
     }
@@ -753,7 +953,7 @@ fn node_table(out: &mut String, nodes: &[NodeEntry]) {
                 out,
                 "| {} | {state} | {} |",
                 escape(&n.node),
-                escape(&n.reason.to_string())
+                escape(&node_reason(ds, n))
             );
         }
         if entries.len() > ROWS_PER_STATE {
@@ -1016,5 +1216,238 @@ mod tests {
             let found = parts.iter().filter(|p| p.contains(&title)).count();
             assert_eq!(found, 1, "{title} appears in exactly one part");
         }
+    }
+
+    fn section_of<'a>(md: &'a str, title: &str) -> &'a str {
+        let start = md
+            .find(&format!("<details><summary><b>{title}</b>"))
+            .unwrap_or_else(|| panic!("no section {title} in\n{md}"));
+        let end = md[start..].find("</details>").unwrap() + start;
+        &md[start..end]
+    }
+
+    /// What a reviewer sees of a canary-then-zones rollout as it starts: the shape and the
+    /// phase in the summary line, then a table of the stages in order with their nodes,
+    /// projected waves and pauses, the current one marked, and the stable revision.
+    #[test]
+    fn canary_then_zones_has_a_rollout_section() {
+        use crate::report::testing::canary_plan;
+        let p = canary_plan();
+        let stable = p.daemonsets[0]
+            .rollout
+            .as_ref()
+            .unwrap()
+            .stable_revision
+            .clone();
+        let md = to_markdown(&p, &ctx(), &BTreeMap::new()).remove(0);
+        assert!(
+            md.contains("| demo/agent | 12 | 0 | 12 | 0 | 0 | 12 | 6 | delete 2 (rolling update) · rollout: Canary |"),
+            "{md}"
+        );
+        let section = section_of(&md, "demo/agent");
+        assert!(
+            section.contains(
+                "<summary><b>demo/agent</b>: pod restarted on 12 nodes; canary on 2 nodes, then \
+                 3 waves by topology.kubernetes.io/zone; now in the canary</summary>"
+            ),
+            "{section}"
+        );
+        let rollout = "\
+**Rollout:** Canary · stage 1 of 4
+
+| Order | Stage | Nodes | Projected waves | Pause after |
+|--:|---|---|--:|---|
+| 1 | **canary** ← current | 2: a-1, a-2 | 1 | manual |
+| 2 | wave `topology.kubernetes.io/zone=b` | 4: b-1, b-2, b-3, b-4 | 2 | none |
+| 3 | wave `topology.kubernetes.io/zone=a` | 2: a-3, a-4 | 1 | none |
+| 4 | wave `topology.kubernetes.io/zone=c` | 4: c-1, c-2, c-3, c-4 | 2 | — |
+";
+        assert!(section.contains(rollout), "{section}");
+        assert!(
+            section.contains(&format!(
+                "\nStable revision `{}`: held-back nodes that need a pod get it.\n",
+                stable.unwrap()
+            )),
+            "{section}"
+        );
+        assert!(
+            section.contains(
+                "| a-3 | out-of-date | running old revision bd94b698b; held until wave \
+                 topology.kubernetes.io/zone=a |"
+            ),
+            "{section}"
+        );
+        // The stages come before the nodes.
+        assert!(section.find("| Order |") < section.find("| Node |"));
+    }
+
+    #[test]
+    fn a_paused_rollout_is_not_quiet_and_says_where_it_stands() {
+        use crate::report::testing::{no_stable_plan, paused_plan};
+        let md = to_markdown(&paused_plan(), &ctx(), &BTreeMap::new()).remove(0);
+        let section = section_of(&md, "demo/agent");
+        assert!(
+            section.contains(
+                "new pod on 1 node; pod restarted on 10 nodes; canary on 2 nodes, then 3 waves \
+                 by topology.kubernetes.io/zone; paused after the canary until promoted</summary>"
+            ),
+            "{section}"
+        );
+        assert!(
+            section.contains(
+                "**Rollout:** Paused (manual pause after the canary: `daemonsync promote` \
+                 continues) · stage 1 of 4\n"
+            ),
+            "{section}"
+        );
+        assert!(
+            section.contains("| 1 | **canary** ← current | 2: a-1, a-2 | done | manual |"),
+            "{section}"
+        );
+        assert!(
+            md.contains("| create 1 of the stable revision (per-node fixes) · rollout: Paused |"),
+            "{md}"
+        );
+        assert!(
+            section.contains(
+                "| b-5 | missing | no pod yet; gets the stable revision bd94b698b until its wave \
+                 (topology.kubernetes.io/zone=b) |"
+            ),
+            "{section}"
+        );
+
+        // Nothing to do in the next step, but the rollout stands half-way: not one quiet line.
+        let p = no_stable_plan();
+        assert!(!p.has_changes());
+        assert!(!is_quiet(&p, &BTreeMap::new()));
+        let md = to_markdown(&p, &ctx(), &BTreeMap::new()).remove(0);
+        assert!(
+            md.contains("**No pod changes in the next step: a rollout waits:**"),
+            "{md}"
+        );
+        assert!(!md.contains("already match"), "{md}");
+        assert!(
+            md.contains("Stable revision: none known; held-back nodes that need a pod get none"),
+            "{md}"
+        );
+        // A complete rollout with nothing to do is quiet again.
+        let done = crate::report::testing::complete_plan();
+        assert!(is_quiet(&done, &BTreeMap::new()));
+    }
+
+    #[test]
+    fn partition_and_halt_threshold_are_listed() {
+        let md = to_markdown(
+            &crate::report::testing::partition_plan(),
+            &ctx(),
+            &BTreeMap::new(),
+        )
+        .remove(0);
+        assert!(
+            md.contains(
+                "\nPartition `2`: holds 2 nodes on the previous revision: c-3, c-4.  \nStable \
+                 revision `bd94b698b`: held-back nodes that need a pod get it.  \nHalt \
+                 threshold: 1 (the rollout halts when new pods fail on more than 1 node).\n\n"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 4 | wave `topology.kubernetes.io/zone=c` | 2: c-1, c-2 | 1 | — |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("; the partition holds 2 nodes on the previous revision; now in the canary</summary>"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn later_phases_in_the_summary() {
+        let md = to_markdown(
+            &crate::report::testing::wave_plan(),
+            &ctx(),
+            &BTreeMap::new(),
+        )
+        .remove(0);
+        assert!(md.contains("; now in wave 1/3</summary>"), "{md}");
+        assert!(
+            md.contains("**Rollout:** Wave 1/3 · stage 2 of 4\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 2 | **wave `topology.kubernetes.io/zone=b`** ← current |"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn errors_are_a_caution_block_and_never_quiet() {
+        let p = crate::report::testing::error_plan();
+        assert!(!is_quiet(&p, &BTreeMap::new()));
+        let md = to_markdown(&p, &ctx(), &BTreeMap::new()).remove(0);
+        assert!(
+            md.contains(
+                "> [!CAUTION]\n> **Errors: nothing is done for these DaemonSets until they are \
+                 fixed.**\n> - **demo/agent**: metadata.annotations[daemonsync.io/waves-by]: \
+                 Invalid value: \"example.com/rack\": no node has this label"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("**No pod changes in the next step: errors stop a DaemonSet:**"),
+            "{md}"
+        );
+        let section = section_of(&md, "demo/agent");
+        assert!(
+            section.contains("\n- :x: **error:** metadata.annotations[daemonsync.io/waves-by]"),
+            "{section}"
+        );
+        assert!(!section.contains(":warning:"), "not repeated: {section}");
+        assert!(md.contains("| none (errors) |"), "{md}");
+    }
+
+    /// Rollouts with a stage per node (waves by hostname) on a large fleet still split into
+    /// comments under the limit, each stage table capped.
+    #[test]
+    fn large_rollouts_still_split_under_the_limit() {
+        use crate::cluster::synthetic::{fleet, fleet_now};
+        let (mut desired, observed) = fleet(1_500, 6, 7);
+        for d in &mut desired {
+            let a = d.daemonset.metadata.annotations.get_or_insert_default();
+            a.insert("daemonsync.io/canary".into(), "1%".into());
+            a.insert(
+                "daemonsync.io/waves-by".into(),
+                "kubernetes.io/hostname".into(),
+            );
+            a.insert("daemonsync.io/partition".into(), "10%".into());
+        }
+        let plan = crate::plan::plan(&desired, &observed, &Default::default(), fleet_now());
+        let staged = plan
+            .daemonsets
+            .iter()
+            .filter(|d| {
+                d.rollout
+                    .as_ref()
+                    .is_some_and(|r| r.stages.len() > STAGE_ROWS)
+            })
+            .count();
+        assert!(
+            staged > 0,
+            "some DaemonSet has more stages than a table lists"
+        );
+        let parts = to_markdown(&plan, &ctx(), &BTreeMap::new());
+        for p in &parts {
+            assert!(p.chars().count() < GITHUB_COMMENT_LIMIT, "{}", p.len());
+            assert_eq!(
+                p.matches("<details>").count(),
+                p.matches("</details>").count()
+            );
+        }
+        let all = parts.concat();
+        assert!(
+            all.contains("more stages | | | |"),
+            "stage tables are capped"
+        );
+        assert!(all.contains("… and "), "long node lists are cut");
     }
 }

@@ -206,3 +206,23 @@ fn live_daemonset_differs() {
     assert_eq!(diff.fields.len(), 1, "{diff:?}");
     assert_renderings("live_differs", &p);
 }
+
+/// A canary of two nodes, then zones b, a and c, as it starts.
+#[test]
+fn canary_then_zones() {
+    let p = super::testing::canary_plan();
+    assert_eq!(
+        p.daemonsets[0].rollout.as_ref().map(|r| r.stages.len()),
+        Some(4)
+    );
+    assert_renderings("canary_then_zones", &p);
+}
+
+/// The same rollout at its manual pause after the canary, with a node that joined zone b
+/// meanwhile and gets the stable revision.
+#[test]
+fn canary_then_zones_paused() {
+    let p = super::testing::paused_plan();
+    assert_eq!(p.daemonsets[0].step.create_stable.len(), 1);
+    assert_renderings("canary_then_zones_paused", &p);
+}

@@ -1,11 +1,13 @@
 //! The plan as a terminal table for people, in the style of `kubectl get ds`.
 //!
 //! Layout: one row per DaemonSet with the status counters, node selector and age; then, per
-//! DaemonSet, its next step and the number of projected waves, its risks and warnings, and the
-//! nodes that need attention grouped by state, each with its reason. Wide mode lists every node
-//! instead.
+//! DaemonSet, its next step and the number of projected waves, its errors, risks and warnings,
+//! its progressive rollout (phase, stages, partition, stable revision) when it has a rollout
+//! policy, and the nodes that need attention grouped by state, each with its reason (and, for a
+//! node held back by the rollout, what it waits for). Wide mode lists every node instead.
 
-use crate::plan::{DaemonSetPlan, NodeEntry, NodeState, Plan, StepPhase};
+use crate::plan::progressive::{Gets, Hold, Pause, Stage, StageKind};
+use crate::plan::{DaemonSetPlan, NodeEntry, NodeState, Phase, Plan, Rollout, StepPhase};
 use anstyle::{AnsiColor, Style};
 use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table};
 use std::collections::BTreeMap;
@@ -211,6 +213,13 @@ fn details(
         next_step(ds)
     };
     let _ = writeln!(out, "{}: {step}", paint.style(&title, Style::new().bold()));
+    for e in &ds.errors {
+        let label = paint.style(
+            "ERROR:",
+            Style::new().bold().fg_color(Some(AnsiColor::Red.into())),
+        );
+        let _ = writeln!(out, "  {label} {e}");
+    }
     for r in &ds.risks {
         let label = paint.style(
             "RISK:",
@@ -218,12 +227,15 @@ fn details(
         );
         let _ = writeln!(out, "  {label} [{}] {}", r.kind, r.message);
     }
-    for w in &ds.warnings {
+    for w in super::markdown::warnings_beside_errors(ds) {
         let label = paint.style(
             "WARNING:",
             Style::new().bold().fg_color(Some(AnsiColor::Yellow.into())),
         );
         let _ = writeln!(out, "  {label} {w}");
+    }
+    if let Some(r) = &ds.rollout {
+        rollout_block(out, ds, r, paint);
     }
     if let Some(diff) = &ds.live_diff {
         live_differences(out, diff);
@@ -248,7 +260,7 @@ fn details(
         let shown = &nodes[..nodes.len().min(opts.max_nodes_per_group)];
         let width = shown.iter().map(|n| n.node.len()).max().unwrap_or(0);
         for n in shown {
-            let _ = writeln!(out, "      {:<width$}   {}", n.node, n.reason);
+            let _ = writeln!(out, "      {:<width$}   {}", n.node, node_reason(ds, n));
         }
         if nodes.len() > shown.len() {
             let _ = writeln!(out, "      ... and {} more", nodes.len() - shown.len());
@@ -301,13 +313,28 @@ fn wide_nodes(out: &mut String, ds: &DaemonSetPlan, paint: Painter) {
         } else {
             state
         };
-        let _ = writeln!(out, "  {:<width$}   {state}   {}", n.node, n.reason);
+        let _ = writeln!(
+            out,
+            "  {:<width$}   {state}   {}",
+            n.node,
+            node_reason(ds, n)
+        );
     }
 }
 
 /// The next-step line: what the step does and how many waves the rollout takes.
 fn next_step(ds: &DaemonSetPlan) -> String {
     let step = &ds.step;
+    if !ds.errors.is_empty() && step.is_empty() {
+        return format!(
+            "nothing is done until {} fixed",
+            if ds.errors.len() == 1 {
+                "its error is"
+            } else {
+                "its errors are"
+            }
+        );
+    }
     let waves = match (ds.waves.len(), ds.converges) {
         (_, false) => "the rollout does not converge".to_string(),
         (0, true) => "converged".to_string(),
@@ -324,6 +351,12 @@ fn next_step(ds: &DaemonSetPlan) -> String {
     if !step.create.is_empty() {
         actions.push(format!("create on {}", count(step.create.len(), "node")));
     }
+    if !step.create_stable.is_empty() {
+        actions.push(format!(
+            "create {} of the stable revision",
+            count(step.create_stable.len(), "pod")
+        ));
+    }
     if !step.delete.is_empty() {
         actions.push(format!("delete {}", count(step.delete.len(), "pod")));
     }
@@ -333,6 +366,284 @@ fn next_step(ds: &DaemonSetPlan) -> String {
         StepPhase::None => "no phase",
     };
     format!("{} ({phase}); {waves}", actions.join(", "))
+}
+
+/// Node names a stage lists before `...`.
+const STAGE_NAMES: usize = 4;
+
+/// The rollout block under a DaemonSet's next-step line: the phase, every stage in order
+/// (nodes, projected waves, the pause after it, the current one marked), the partition, the
+/// stable revision and the halt threshold.
+fn rollout_block(out: &mut String, ds: &DaemonSetPlan, r: &Rollout, paint: Painter) {
+    let style = match r.phase {
+        Phase::Halted => Style::new().bold().fg_color(Some(AnsiColor::Red.into())),
+        Phase::Paused => Style::new().bold().fg_color(Some(AnsiColor::Yellow.into())),
+        _ => Style::new().bold(),
+    };
+    let _ = writeln!(
+        out,
+        "  {} {}",
+        paint.style("Rollout:", Style::new().bold()),
+        paint.style(&rollout_phase(r), style)
+    );
+    let states: BTreeMap<&str, NodeState> = ds.nodes.iter().map(|n| (&*n.node, n.state)).collect();
+    let shown = r.stages.len().min(STAGE_ROWS);
+    for (k, s) in r.stages.iter().enumerate().take(shown) {
+        let k = k as u32;
+        let mut line = format!(
+            "    {}. {} ({})",
+            k + 1,
+            stage_name(s),
+            stage_nodes(s, STAGE_NAMES)
+        );
+        match stage_progress(ds, &states, s, k) {
+            StageProgress::Done => line.push_str(" done"),
+            StageProgress::Waves(n) if n > 1 => {
+                let _ = write!(line, " in {n} waves");
+            }
+            StageProgress::Waves(_) => {}
+        }
+        if let Some(p) = pause_after(s) {
+            let _ = write!(line, ", then pause: {p}");
+        }
+        if k == r.stage && r.phase != Phase::Complete {
+            line.push_str("   <- current");
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    if r.stages.len() > shown {
+        let _ = writeln!(
+            out,
+            "    ... and {} more",
+            count(r.stages.len() - shown, "stage")
+        );
+    }
+    if let Some(p) = &r.partition {
+        let _ = writeln!(out, "    {}", partition_text(p));
+    }
+    let _ = writeln!(out, "    {}", stable_text(r));
+    if r.halt_threshold > 0 {
+        let _ = writeln!(out, "    {}", halt_text(r));
+    }
+}
+
+/// Stages the table lists before `... and N more`.
+const STAGE_ROWS: usize = 50;
+
+/// Where a stage stands, from its nodes' states and the projected waves.
+pub(crate) enum StageProgress {
+    /// Every node of it runs an available pod of the new revision.
+    Done,
+    /// Still to go: the projected waves of it (0 when it cannot proceed now).
+    Waves(usize),
+}
+
+pub(crate) fn stage_progress(
+    ds: &DaemonSetPlan,
+    states: &BTreeMap<&str, NodeState>,
+    s: &Stage,
+    k: u32,
+) -> StageProgress {
+    let done = !s.nodes.is_empty()
+        && s.nodes
+            .iter()
+            .all(|n| states.get(&**n) == Some(&NodeState::UpToDate));
+    if done {
+        StageProgress::Done
+    } else {
+        StageProgress::Waves(ds.waves.iter().filter(|w| w.stage == Some(k)).count())
+    }
+}
+
+/// A stage for people: `canary`, `wave topology.kubernetes.io/zone=a`.
+pub(crate) fn stage_name(s: &Stage) -> String {
+    match s.kind {
+        StageKind::Canary => "canary".into(),
+        StageKind::Wave => format!("wave {}", s.name),
+    }
+}
+
+/// `2 nodes: a-1, a-2`; after `max` names, `, ...`.
+pub(crate) fn stage_nodes(s: &Stage, max: usize) -> String {
+    let names: Vec<&str> = s.nodes.iter().take(max).map(|n| &**n).collect();
+    let more = if s.nodes.len() > max { ", ..." } else { "" };
+    if names.is_empty() {
+        return "no nodes".into();
+    }
+    format!(
+        "{}: {}{more}",
+        count(s.nodes.len(), "node"),
+        names.join(", ")
+    )
+}
+
+/// The pause after a stage, when there is one (not after the last, not `0`).
+pub(crate) fn pause_after(s: &Stage) -> Option<Pause> {
+    s.pause
+        .filter(|p| !matches!(p, Pause::For(d) if d.is_zero()))
+}
+
+/// Where the rollout stands: `Canary`, `Wave 2/3`, `Paused (why)`, `Halted (why)`, `Complete`.
+pub(crate) fn rollout_phase(r: &Rollout) -> String {
+    match (&r.phase, &r.pause) {
+        (phase, Some(why)) => format!("{phase} ({why})"),
+        (Phase::Halted, None) => "Halted (new pods failed on more nodes than the halt threshold; \
+                                  nothing more is replaced until the template changes)"
+            .into(),
+        (phase, None) => phase.to_string(),
+    }
+}
+
+/// `Partition: 2 (holds 2 nodes on the previous revision: c-3, c-4)`.
+pub(crate) fn partition_text(p: &crate::plan::progressive::Partition) -> String {
+    if p.nodes.is_empty() {
+        return format!("Partition: {} (holds no node back)", p.count);
+    }
+    let names: Vec<&str> = p.nodes.iter().take(STAGE_NAMES).map(|n| &**n).collect();
+    format!(
+        "Partition: {} (holds {} on the previous revision: {}{})",
+        p.count,
+        count(p.nodes.len(), "node"),
+        names.join(", "),
+        if p.nodes.len() > STAGE_NAMES {
+            ", ..."
+        } else {
+            ""
+        }
+    )
+}
+
+/// The revision held-back nodes that need a pod get.
+pub(crate) fn stable_text(r: &Rollout) -> String {
+    match &r.stable_revision {
+        Some(rev) => format!("Stable revision: {rev} (held-back nodes that need a pod get it)"),
+        None => "Stable revision: none known (held-back nodes that need a pod get none until \
+                 their stage)"
+            .into(),
+    }
+}
+
+/// `Halt threshold: 1 (the rollout halts when new pods fail on more than 1 node)`.
+pub(crate) fn halt_text(r: &Rollout) -> String {
+    format!(
+        "Halt threshold: {} (the rollout halts when new pods fail on more than {})",
+        r.halt_threshold,
+        count(r.halt_threshold, "node")
+    )
+}
+
+/// The rollout's shape in a few words: `canary on 2 nodes, then 3 waves by
+/// topology.kubernetes.io/zone`, and what the partition holds.
+pub(crate) fn rollout_shape(r: &Rollout) -> String {
+    let canary = r.stages.iter().find(|s| s.kind == StageKind::Canary);
+    let waves: Vec<&Stage> = r
+        .stages
+        .iter()
+        .filter(|s| s.kind == StageKind::Wave)
+        .collect();
+    let mut parts = Vec::new();
+    if let Some(c) = canary {
+        parts.push(format!("canary on {}", count(c.nodes.len(), "node")));
+    }
+    match waves.as_slice() {
+        [] => {}
+        [w] if w.name == "all" => parts.push(match canary {
+            Some(_) => format!("the other {}", count(w.nodes.len(), "node")),
+            None => count(w.nodes.len(), "node"),
+        }),
+        ws => {
+            let key = |s: &Stage| {
+                s.name
+                    .split_once('=')
+                    .map(|(k, _)| k.to_string())
+                    .or_else(|| s.name.strip_suffix(" unset").map(str::to_string))
+            };
+            let first = key(ws[0]);
+            let by = match first {
+                Some(k) if ws.iter().all(|w| key(w).as_deref() == Some(k.as_str())) => {
+                    format!(" by {k}")
+                }
+                _ => String::new(),
+            };
+            parts.push(format!("{}{by}", count(ws.len(), "wave")));
+        }
+    }
+    let mut shape = parts.join(", then ");
+    if let Some(p) = r.partition.as_ref().filter(|p| !p.nodes.is_empty()) {
+        if !shape.is_empty() {
+            shape.push_str("; ");
+        }
+        let _ = write!(
+            shape,
+            "the partition holds {} on the previous revision",
+            count(p.nodes.len(), "node")
+        );
+    }
+    shape
+}
+
+/// Where the rollout stands, in a few words for a summary line: `now in the canary`, `paused
+/// after the canary until promoted`.
+pub(crate) fn rollout_now(r: &Rollout) -> String {
+    use crate::plan::progressive::Paused;
+    match (&r.phase, &r.pause) {
+        (_, Some(Paused::Manual { after })) => {
+            format!("paused after the {after} until promoted")
+        }
+        (_, Some(Paused::Until { after, until })) => {
+            format!("paused after the {after} until {until}")
+        }
+        (_, Some(Paused::Partition { held })) => format!(
+            "every stage done; the partition holds {}",
+            count(*held, "node")
+        ),
+        (_, Some(Paused::Record)) => "paused by daemonsync pause".into(),
+        (_, Some(Paused::Aborted)) => "aborted".into(),
+        (Phase::Canary, None) => "now in the canary".into(),
+        (Phase::Wave(k, n), None) => format!("now in wave {k}/{n}"),
+        (Phase::Halted, None) => "halted".into(),
+        (Phase::Complete, None) => "complete".into(),
+        (Phase::Paused, None) => "paused".into(),
+    }
+}
+
+/// A node's reason; for a node held back by the rollout policy, also what it waits for and,
+/// when it needs a pod, which revision it gets meanwhile.
+pub(crate) fn node_reason(ds: &DaemonSetPlan, n: &NodeEntry) -> String {
+    let reason = n.reason.to_string();
+    let (Some(r), Some(place)) = (&ds.rollout, &n.rollout) else {
+        return reason;
+    };
+    let Some(hold) = place.hold else {
+        return reason;
+    };
+    let stage = place.stage.and_then(|k| r.stages.get(k as usize));
+    let needs_pod = matches!(n.state, NodeState::Missing | NodeState::Failed);
+    if !needs_pod {
+        let until = match (hold, stage) {
+            (Hold::Stage, Some(s)) => format!("until {}", stage_name(s)),
+            (Hold::Stage, None) => "until its stage".into(),
+            (Hold::Partition, _) => "by the partition".into(),
+            (Hold::Aborted, _) => "where it is: the rollout is aborted".into(),
+        };
+        return format!("{reason}; held {until}");
+    }
+    let until = match (hold, stage) {
+        (Hold::Stage, Some(s)) if s.kind == StageKind::Wave => {
+            format!("until its wave ({})", s.name)
+        }
+        (Hold::Stage, _) => "until its stage".into(),
+        (Hold::Partition, _) => "while the partition holds it".into(),
+        (Hold::Aborted, _) => "while the rollout is aborted".into(),
+    };
+    match (place.gets, &r.stable_revision) {
+        (Gets::Stable, Some(rev)) => format!("{reason}; gets the stable revision {rev} {until}"),
+        (Gets::Stable, None) => format!("{reason}; gets the stable revision {until}"),
+        (Gets::Nothing, _) => {
+            format!("{reason}; gets no pod {until}: no stable revision known")
+        }
+        (Gets::New, _) => format!("{reason}; held {until}"),
+    }
 }
 
 fn count(n: usize, noun: &str) -> String {
@@ -371,7 +682,10 @@ impl Painter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::testing::{all_missing_plan, known_plan, manifest_only_plan};
+    use crate::report::testing::{
+        all_missing_plan, canary_plan, complete_plan, error_plan, known_plan, manifest_only_plan,
+        no_stable_plan, partition_plan, paused_plan, plan_one, wave_plan, zoned_rollout,
+    };
 
     #[test]
     fn manifest_only_says_so_and_shows_no_counters() {
@@ -720,6 +1034,207 @@ mod tests {
         assert!(
             out.contains("kube-flannel/kube-flannel-ds: create on 1 node"),
             "{out}"
+        );
+    }
+
+    fn line_of<'a>(out: &'a str, start: &str) -> &'a str {
+        out.lines()
+            .map(str::trim_start)
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line starting with {start:?} in\n{out}"))
+    }
+
+    /// What a reviewer sees of a canary-then-zones rollout as it starts: the phase, each
+    /// stage in order with its nodes, projected waves and pause, the current one marked, the
+    /// stable revision, and why each held node waits.
+    #[test]
+    fn canary_then_zones_shows_every_stage_and_the_current_one() {
+        let out = to_table(&canary_plan(), &plain());
+        let block = "\
+demo/agent: delete 2 pods (rolling update); 6 waves projected
+  Rollout: Canary
+    1. canary (2 nodes: a-1, a-2), then pause: manual   <- current
+    2. wave topology.kubernetes.io/zone=b (4 nodes: b-1, b-2, b-3, b-4) in 2 waves
+    3. wave topology.kubernetes.io/zone=a (2 nodes: a-3, a-4)
+    4. wave topology.kubernetes.io/zone=c (4 nodes: c-1, c-2, c-3, c-4) in 2 waves
+    Stable revision: ";
+        assert!(out.contains(block), "{out}");
+        assert!(
+            !out.contains("Partition") && !out.contains("Halt threshold"),
+            "{out}"
+        );
+        let held = line_of(&out, "a-3 ");
+        assert!(
+            held.ends_with("; held until wave topology.kubernetes.io/zone=a"),
+            "{held}"
+        );
+        assert!(held.contains("running old revision "), "{held}");
+        // The canary nodes are not held.
+        assert!(!line_of(&out, "a-1 ").contains("held"), "{out}");
+        let wide = to_table(
+            &canary_plan(),
+            &TableOptions {
+                wide: true,
+                ..plain()
+            },
+        );
+        assert!(wide.contains("\n  Rollout: Canary\n"), "{wide}");
+        assert!(
+            line_of(&wide, "c-4 ").ends_with("; held until wave topology.kubernetes.io/zone=c"),
+            "{wide}"
+        );
+    }
+
+    #[test]
+    fn a_manual_pause_says_what_continues_and_a_joining_node_gets_the_stable_revision() {
+        let p = paused_plan();
+        let stable = p.daemonsets[0]
+            .rollout
+            .as_ref()
+            .and_then(|r| r.stable_revision.clone())
+            .expect("stable revision");
+        let out = to_table(&p, &plain());
+        assert!(
+            out.contains(
+                "\ndemo/agent: create 1 pod of the stable revision (per-node fixes); 7 waves \
+                 projected\n  Rollout: Paused (manual pause after the canary: `daemonsync \
+                 promote` continues)\n    1. canary (2 nodes: a-1, a-2) done, then pause: \
+                 manual   <- current\n    2. wave topology.kubernetes.io/zone=b (5 nodes: b-1, \
+                 b-2, b-3, b-4, ...) in 3 waves\n"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!(
+                "    Stable revision: {stable} (held-back nodes that need a pod get it)\n"
+            )),
+            "{out}"
+        );
+        assert_eq!(
+            line_of(&out, "b-5 "),
+            format!(
+                "b-5   no pod yet; gets the stable revision {stable} until its wave \
+                 (topology.kubernetes.io/zone=b)"
+            ),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn without_a_stable_revision_a_held_node_gets_no_pod() {
+        let out = to_table(&no_stable_plan(), &plain());
+        assert!(
+            out.contains("demo/agent: no changes in the next step; "),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "    Stable revision: none known (held-back nodes that need a pod get none \
+                 until their stage)\n"
+            ),
+            "{out}"
+        );
+        assert_eq!(
+            line_of(&out, "b-5 "),
+            "b-5   no pod yet; gets no pod until its wave (topology.kubernetes.io/zone=b): no \
+             stable revision known",
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn partition_and_halt_threshold_are_shown() {
+        let out = to_table(&partition_plan(), &plain());
+        assert!(
+            out.contains(
+                "    4. wave topology.kubernetes.io/zone=c (2 nodes: c-1, c-2)\n    Partition: 2 \
+                 (holds 2 nodes on the previous revision: c-3, c-4)\n"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "    Halt threshold: 1 (the rollout halts when new pods fail on more than 1 \
+                 node)\n"
+            ),
+            "{out}"
+        );
+        assert!(
+            line_of(&out, "c-3 ").ends_with("; held by the partition"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn later_phases_move_the_current_marker() {
+        let out = to_table(&wave_plan(), &plain());
+        assert!(out.contains("\n  Rollout: Wave 1/3\n"), "{out}");
+        assert!(
+            line_of(&out, "1. canary").ends_with("done, then pause: manual"),
+            "{out}"
+        );
+        assert!(
+            line_of(&out, "2. wave").ends_with("in 2 waves   <- current"),
+            "{out}"
+        );
+        // Nodes of the running wave are no longer held.
+        assert_eq!(line_of(&out, "b-1 ").matches("held").count(), 0, "{out}");
+
+        let out = to_table(&complete_plan(), &plain());
+        assert!(
+            out.contains("\ndemo/agent: no changes\n  Rollout: Complete\n"),
+            "{out}"
+        );
+        assert!(
+            line_of(&out, "4. wave").ends_with("(4 nodes: c-1, c-2, c-3, c-4) done"),
+            "{out}"
+        );
+        assert!(!out.contains("<- current"), "{out}");
+    }
+
+    #[test]
+    fn errors_are_prominent_and_not_repeated_as_warnings() {
+        let p = error_plan();
+        let out = to_table(&p, &plain());
+        assert!(
+            out.contains(
+                "\ndemo/agent: nothing is done until its error is fixed\n  ERROR: \
+                 metadata.annotations[daemonsync.io/waves-by]: Invalid value: \
+                 \"example.com/rack\": no node has this label"
+            ),
+            "{out}"
+        );
+        assert!(!out.contains("WARNING:"), "{out}");
+        assert!(!out.contains("Rollout:"), "{out}");
+        let colored = to_table(
+            &p,
+            &TableOptions {
+                color: true,
+                ..plain()
+            },
+        );
+        assert!(
+            colored.contains("\u{1b}[1m\u{1b}[31mERROR:\u{1b}[0m"),
+            "{colored:?}"
+        );
+    }
+
+    #[test]
+    fn the_shape_names_canary_waves_and_partition() {
+        let shape = |p: Plan| rollout_shape(p.daemonsets[0].rollout.as_ref().unwrap());
+        assert_eq!(
+            shape(canary_plan()),
+            "canary on 2 nodes, then 3 waves by topology.kubernetes.io/zone"
+        );
+        assert_eq!(
+            shape(partition_plan()),
+            "canary on 2 nodes, then 3 waves by topology.kubernetes.io/zone; the partition \
+             holds 2 nodes on the previous revision"
+        );
+        let (d, o) = zoned_rollout(&[("daemonsync.io/canary", "1")], true);
+        assert_eq!(
+            shape(plan_one(&d, &o)),
+            "canary on 1 node, then the other 11 nodes"
         );
     }
 }

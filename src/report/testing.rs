@@ -1,7 +1,7 @@
 //! Small builders for report tests: a known cluster and its plan.
 
 use crate::model::{Labels, Node, OwnerRef, Pod, PodPhase, REVISION_HASH_LABEL, ReadyCondition};
-use crate::plan::{DaemonSetSpec, Desired, Observed, Plan, Policy, plan};
+use crate::plan::{DaemonSetSpec, Desired, Observed, Plan, Policy, RolloutRecord, plan};
 use serde_json::json;
 
 pub(crate) fn now() -> jiff::Timestamp {
@@ -66,6 +66,7 @@ pub(crate) fn pod(ns: &str, ds: &str, node: &str, hash: &str, ready: bool) -> Po
             last_transition: Some("2025-06-01T10:01:00Z".parse().unwrap()),
         }),
         waiting_reason: (!ready).then(|| "CrashLoopBackOff".into()),
+        detail: None,
     }
 }
 
@@ -119,4 +120,150 @@ pub(crate) fn manifest_only_plan() -> Plan {
     );
     let logs = daemonset("infra", "logs", json!({"type": "RollingUpdate"}));
     crate::plan::plan_manifests(&[all, logs], &Policy::default(), now())
+}
+
+/// The node label the zoned rollouts wave by.
+pub(crate) const ZONE: &str = "topology.kubernetes.io/zone";
+
+/// A canary of two nodes, then one wave per zone in the order b, a, c.
+pub(crate) const CANARY_THEN_ZONES: [(&str, &str); 3] = [
+    ("daemonsync.io/canary", "2"),
+    ("daemonsync.io/waves-by", ZONE),
+    ("daemonsync.io/wave-order", "b,a,c"),
+];
+
+/// `demo/agent` rolling from `agent:1` to `agent:2` (maxUnavailable 2) under the rollout
+/// policy `annotations`, on workers a-1..a-4, b-1..b-4 and c-1..c-4 in zones a, b and c, each
+/// running an available pod of `agent:1`; the record names `agent:1` the stable revision
+/// when `stable`. Returns the desired DaemonSet and the observed cluster.
+pub(crate) fn zoned_rollout(annotations: &[(&str, &str)], stable: bool) -> (Desired, Observed) {
+    let mut d = daemonset(
+        "demo",
+        "agent",
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}),
+    );
+    let mut old = d.daemonset.clone();
+    if let Some(c) = old
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+        .and_then(|s| s.containers.first_mut())
+    {
+        c.image = Some("agent:1".into());
+    }
+    let old_rev = DaemonSetSpec::compile(&old).revision;
+    d.daemonset.metadata.annotations = Some(
+        annotations
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    );
+    let mut nodes = Vec::new();
+    let mut pods = Vec::new();
+    for zone in ["a", "b", "c"] {
+        for i in 1..=4 {
+            let mut n = worker(&format!("{zone}-{i}"));
+            n.labels.insert(ZONE.into(), zone.into());
+            pods.push(pod("demo", "agent", &n.name, &old_rev, true));
+            nodes.push(n);
+        }
+    }
+    let rollouts = vec![RolloutRecord {
+        namespace: "demo".into(),
+        name: "agent".into(),
+        stable: stable.then_some(old),
+        ..RolloutRecord::default()
+    }];
+    let observed = Observed {
+        nodes,
+        pods,
+        daemonsets: Vec::new(),
+        rollouts,
+    };
+    (d, observed)
+}
+
+/// The pods on `nodes` run the desired revision, ready and available.
+pub(crate) fn update(o: &mut Observed, d: &Desired, nodes: &[&str]) {
+    let rev = revision(d);
+    o.pods
+        .retain(|p| !nodes.contains(&p.target_node.as_deref().unwrap_or("")));
+    for n in nodes {
+        o.pods.push(pod("demo", "agent", n, &rev, true));
+    }
+}
+
+/// A node of zone `zone` that joined without a pod.
+pub(crate) fn join(o: &mut Observed, name: &str, zone: &str) {
+    let mut n = worker(name);
+    n.labels.insert(ZONE.into(), zone.into());
+    o.nodes.push(n);
+}
+
+/// The plan of one desired DaemonSet against `o`.
+pub(crate) fn plan_one(d: &Desired, o: &Observed) -> Plan {
+    plan(std::slice::from_ref(d), o, &Policy::default(), now())
+}
+
+/// The canary-then-zones rollout as it starts: the canary (a-1, a-2) is being replaced.
+pub(crate) fn canary_plan() -> Plan {
+    let (d, o) = zoned_rollout(&CANARY_THEN_ZONES, true);
+    plan_one(&d, &o)
+}
+
+/// The canary-then-zones rollout at its manual pause after the canary, with a node b-5 that
+/// joined zone b meanwhile (it gets the stable revision).
+pub(crate) fn paused_plan() -> Plan {
+    let (d, mut o) = zoned_rollout(&CANARY_THEN_ZONES, true);
+    update(&mut o, &d, &["a-1", "a-2"]);
+    join(&mut o, "b-5", "b");
+    plan_one(&d, &o)
+}
+
+/// The canary-then-zones rollout with a partition of 2 and a halt threshold of 1, as it
+/// starts: the partition holds the last two nodes of the rollout order (c-3, c-4).
+pub(crate) fn partition_plan() -> Plan {
+    let mut annotations = CANARY_THEN_ZONES.to_vec();
+    annotations.push(("daemonsync.io/partition", "2"));
+    annotations.push(("daemonsync.io/halt-threshold", "1"));
+    let (d, o) = zoned_rollout(&annotations, true);
+    plan_one(&d, &o)
+}
+
+/// The canary-then-zones rollout after the canary, when no stable revision is known, with a
+/// node b-5 that joined zone b: it gets no pod until its wave.
+pub(crate) fn no_stable_plan() -> Plan {
+    let (d, mut o) = zoned_rollout(&CANARY_THEN_ZONES, false);
+    update(&mut o, &d, &["a-1", "a-2"]);
+    join(&mut o, "b-5", "b");
+    plan_one(&d, &o)
+}
+
+/// The canary-then-zones rollout promoted past the canary: the first wave (zone b) runs.
+pub(crate) fn wave_plan() -> Plan {
+    let (d, mut o) = zoned_rollout(&CANARY_THEN_ZONES, true);
+    update(&mut o, &d, &["a-1", "a-2"]);
+    o.rollouts[0].promoted = Some((revision(&d), 0));
+    plan_one(&d, &o)
+}
+
+/// The canary-then-zones rollout once every node runs the new revision.
+pub(crate) fn complete_plan() -> Plan {
+    let (d, mut o) = zoned_rollout(&CANARY_THEN_ZONES, true);
+    let names: Vec<String> = o.nodes.iter().map(|n| n.name.clone()).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    update(&mut o, &d, &names);
+    plan_one(&d, &o)
+}
+
+/// Waves by a label no node carries: an error, and nothing is done.
+pub(crate) fn error_plan() -> Plan {
+    let (d, o) = zoned_rollout(
+        &[
+            ("daemonsync.io/canary", "2"),
+            ("daemonsync.io/waves-by", "example.com/rack"),
+        ],
+        true,
+    );
+    plan_one(&d, &o)
 }
