@@ -30,6 +30,7 @@ pub fn apply_to_json(r: &ApplyReport) -> String {
         steps: usize,
         creates: usize,
         deletes: usize,
+        in_place: usize,
         halted: &'a [String],
         paused: &'a [String],
         awaiting_promotion: &'a [String],
@@ -55,6 +56,7 @@ pub fn apply_to_json(r: &ApplyReport) -> String {
         steps: r.steps,
         creates: r.creates,
         deletes: r.deletes,
+        in_place: r.in_place,
         halted: &r.halted,
         paused: &r.paused,
         awaiting_promotion: &r.awaiting,
@@ -70,6 +72,7 @@ pub fn apply_to_json(r: &ApplyReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::progressive::{Gets, Hold, Paused, StageKind};
     use crate::plan::{DeleteReason, LiveComparison, NodeState, RiskKind, StepPhase};
     use crate::report::testing::known_plan;
     use serde_json::Value;
@@ -239,11 +242,129 @@ mod tests {
 
     #[test]
     fn emitted_plans_conform_to_the_documented_schema() {
-        let manifest_only = crate::report::testing::manifest_only_plan();
+        use crate::report::testing as t;
+        let manifest_only = t::manifest_only_plan();
         for plan in [known_plan(), fleet_plan(), live_plan(), manifest_only] {
             let errors = violations(&emitted(&plan));
             assert!(errors.is_empty(), "{}", errors.join("\n"));
         }
+        // Progressive rollouts: a canary then zones as it starts, at its manual pause with a
+        // node getting the stable revision, promoted into its first wave, complete, with a
+        // partition and a halt threshold, without a stable revision, and in error.
+        let rollouts = [
+            t::canary_plan(),
+            t::paused_plan(),
+            t::wave_plan(),
+            t::complete_plan(),
+            t::partition_plan(),
+            t::no_stable_plan(),
+            t::error_plan(),
+        ];
+        for plan in rollouts {
+            let v = emitted(&plan);
+            let errors = violations(&v);
+            assert!(errors.is_empty(), "{}\n{v:#}", errors.join("\n"));
+            // The schema's `pattern` for the phase, which the validator does not check.
+            if let Some(phase) = v["daemonsets"][0]["rollout"]["phase"].as_str() {
+                let wave = phase
+                    .strip_prefix("Wave ")
+                    .and_then(|kn| kn.split_once('/'))
+                    .is_some_and(|(k, n)| k.parse::<u32>().is_ok() && n.parse::<u32>().is_ok());
+                assert!(
+                    wave || ["Canary", "Paused", "Halted", "Complete"].contains(&phase),
+                    "{phase}"
+                );
+            }
+        }
+    }
+
+    /// The rollout fields as a consumer reads them, in a canary-then-zones rollout at its
+    /// manual pause after the canary, with node b-5 that joined zone b meanwhile.
+    #[test]
+    fn a_rollout_in_json() {
+        let v = emitted(&crate::report::testing::paused_plan());
+        let ds = &v["daemonsets"][0];
+        let r = &ds["rollout"];
+        assert_eq!(r["phase"], "Paused");
+        assert_eq!(
+            r["pause"],
+            serde_json::json!({"reason": "manual", "after": "canary"})
+        );
+        let stages: Vec<(&str, &str, usize, Option<&str>)> = r["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["kind"].as_str().unwrap(),
+                    s["name"].as_str().unwrap(),
+                    s["nodes"].as_array().unwrap().len(),
+                    s["pause"].as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            stages,
+            [
+                ("canary", "canary", 2, Some("manual")),
+                ("wave", "topology.kubernetes.io/zone=b", 5, Some("0")),
+                ("wave", "topology.kubernetes.io/zone=a", 2, Some("0")),
+                ("wave", "topology.kubernetes.io/zone=c", 4, None),
+            ]
+        );
+        assert_eq!(r["stage"], 0);
+        assert!(r["stableRevision"].is_string(), "{r}");
+        assert_eq!(r["haltThreshold"], 0);
+        assert_eq!(r["progress"]["stage"], 0);
+        assert_eq!(r["progress"]["revision"], ds["revision"]);
+        assert!(r.get("partition").is_none(), "omitted without a partition");
+        assert_eq!(ds["step"]["create_stable"], serde_json::json!(["b-5"]));
+        let b5 = ds["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["node"] == "b-5")
+            .unwrap();
+        assert_eq!(
+            b5["rollout"],
+            serde_json::json!({"stage": 1, "hold": "stage", "gets": "stable"})
+        );
+        let a1 = &ds["nodes"][0];
+        assert_eq!(
+            a1["rollout"],
+            serde_json::json!({"stage": 0, "gets": "new"})
+        );
+        let wave_stages: Vec<&Value> = ds["waves"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| &w["stage"])
+            .collect();
+        assert!(wave_stages.iter().all(|s| s.is_u64()), "{wave_stages:?}");
+        assert!(ds.get("errors").is_none(), "omitted when empty");
+
+        // Without a policy none of these fields appear.
+        let plain = emitted(&known_plan());
+        let ds = &plain["daemonsets"][0];
+        for field in ["rollout", "errors"] {
+            assert!(ds.get(field).is_none(), "{field}");
+        }
+        assert!(ds["step"].get("create_stable").is_none());
+        assert!(ds["nodes"][0].get("rollout").is_none());
+        assert!(ds["waves"][0].get("stage").is_none());
+
+        let err = emitted(&crate::report::testing::error_plan());
+        let errors = err["daemonsets"][0]["errors"].as_array().unwrap();
+        assert_eq!(errors.len(), 1);
+        assert!(err["daemonsets"][0].get("rollout").is_none());
+
+        let partition = emitted(&crate::report::testing::partition_plan());
+        let r = &partition["daemonsets"][0]["rollout"];
+        assert_eq!(
+            r["partition"],
+            serde_json::json!({"count": "2", "nodes": ["c-3", "c-4"]})
+        );
+        assert_eq!(r["haltThreshold"], 1);
     }
 
     #[test]
@@ -451,5 +572,60 @@ mod tests {
             assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
         }
         assert_eq!(spelled(&kinds), schema_enum("Risk", "kind"));
+
+        let holds = [Hold::Stage, Hold::Partition, Hold::Aborted];
+        for h in holds {
+            match h {
+                Hold::Stage | Hold::Partition | Hold::Aborted => {}
+            }
+        }
+        assert_eq!(spelled(&holds), schema_enum("NodeRollout", "hold"));
+
+        let gets = [Gets::New, Gets::Stable, Gets::Nothing];
+        for g in gets {
+            match g {
+                Gets::New | Gets::Stable | Gets::Nothing => {}
+            }
+        }
+        assert_eq!(spelled(&gets), schema_enum("NodeRollout", "gets"));
+
+        let stage_kinds = [StageKind::Canary, StageKind::Wave];
+        for k in stage_kinds {
+            match k {
+                StageKind::Canary | StageKind::Wave => {}
+            }
+        }
+        assert_eq!(spelled(&stage_kinds), schema_enum("Stage", "kind"));
+
+        let pauses = [
+            Paused::Manual {
+                after: "canary".into(),
+            },
+            Paused::Until {
+                after: "canary".into(),
+                until: "2025-06-01T12:00:00Z".parse().unwrap(),
+            },
+            Paused::Partition { held: 1 },
+            Paused::Record,
+            Paused::Aborted,
+        ];
+        let mut reasons = BTreeSet::new();
+        for p in &pauses {
+            match p {
+                Paused::Manual { .. }
+                | Paused::Until { .. }
+                | Paused::Partition { .. }
+                | Paused::Record
+                | Paused::Aborted => {}
+            }
+            let v = serde_json::to_value(p).unwrap();
+            reasons.insert(v["reason"].as_str().unwrap().to_string());
+            // Every field of every variant is in the schema.
+            let mut errors = Vec::new();
+            let root = schema();
+            validate(&root, &root["$defs"]["RolloutPause"], &v, "$", &mut errors);
+            assert!(errors.is_empty(), "{}", errors.join("\n"));
+        }
+        assert_eq!(reasons, schema_enum("RolloutPause", "reason"));
     }
 }
