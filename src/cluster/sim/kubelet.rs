@@ -772,7 +772,6 @@ impl Sim {
                 .labels
                 .extend(labels.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
-        self.writes += 1;
         self.probed();
         Ok(())
     }

@@ -44,8 +44,9 @@ fn waiting_message(reason: &str, image: &str) -> String {
     }
 }
 
-/// One entry of `containerStatuses` or `initContainerStatuses`.
-fn container_status(c: &SimContainer, behind_init: bool, node_ready: bool) -> Value {
+/// One entry of `containerStatuses` or `initContainerStatuses` (of a pod with init containers
+/// when `has_init`).
+fn container_status(c: &SimContainer, has_init: bool, node_ready: bool) -> Value {
     let waiting = |reason: &str, message: Option<String>| {
         let mut w = json!({"reason": reason});
         if let Some(m) = message {
@@ -56,7 +57,8 @@ fn container_status(c: &SimContainer, behind_init: bool, node_ready: bool) -> Va
     let mut last = c.last.as_ref().map(terminated);
     let (state, ready, started, image, image_id) = match &c.state {
         ContainerState::Creating => {
-            let reason = if behind_init {
+            // The kubelet's default for a container it has not run yet.
+            let reason = if has_init && c.last.is_none() {
                 "PodInitializing"
             } else {
                 "ContainerCreating"
@@ -224,7 +226,7 @@ impl Sim {
             p.containers
                 .iter()
                 .filter(|c| c.init == init)
-                .map(|c| container_status(c, !init && !init_done, node_ready))
+                .map(|c| container_status(c, has_init, node_ready))
                 .collect()
         };
         if has_init {

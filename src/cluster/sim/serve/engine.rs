@@ -549,7 +549,10 @@ pub fn check_pod_update(
     let mut munged = next["spec"].clone();
     let mut images = Vec::new();
     for list in ["initContainers", "containers"] {
-        let (Some(o), Some(n)) = (old[list].as_array(), munged[list].as_array_mut()) else {
+        let (Some(o), Some(n)) = (
+            old[list].as_array(),
+            munged.get_mut(list).and_then(Value::as_array_mut),
+        ) else {
             continue;
         };
         if o.len() != n.len() {

@@ -30,6 +30,9 @@ pub mod store;
 pub mod tables;
 pub mod world;
 
+#[cfg(test)]
+mod inplace_tests;
+
 pub use faults::{Faults, FaultsError};
 
 use super::Sim;
