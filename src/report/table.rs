@@ -1237,4 +1237,35 @@ demo/agent: delete 2 pods (rolling update); 6 waves projected
             "canary on 1 node, then the other 11 nodes"
         );
     }
+
+    #[test]
+    fn halted_and_aborted_rollouts_say_so() {
+        use crate::report::testing::{CANARY_THEN_ZONES, revision, update};
+        let (d, mut o) = zoned_rollout(&CANARY_THEN_ZONES, true);
+        update(&mut o, &d, &["a-1"]);
+        o.rollouts[0].halted = Some("new pods failed on 2 nodes".into());
+        let out = to_table(&plan_one(&d, &o), &plain());
+        assert!(
+            out.contains(
+                "\n  Rollout: Halted (new pods failed on more nodes than the halt threshold; \
+                 nothing more is replaced until the template changes)\n"
+            ),
+            "{out}"
+        );
+
+        o.rollouts[0].halted = None;
+        o.rollouts[0].aborted = Some(revision(&d));
+        let out = to_table(&plan_one(&d, &o), &plain());
+        assert!(
+            out.contains(
+                "\n  Rollout: Paused (aborted: every node holds where it is; a new commit or \
+                 `daemonsync resume` continues)\n"
+            ),
+            "{out}"
+        );
+        assert!(
+            line_of(&out, "a-2 ").ends_with("; held where it is: the rollout is aborted"),
+            "{out}"
+        );
+    }
 }
