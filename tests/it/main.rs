@@ -20,6 +20,7 @@ mod rbac;
 mod revision;
 mod rollout_cli;
 mod serve_http;
+mod serve_inplace;
 mod serve_kube;
 mod serve_kubectl;
 mod serve_support;
