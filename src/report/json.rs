@@ -318,7 +318,7 @@ mod tests {
         assert_eq!(r["progress"]["stage"], 0);
         assert_eq!(r["progress"]["revision"], ds["revision"]);
         assert!(r.get("partition").is_none(), "omitted without a partition");
-        assert_eq!(ds["step"]["create_stable"], serde_json::json!(["b-5"]));
+        assert_eq!(ds["step"]["createStable"], serde_json::json!(["b-5"]));
         let b5 = ds["nodes"]
             .as_array()
             .unwrap()
@@ -349,7 +349,7 @@ mod tests {
         for field in ["rollout", "errors"] {
             assert!(ds.get(field).is_none(), "{field}");
         }
-        assert!(ds["step"].get("create_stable").is_none());
+        assert!(ds["step"].get("createStable").is_none());
         assert!(ds["nodes"][0].get("rollout").is_none());
         assert!(ds["waves"][0].get("stage").is_none());
 
