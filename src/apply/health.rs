@@ -106,7 +106,13 @@ impl Health {
                         .push(entry("node problem: the node is NotReady".into()));
                     continue;
                 }
-                let created = pod.creation_timestamp.unwrap_or(now);
+                // An in-place update is judged from when it began, not from the pod's birth.
+                let created = pod
+                    .creation_timestamp
+                    .into_iter()
+                    .chain(pod.detail.as_ref().and_then(|d| d.updating_since()))
+                    .max()
+                    .unwrap_or(now);
                 let expires = crate::model::later(created, deadline);
                 if expires <= now {
                     let reason = match &pod.waiting_reason {

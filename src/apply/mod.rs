@@ -19,7 +19,9 @@ pub use health::{FailedNode, Health};
 use crate::cluster::{
     Cluster, ClusterError, ClusterState, Event, EventType, RecordSource, RecordStatus,
 };
-use crate::model::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, Timestamp};
+use crate::model::{
+    IN_PLACE_READY_CONDITION, MANAGED_BY_LABEL, MANAGED_BY_VALUE, REVISION_HASH_LABEL, Timestamp,
+};
 use crate::plan::{self, DaemonSetSpec, Desired, NodeState, Plan, Policy};
 use jiff::SignedDuration;
 use std::collections::{BTreeMap, BTreeSet};
@@ -120,6 +122,8 @@ pub struct ApplyReport {
     pub creates: usize,
     /// Pods deleted.
     pub deletes: usize,
+    /// Pods updated in place.
+    pub in_place: usize,
     /// Nodes whose new pod failed (the reason the rollout halted).
     pub failed: Vec<FailedNode>,
     /// Nodes that are NotReady themselves: not evidence against the new version.
@@ -142,7 +146,7 @@ pub struct ApplyReport {
 pub struct Write {
     /// Cluster time of the step that made it.
     pub time: Timestamp,
-    /// `create` or `delete`.
+    /// `create`, `delete` or `in-place` (images patched into a running pod).
     pub verb: &'static str,
     /// `namespace/name` of the DaemonSet.
     pub daemonset: String,
@@ -633,6 +637,7 @@ pub async fn apply<C: Cluster>(
             steps: counts.steps,
             creates: counts.creates,
             deletes: counts.deletes,
+            in_place: counts.in_place,
             failed: a.health.failed.clone(),
             node_problems: a.health.node_problems.clone(),
             halted: a.halted_names(),
@@ -810,6 +815,76 @@ struct Counts {
     steps: usize,
     creates: usize,
     deletes: usize,
+    in_place: usize,
+}
+
+/// Updates one pod in place: its readiness gate goes False (so Services stop routing to it)
+/// before its images and revision label are patched, on the condition that it is still the
+/// pod the plan saw.
+async fn update_in_place<C: Cluster>(
+    cluster: &mut C,
+    state: &ClusterState,
+    revision: &str,
+    u: &plan::InPlaceUpdate,
+) -> Result<(), ClusterError> {
+    let pod = state
+        .observed
+        .pods
+        .iter()
+        .find(|p| p.namespace == u.namespace && p.name == u.name);
+    let Some(detail) = pod.and_then(|p| p.detail.as_deref()) else {
+        return Err(ClusterError::Rejected(format!(
+            "pod {}/{} cannot be updated in place: its spec was not observed",
+            u.namespace, u.name
+        )));
+    };
+    let mut images = Vec::new();
+    for change in &u.images {
+        let list = if change.init {
+            &detail.init_containers
+        } else {
+            &detail.containers
+        };
+        let Some(index) = list.iter().position(|c| *c == change.container) else {
+            return Err(ClusterError::Rejected(format!(
+                "pod {}/{} has no container {}: it is recreated instead",
+                u.namespace, u.name, change.container
+            )));
+        };
+        images.push((
+            change.init,
+            index,
+            change.container.clone(),
+            change.to.clone(),
+        ));
+    }
+    // Each write is conditional on the pod being the one planned: the gate on the observed
+    // resourceVersion, the patch on the one the gate's write left.
+    // Set on every pod, gated or not: its transition time is when the update began, which the
+    // progress deadline is measured from, and the gate opens again once the pod is ready.
+    let mut resource_version = detail.resource_version.clone();
+    {
+        let after = cluster
+            .set_pod_condition(
+                &u.namespace,
+                &u.name,
+                IN_PLACE_READY_CONDITION,
+                false,
+                Some(&resource_version),
+            )
+            .await?;
+        if !after.is_empty() {
+            resource_version = after;
+        }
+    }
+    let patch = crate::cluster::ImagePatch {
+        resource_version,
+        images,
+        labels: [(REVISION_HASH_LABEL.to_string(), revision.to_string())].into(),
+    };
+    cluster
+        .patch_pod_images(&u.namespace, &u.name, &patch)
+        .await
 }
 
 enum Executed {
@@ -830,7 +905,7 @@ async fn execute<C: Cluster>(
 ) -> Result<Executed, ClusterError> {
     let interrupted = |counts: &Counts| {
         opts.stop_after_writes
-            .is_some_and(|n| counts.creates + counts.deletes >= n)
+            .is_some_and(|n| counts.creates + counts.deletes + counts.in_place >= n)
     };
     let mut first_error = None;
     for ds in active_steps(a) {
@@ -886,6 +961,48 @@ async fn execute<C: Cluster>(
         };
         let (mut created, mut deleted, mut failed_pods) = (Vec::new(), Vec::new(), Vec::new());
         let mut create_error = None;
+        // Readiness gates of pods whose containers all run their images and are ready.
+        for g in &ds.step.open_gates {
+            match cluster
+                .set_pod_condition(&g.namespace, &g.name, IN_PLACE_READY_CONDITION, true, None)
+                .await
+            {
+                Ok(_) | Err(ClusterError::NotFound { .. }) => {}
+                Err(e) => {
+                    let stop = e.stops_step();
+                    keep_forbidden(&mut first_error, e);
+                    if stop {
+                        break;
+                    }
+                }
+            }
+        }
+        let mut updated = Vec::new();
+        for u in &ds.step.in_place {
+            if first_error.as_ref().is_some_and(ClusterError::stops_step) {
+                break;
+            }
+            match update_in_place(cluster, state, &ds.revision, u).await {
+                Ok(()) => {
+                    counts.in_place += 1;
+                    let from = revision_of(&u.name);
+                    log.push(
+                        "in-place",
+                        &daemonset,
+                        &u.name,
+                        &u.node,
+                        ds.revision.clone(),
+                        &phase,
+                    );
+                    updated.push(format!("{} ({from} to {})", u.name, ds.revision));
+                }
+                Err(ClusterError::NotFound { .. }) => {}
+                Err(e) => keep_forbidden(&mut first_error, e),
+            }
+            if interrupted(counts) {
+                return Ok(Executed::Interrupted);
+            }
+        }
         for d in &ds.step.delete {
             match cluster.delete_pod(&d.namespace, &d.name).await {
                 Ok(()) | Err(ClusterError::NotFound { .. }) => {
@@ -993,6 +1110,12 @@ async fn execute<C: Cluster>(
                 "SuccessfulCreate",
                 "created pod(s)",
                 created,
+            ),
+            (
+                EventType::Normal,
+                "SuccessfulUpdate",
+                "updated pod(s) in place",
+                updated,
             ),
             (
                 EventType::Warning,

@@ -697,6 +697,32 @@ impl Cluster for Faulty {
     async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {
         self.sim.wait_for_change(deadline).await
     }
+    async fn patch_pod_images(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        patch: &crate::cluster::ImagePatch,
+    ) -> Result<(), ClusterError> {
+        self.sim.patch_pod_images(namespace, name, patch).await
+    }
+    async fn set_pod_condition(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        condition: &str,
+        status: bool,
+        resource_version: Option<&str>,
+    ) -> Result<String, ClusterError> {
+        Cluster::set_pod_condition(
+            &mut self.sim,
+            namespace,
+            name,
+            condition,
+            status,
+            resource_version,
+        )
+        .await
+    }
 }
 
 #[test]

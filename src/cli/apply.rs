@@ -337,10 +337,13 @@ pub(crate) fn render_report(
         clock(r.elapsed()),
         if simulated { " (simulated)" } else { "" }
     );
-    let totals = format!(
+    let mut totals = format!(
         "{} step(s), {} pod(s) created, {} deleted",
         r.steps, r.creates, r.deletes
     );
+    if r.in_place > 0 {
+        totals.push_str(&format!(", {} updated in place", r.in_place));
+    }
     let summary = match r.outcome {
         Outcome::Converged => format!("Converged in {time}: {totals}."),
         Outcome::DryRun => "Dry run: nothing was written; the table shows the current state and \

@@ -263,12 +263,45 @@ pub trait Cluster: Send {
     fn emit_event(&mut self, event: Event)
     -> impl Future<Output = Result<(), ClusterError>> + Send;
 
+    /// Updates a pod in place: its container images and labels, on the condition that it is
+    /// still at `patch.resource_version` (a JSON patch with a `test` of the resourceVersion
+    /// on a live cluster). [`ClusterError::Rejected`] when the pod changed meanwhile.
+    fn patch_pod_images(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        patch: &ImagePatch,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send;
+
+    /// Sets a condition in a pod's status (the `pods/status` subresource): daemonsync's
+    /// readiness gate. With `resource_version`, only while the pod is still at it. Returns
+    /// the pod's resourceVersion after the write (empty when the backend does not say).
+    fn set_pod_condition(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        condition: &str,
+        status: bool,
+        resource_version: Option<&str>,
+    ) -> impl Future<Output = Result<String, ClusterError>> + Send;
+
     /// Waits until something changes (a watch event; the sim's next scheduled event) or until
     /// `deadline`. Returns `true` when something changed, `false` when the deadline passed.
     fn wait_for_change(
         &mut self,
         deadline: Timestamp,
     ) -> impl Future<Output = Result<bool, ClusterError>> + Send;
+}
+
+/// An in-place update of one pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImagePatch {
+    /// The resourceVersion the pod must still have.
+    pub resource_version: String,
+    /// The images, by container: (init container, index in its list, name, new image).
+    pub images: Vec<(bool, usize, String, String)>,
+    /// Labels set with them (the new `controller-revision-hash`).
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 /// A snapshot as a cluster: reads only; every write is refused.
@@ -324,6 +357,26 @@ impl Cluster for SnapshotCluster {
 
     async fn emit_event(&mut self, event: Event) -> Result<(), ClusterError> {
         Self::refuse(format!("event {} on {}", event.reason, event.name))
+    }
+
+    async fn patch_pod_images(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        _patch: &ImagePatch,
+    ) -> Result<(), ClusterError> {
+        Self::refuse(format!("update pod {namespace}/{name} in place"))
+    }
+
+    async fn set_pod_condition(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        condition: &str,
+        _status: bool,
+        _resource_version: Option<&str>,
+    ) -> Result<String, ClusterError> {
+        Self::refuse(format!("set {condition} on pod {namespace}/{name}"))
     }
 
     async fn wait_for_change(&mut self, _deadline: Timestamp) -> Result<bool, ClusterError> {

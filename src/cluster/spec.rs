@@ -4,7 +4,8 @@ use super::kube::{KubeCluster, KubeOptions};
 use super::sim::Sim;
 use super::snapshot::load_snapshot;
 use super::{
-    Cluster, ClusterError, ClusterState, Event, RecordSource, RecordStatus, SnapshotCluster,
+    Cluster, ClusterError, ClusterState, Event, ImagePatch, RecordSource, RecordStatus,
+    SnapshotCluster,
 };
 use crate::model::Timestamp;
 use crate::plan::Observed;
@@ -218,6 +219,54 @@ impl Cluster for AnyCluster {
 
     async fn emit_event(&mut self, event: Event) -> Result<(), ClusterError> {
         forward!(self, c => c.emit_event(event))
+    }
+
+    async fn patch_pod_images(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        patch: &ImagePatch,
+    ) -> Result<(), ClusterError> {
+        forward!(self, c => c.patch_pod_images(namespace, name, patch))
+    }
+
+    async fn set_pod_condition(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        condition: &str,
+        status: bool,
+        resource_version: Option<&str>,
+    ) -> Result<String, ClusterError> {
+        // Spelled out: the sim's inherent method of the same name would shadow the trait's.
+        match self {
+            AnyCluster::Snapshot(c) => {
+                Cluster::set_pod_condition(c, namespace, name, condition, status, resource_version)
+                    .await
+            }
+            AnyCluster::Sim(c) => {
+                Cluster::set_pod_condition(
+                    &mut **c,
+                    namespace,
+                    name,
+                    condition,
+                    status,
+                    resource_version,
+                )
+                .await
+            }
+            AnyCluster::Kube(c) => {
+                Cluster::set_pod_condition(
+                    &mut **c,
+                    namespace,
+                    name,
+                    condition,
+                    status,
+                    resource_version,
+                )
+                .await
+            }
+        }
     }
 
     async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {

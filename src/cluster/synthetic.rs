@@ -363,6 +363,7 @@ impl DsKind {
                 last_transition: ready_since,
             }),
             waiting_reason: (state == PodState::NotReady).then(|| "CrashLoopBackOff".into()),
+            detail: None,
         }
     }
 }
@@ -415,6 +416,7 @@ fn other_controller_pod(
             last_transition: Timestamp::from_second(now.as_second() - 500).ok(),
         }),
         waiting_reason: None,
+        detail: None,
     }
 }
 

@@ -28,6 +28,59 @@ pub struct Pod {
     /// Why a container is waiting or failing (`CrashLoopBackOff`, `ImagePullBackOff`, …), for
     /// reports.
     pub waiting_reason: Option<String>,
+    /// What updating the pod in place needs (a live pod's; snapshots leave it out).
+    pub detail: Option<Box<PodDetail>>,
+}
+
+/// The readiness gate daemonsync gives pods it may update in place: False from just before
+/// an in-place patch until every container runs its new image and is ready.
+pub const IN_PLACE_READY_CONDITION: &str = "daemonsync.io/in-place-update-ready";
+
+/// What updating a live pod in place needs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PodDetail {
+    /// `metadata.resourceVersion`: the precondition of an in-place patch.
+    pub resource_version: String,
+    /// `spec.containers[*].name`, in order (a JSON patch addresses them by index).
+    pub containers: Vec<String>,
+    /// `spec.initContainers[*].name`, in order.
+    pub init_containers: Vec<String>,
+    /// `spec.readinessGates` names [`IN_PLACE_READY_CONDITION`].
+    pub has_gate: bool,
+    /// That condition's status, if set (daemonsync sets it on every pod it updates in place,
+    /// gated or not).
+    pub gate: Option<bool>,
+    /// When that condition last changed: when an in-place update began, while False.
+    pub gate_since: Option<Timestamp>,
+    /// Some container status reports another image than its spec names (a container still
+    /// running the image it had before an in-place patch).
+    pub image_mismatch: bool,
+    /// Every container reports ready, running its spec's image.
+    pub containers_ready: bool,
+}
+
+impl PodDetail {
+    /// Whether the pod is held unavailable for an in-place update: its gate is False, or a
+    /// container does not run its spec's image yet.
+    pub fn updating(&self) -> bool {
+        self.gate == Some(false) || self.image_mismatch
+    }
+
+    /// When its in-place update began, while one is under way.
+    pub fn updating_since(&self) -> Option<Timestamp> {
+        (self.gate == Some(false))
+            .then_some(self.gate_since)
+            .flatten()
+    }
+}
+
+/// Images as the kubelet reports them may carry the default registry the spec left out.
+fn same_image(spec: &str, status: &str) -> bool {
+    let short = |s: &str| {
+        let s = s.strip_prefix("docker.io/").unwrap_or(s);
+        s.strip_prefix("library/").unwrap_or(s).to_string()
+    };
+    spec == status || short(spec) == short(status)
 }
 
 /// An ownerReference, reduced to what ownership decisions need.
@@ -175,6 +228,61 @@ impl Pod {
                         .or_else(|| st.terminated.as_ref().and_then(|t| t.reason.clone()))
                 })
         });
+        let detail = spec.map(|spec| {
+            let images: std::collections::BTreeMap<&str, &str> = spec
+                .containers
+                .iter()
+                .chain(spec.init_containers.iter().flatten())
+                .map(|c| (c.name.as_str(), c.image.as_deref().unwrap_or_default()))
+                .collect();
+            let statuses: Vec<_> = status
+                .and_then(|s| s.container_statuses.as_ref())
+                .into_iter()
+                .flatten()
+                .collect();
+            let image_mismatch = status
+                .into_iter()
+                .flat_map(|s| {
+                    s.container_statuses
+                        .iter()
+                        .chain(s.init_container_statuses.iter())
+                        .flatten()
+                })
+                .any(|cs| {
+                    images
+                        .get(cs.name.as_str())
+                        .is_some_and(|want| !cs.image.is_empty() && !same_image(want, &cs.image))
+                });
+            let gate = status
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.type_ == IN_PLACE_READY_CONDITION));
+            Box::new(PodDetail {
+                resource_version: meta.resource_version.clone().unwrap_or_default(),
+                containers: spec.containers.iter().map(|c| c.name.clone()).collect(),
+                init_containers: spec
+                    .init_containers
+                    .iter()
+                    .flatten()
+                    .map(|c| c.name.clone())
+                    .collect(),
+                has_gate: spec
+                    .readiness_gates
+                    .iter()
+                    .flatten()
+                    .any(|g| g.condition_type == IN_PLACE_READY_CONDITION),
+                gate: gate.map(|c| c.status == "True"),
+                gate_since: gate.and_then(|c| c.last_transition_time.as_ref().map(|t| t.0)),
+                image_mismatch,
+                containers_ready: !statuses.is_empty()
+                    && statuses.len() == spec.containers.len()
+                    && statuses.iter().all(|cs| {
+                        cs.ready
+                            && images
+                                .get(cs.name.as_str())
+                                .is_some_and(|want| same_image(want, &cs.image))
+                    }),
+            })
+        });
         Pod {
             namespace: meta.namespace.clone().unwrap_or_default(),
             name: meta.name.clone().unwrap_or_default(),
@@ -189,6 +297,7 @@ impl Pod {
             deletion_timestamp: meta.deletion_timestamp.as_ref().map(|t| t.0),
             ready,
             waiting_reason,
+            detail,
         }
     }
 }

@@ -194,7 +194,8 @@ mod tests {
 
     #[test]
     fn every_other_field_forces_a_recreate_and_is_named() {
-        let cases: Vec<(Box<dyn FnOnce(&mut Value)>, &str)> = vec![
+        type Edit = Box<dyn FnOnce(&mut Value)>;
+        let cases: Vec<(Edit, &str)> = vec![
             (
                 Box::new(|p| p["containers"][0]["env"][0]["value"] = json!("2")),
                 "spec.template.spec.containers[0].env[0].value",

@@ -281,6 +281,7 @@ pub enum StepPhase {
 
 /// The actions of the next reconcile step.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Step {
     /// Where the actions come from.
     pub phase: StepPhase,
@@ -294,6 +295,21 @@ pub struct Step {
     /// Pods whose images are patched in place.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub in_place: Vec<InPlaceUpdate>,
+    /// Pods whose containers all run their images and are ready while daemonsync's readiness
+    /// gate is not True yet: the gate opens.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub open_gates: Vec<PodRef>,
+}
+
+/// A pod, by namespace, name and node.
+#[derive(Debug, Clone, Serialize)]
+pub struct PodRef {
+    /// Pod namespace.
+    pub namespace: String,
+    /// Pod name.
+    pub name: String,
+    /// The node it is on.
+    pub node: Name,
 }
 
 impl Step {
@@ -303,6 +319,7 @@ impl Step {
             && self.create_stable.is_empty()
             && self.delete.is_empty()
             && self.in_place.is_empty()
+            && self.open_gates.is_empty()
     }
 }
 
@@ -538,7 +555,10 @@ impl<'a> Context<'a> {
         });
         let (phase, mut actions) = match &frozen {
             Some(why) => {
-                warnings.push(why.clone());
+                // Errors are reported as errors, not repeated as a warning.
+                if errors.is_empty() {
+                    warnings.push(why.clone());
+                }
                 (StepPhase::None, Actions::default())
             }
             None => {
@@ -650,6 +670,11 @@ impl<'a> Context<'a> {
                     }
                 })
                 .collect(),
+            open_gates: if frozen.is_some() {
+                Vec::new()
+            } else {
+                self.gates_to_open(&slots)
+            },
             delete: actions
                 .delete
                 .iter()
@@ -915,6 +940,25 @@ impl<'a> Context<'a> {
             .rollouts
             .iter()
             .find(|r| r.namespace == ns && r.name == name)
+    }
+
+    /// Pods whose readiness gate can open: every container runs its image and is ready.
+    fn gates_to_open(&self, slots: &[Slot]) -> Vec<PodRef> {
+        slots
+            .iter()
+            .flat_map(|s| s.pods.iter().map(move |p| (s, p)))
+            .filter(|(_, p)| !p.terminating && p.id < pods::SYNTHETIC)
+            .filter_map(|(s, p)| {
+                let pod = self.pod(p.id)?;
+                let d = pod.detail.as_ref()?;
+                let closed = d.gate == Some(false) || (d.has_gate && d.gate.is_none());
+                (closed && d.containers_ready && !d.image_mismatch).then(|| PodRef {
+                    namespace: pod.namespace.clone(),
+                    name: pod.name.clone(),
+                    node: self.slot_name(s),
+                })
+            })
+            .collect()
     }
 
     fn pod(&self, id: u32) -> Option<&'a Pod> {

@@ -129,6 +129,9 @@ impl PodInfo {
     pub(crate) fn new(pod: &Pod, id: u32, ds: &DaemonSetSpec, now: Timestamp) -> Self {
         let hash_current = pod.revision_hash() == Some(ds.revision.as_str());
         let updated = hash_current || is_pod_updated(pod, "", ds.template_generation);
+        // A pod restarting on new images (in place) is neither ready nor available, whatever
+        // its Ready condition still says.
+        let updating = pod.detail.as_ref().is_some_and(|d| d.updating());
         PodInfo {
             id,
             terminating: pod.is_terminating(),
@@ -136,8 +139,8 @@ impl PodInfo {
             bound: pod.node_name.is_some(),
             hash_current,
             updated,
-            ready: pod.is_ready(),
-            available: pod.is_available(ds.min_ready_seconds, now),
+            ready: pod.is_ready() && !updating,
+            available: pod.is_available(ds.min_ready_seconds, now) && !updating,
         }
     }
 

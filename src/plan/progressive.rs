@@ -463,8 +463,8 @@ impl RolloutRecord {
 pub struct Stage {
     /// `canary`, `wave`.
     pub kind: StageKind,
-    /// `canary`, or the wave's label value (`(unlabelled)` for nodes without the label, `all`
-    /// for the single wave of a canary without waves).
+    /// `canary`; for a wave, `LABEL=VALUE`, `LABEL unset` for the nodes without the label, or
+    /// `all` for the single wave of a policy without `waves-by`.
     pub name: String,
     /// Its nodes, in rollout order; the partition's nodes are not among them.
     pub nodes: Vec<Name>,

@@ -456,6 +456,30 @@ impl Cluster for Gated<'_, '_> {
         result
     }
 
+    async fn patch_pod_images(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        patch: &crate::cluster::ImagePatch,
+    ) -> Result<(), ClusterError> {
+        self.gate.check()?;
+        self.inner.patch_pod_images(namespace, name, patch).await
+    }
+
+    async fn set_pod_condition(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        condition: &str,
+        status: bool,
+        resource_version: Option<&str>,
+    ) -> Result<String, ClusterError> {
+        self.gate.check()?;
+        self.inner
+            .set_pod_condition(namespace, name, condition, status, resource_version)
+            .await
+    }
+
     async fn ensure_record(
         &mut self,
         daemonset: &DaemonSet,

@@ -12,6 +12,14 @@ use daemonsync::model::{Node, Pod};
 use serde_json::{Value, json};
 use std::path::Path;
 
+/// A pod as a snapshot keeps it: what only an in-place write needs (`detail`) is left out.
+fn planned(pod: &k8s_openapi::api::core::v1::Pod) -> Pod {
+    Pod {
+        detail: None,
+        ..Pod::from_k8s(pod)
+    }
+}
+
 /// The observed nodes and pods as the full API objects convert to them.
 fn through_api_objects(list: &Value) -> (Vec<Node>, Vec<Pod>) {
     let mut nodes = Vec::new();
@@ -21,9 +29,7 @@ fn through_api_objects(list: &Value) -> (Vec<Node>, Vec<Pod>) {
             "Node" => nodes.push(Node::from_k8s(
                 &serde_json::from_value(item.clone()).unwrap(),
             )),
-            "Pod" => pods.push(Pod::from_k8s(
-                &serde_json::from_value(item.clone()).unwrap(),
-            )),
+            "Pod" => pods.push(planned(&serde_json::from_value(item.clone()).unwrap())),
             _ => {}
         }
     }
@@ -99,7 +105,7 @@ fn every_field_the_planner_reads_matches_the_full_objects_conversion() {
     let dir = tempfile::tempdir().unwrap();
     let list = odd_objects();
     let (nodes, mut pods) = through_api_objects(&list);
-    pods.push(Pod::from_k8s(
+    pods.push(planned(
         &serde_json::from_value(list["items"][8]["items"][0].clone()).unwrap(),
     ));
     let json_path = write(

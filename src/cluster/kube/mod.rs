@@ -84,6 +84,8 @@ pub struct KubeOptions {
 struct Expectations {
     creates: Vec<Key>,
     deletes: Vec<(Key, String)>,
+    /// Pods updated in place, with the resourceVersion they had before.
+    updates: Vec<(Key, String)>,
 }
 
 /// A live cluster.
@@ -450,11 +452,15 @@ impl KubeCluster {
         let cache = Arc::clone(&self.cache);
         let creates = std::mem::take(&mut self.expected.creates);
         let deletes = std::mem::take(&mut self.expected.deletes);
-        if creates.is_empty() && deletes.is_empty() {
+        let updates = std::mem::take(&mut self.expected.updates);
+        if creates.is_empty() && deletes.is_empty() && updates.is_empty() {
             return;
         }
         let met = move |s: &cache::State| {
             creates.iter().all(|k| s.pod(k).is_some())
+                && updates
+                    .iter()
+                    .all(|(k, rv)| s.pod(k).is_none_or(|p| &p.resource_version != rv))
                 && deletes.iter().all(|(k, uid)| {
                     s.pod(k)
                         .is_none_or(|p| &p.uid != uid || p.pod.deletion_timestamp.is_some())
@@ -716,6 +722,42 @@ impl Cluster for KubeCluster {
         Ok(())
     }
 
+    async fn patch_pod_images(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        patch: &crate::cluster::ImagePatch,
+    ) -> Result<(), ClusterError> {
+        let key = (namespace.to_string(), name.to_string());
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let target = self.target.clone();
+        let (n, p) = (name.to_string(), patch.clone());
+        self.run(async move { requests::patch_pod_images(&api, &n, &p, &target).await })
+            .await?;
+        self.expected
+            .updates
+            .push((key, patch.resource_version.clone()));
+        Ok(())
+    }
+
+    async fn set_pod_condition(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        condition: &str,
+        status: bool,
+        resource_version: Option<&str>,
+    ) -> Result<String, ClusterError> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let target = self.target.clone();
+        let (n, c) = (name.to_string(), condition.to_string());
+        let rv = resource_version.map(str::to_string);
+        self.run(async move {
+            requests::set_pod_condition(&api, &n, &c, status, rv.as_deref(), &target).await
+        })
+        .await
+    }
+
     async fn write_status(
         &mut self,
         namespace: &str,
@@ -858,6 +900,93 @@ pub mod requests {
             Err(e) if is_code(&e, 409) => Err(ClusterError::Rejected(format!(
                 "pod {namespace}/{name} changed since it was observed (delete precondition \
                  failed); the next step re-plans"
+            ))),
+            Err(e) => Err(refused(target, "", &e)),
+        }
+    }
+
+    /// Updates a pod in place: a JSON patch that tests the resourceVersion, then replaces the
+    /// images and sets the labels, so that a pod changed since it was planned is refused.
+    pub async fn patch_pod_images(
+        api: &Api<Pod>,
+        name: &str,
+        patch: &crate::cluster::ImagePatch,
+        target: &Target,
+    ) -> Result<(), ClusterError> {
+        let escape = |k: &str| k.replace('~', "~0").replace('/', "~1");
+        let mut ops = vec![serde_json::json!({
+            "op": "test", "path": "/metadata/resourceVersion", "value": patch.resource_version
+        })];
+        for (init, index, _, image) in &patch.images {
+            let list = if *init {
+                "initContainers"
+            } else {
+                "containers"
+            };
+            ops.push(serde_json::json!({
+                "op": "replace", "path": format!("/spec/{list}/{index}/image"), "value": image
+            }));
+        }
+        for (k, v) in &patch.labels {
+            ops.push(serde_json::json!({
+                "op": "add", "path": format!("/metadata/labels/{}", escape(k)), "value": v
+            }));
+        }
+        let ops: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(ops))
+            .map_err(|e| ClusterError::Backend(format!("building the in-place patch: {e}")))?;
+        let params = PatchParams {
+            field_manager: Some(target.field_manager.clone()),
+            ..PatchParams::default()
+        };
+        match api.patch(name, &params, &Patch::Json::<()>(ops)).await {
+            Ok(_) => Ok(()),
+            Err(e) if is_code(&e, 404) => Err(ClusterError::NotFound {
+                kind: "pod",
+                namespace: api.namespace().unwrap_or_default().to_string(),
+                name: name.into(),
+            }),
+            Err(e) if is_code(&e, 409) || is_code(&e, 422) => Err(ClusterError::Rejected(format!(
+                "pod {name} changed since it was planned; the next step re-plans{}",
+                describe(target, &e)
+            ))),
+            Err(e) => Err(refused(target, "", &e)),
+        }
+    }
+
+    /// Sets a condition of a pod through the `pods/status` subresource (a strategic merge
+    /// patch: conditions merge by type).
+    pub async fn set_pod_condition(
+        api: &Api<Pod>,
+        name: &str,
+        condition: &str,
+        status: bool,
+        resource_version: Option<&str>,
+        target: &Target,
+    ) -> Result<String, ClusterError> {
+        let mut patch = serde_json::json!({"status": {"conditions": [{
+            "type": condition,
+            "status": if status { "True" } else { "False" },
+            "lastTransitionTime": jiff::Timestamp::now().to_string(),
+        }]}});
+        // A resourceVersion in a patch is a precondition: 409 when the pod moved on.
+        if let Some(rv) = resource_version {
+            patch["metadata"] = serde_json::json!({"resourceVersion": rv});
+        }
+        let params = PatchParams {
+            field_manager: Some(target.field_manager.clone()),
+            ..PatchParams::default()
+        };
+        let patch = Patch::Strategic(patch);
+        match with_retries(|| api.patch_status(name, &params, &patch)).await {
+            Ok(pod) => Ok(pod.metadata.resource_version.unwrap_or_default()),
+            Err(e) if is_code(&e, 404) => Err(ClusterError::NotFound {
+                kind: "pod",
+                namespace: api.namespace().unwrap_or_default().to_string(),
+                name: name.into(),
+            }),
+            Err(e) if is_code(&e, 409) => Err(ClusterError::Rejected(format!(
+                "pod {name} changed since it was planned; the next step re-plans{}",
+                describe(target, &e)
             ))),
             Err(e) => Err(refused(target, "", &e)),
         }

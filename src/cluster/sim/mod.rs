@@ -78,6 +78,34 @@ pub(crate) struct SimContainer {
     pub(crate) last: Option<Ran>,
 }
 
+impl SimPod {
+    /// The pod as a live backend observes it, with what an in-place update needs.
+    fn observed(&self) -> Pod {
+        let names = |init: bool| {
+            self.containers
+                .iter()
+                .filter(|c| c.init == init)
+                .map(|c| c.name.clone())
+                .collect()
+        };
+        let gate = crate::model::IN_PLACE_READY_CONDITION;
+        Pod {
+            detail: Some(Box::new(crate::model::PodDetail {
+                resource_version: self.rv.to_string(),
+                containers: names(false),
+                init_containers: names(true),
+                has_gate: self.gates.iter().any(|g| g == gate),
+                gate: self.conditions.get(gate).map(|(status, _)| *status),
+                gate_since: self.conditions.get(gate).map(|(_, since)| *since),
+                // The simulated kubelet restarts a container the moment its image changes.
+                image_mismatch: false,
+                containers_ready: self.containers_ready.is_some_and(|(ready, _)| ready),
+            })),
+            ..self.pod.clone()
+        }
+    }
+}
+
 /// The state of a simulated container.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ContainerState {
@@ -295,7 +323,7 @@ impl Sim {
     pub fn observed(&self) -> Observed {
         Observed {
             nodes: self.nodes.values().cloned().collect(),
-            pods: self.pods.values().map(|p| p.pod.clone()).collect(),
+            pods: self.pods.values().map(SimPod::observed).collect(),
             daemonsets: Vec::new(),
             rollouts: self.records().iter().map(Record::rollout_record).collect(),
         }
@@ -620,6 +648,51 @@ impl Cluster for Sim {
 
     async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {
         Ok(self.advance(deadline))
+    }
+
+    async fn patch_pod_images(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        patch: &crate::cluster::ImagePatch,
+    ) -> Result<(), ClusterError> {
+        let images: Vec<(String, String)> = patch
+            .images
+            .iter()
+            .map(|(_, _, container, image)| (container.clone(), image.clone()))
+            .collect();
+        self.patch_pod(
+            namespace,
+            name,
+            Some(&patch.resource_version),
+            &images,
+            &patch.labels,
+        )?;
+        self.writes += 1;
+        self.probed();
+        Ok(())
+    }
+
+    async fn set_pod_condition(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        condition: &str,
+        status: bool,
+        resource_version: Option<&str>,
+    ) -> Result<String, ClusterError> {
+        if let Some(rv) = resource_version
+            && self.pod_resource_version(namespace, name).as_deref() != Some(rv)
+        {
+            return Err(ClusterError::Rejected(format!(
+                "pod {namespace}/{name} changed since resourceVersion {rv}"
+            )));
+        }
+        Sim::set_pod_condition(self, namespace, name, condition, status)?;
+        self.probed();
+        Ok(self
+            .pod_resource_version(namespace, name)
+            .unwrap_or_default())
     }
 }
 
