@@ -146,7 +146,8 @@ pub struct ApplyReport {
 pub struct Write {
     /// Cluster time of the step that made it.
     pub time: Timestamp,
-    /// `create`, `delete` or `in-place` (images patched into a running pod).
+    /// `create`, `delete`, `in-place` (images patched into a running pod), `pre-pull` (a pod
+    /// pulling a node's new images before its turn) or `pre-pull-cleanup` (its removal).
     pub verb: &'static str,
     /// `namespace/name` of the DaemonSet.
     pub daemonset: String,
@@ -337,6 +338,20 @@ pub fn assess<'d>(
             .entry((f.namespace.clone(), f.daemonset.clone()))
             .or_default() += 1;
     }
+    // A pre-pull that fails on a Ready node halts its DaemonSet before any daemon pod is
+    // touched: the image cannot be pulled.
+    let mut health = health;
+    for ds in &plan.daemonsets {
+        for f in ds.pre_pull.iter().flat_map(|p| &p.failed) {
+            health.failed.push(FailedNode {
+                namespace: ds.namespace.clone(),
+                daemonset: ds.name.clone(),
+                node: f.node.to_string(),
+                pod: f.pod.clone(),
+                reason: format!("pre-pull failed: {}", f.reason),
+            });
+        }
+    }
     let halted: BTreeSet<Key> = plan
         .daemonsets
         .iter_mut()
@@ -344,7 +359,8 @@ pub fn assess<'d>(
             let key = (ds.namespace.clone(), ds.name.clone());
             let threshold = ds.rollout.as_ref().map_or(0, |r| r.halt_threshold);
             let failed = failures.get(&key).copied().unwrap_or(0);
-            (failed > threshold).then(|| {
+            let pull_failed = ds.pre_pull.as_ref().is_some_and(|p| !p.failed.is_empty());
+            (failed > threshold || pull_failed).then(|| {
                 if let Some(r) = &mut ds.rollout {
                     r.phase = plan::Phase::Halted;
                     r.pause = None;
@@ -975,6 +991,48 @@ async fn execute<C: Cluster>(
                         break;
                     }
                 }
+            }
+        }
+        // Images pulled ahead of the nodes' turns, and pulls that are done.
+        for c in &ds.step.pre_pull_cleanup {
+            match cluster.delete_pod(&c.namespace, &c.name).await {
+                Ok(()) | Err(ClusterError::NotFound { .. }) => {
+                    log.push(
+                        "pre-pull-cleanup",
+                        &daemonset,
+                        &c.name,
+                        &c.node,
+                        ds.revision.clone(),
+                        &phase,
+                    );
+                }
+                Err(e) => keep_forbidden(&mut first_error, e),
+            }
+        }
+        let pre_pull_owner = plan::render::PodOwner::record(&spec.name);
+        for p in &ds.step.pre_pull {
+            if first_error.as_ref().is_some_and(ClusterError::stops_step) {
+                break;
+            }
+            let pod = plan::render::pre_pull_pod(
+                &desired.daemonset,
+                spec,
+                &p.node,
+                &p.images,
+                &pre_pull_owner,
+            );
+            match cluster.create_pod(pod).await {
+                Ok(name) => {
+                    log.push(
+                        "pre-pull",
+                        &daemonset,
+                        &name,
+                        &p.node,
+                        ds.revision.clone(),
+                        &phase,
+                    );
+                }
+                Err(e) => keep_forbidden(&mut first_error, e),
             }
         }
         let mut updated = Vec::new();

@@ -349,6 +349,20 @@ pub(crate) fn render_report(
         Outcome::DryRun => "Dry run: nothing was written; the table shows the current state and \
              the next step."
             .to_string(),
+        Outcome::Halted
+            if !r.failed.is_empty()
+                && r.failed
+                    .iter()
+                    .all(|f| f.reason.starts_with("pre-pull failed")) =>
+        {
+            format!(
+                "Halted after {time}: the new images of {} cannot be pulled ({}) on {} node(s); \
+                 no daemon pod was touched. Fix the image and apply again. {totals}.",
+                r.halted.join(", "),
+                r.failed[0].reason.trim_start_matches("pre-pull failed: "),
+                r.failed.len(),
+            )
+        }
         Outcome::Halted => format!(
             "Halted after {time}: new pods of {} stayed unavailable past the progress deadline \
              ({:#}) on {} node(s); nothing more of {} was replaced{}. {totals}.",

@@ -16,6 +16,9 @@ pub struct Node {
     pub ready: Option<bool>,
     /// `spec.unschedulable` (informational: the controller only sees the matching taint).
     pub unschedulable: bool,
+    /// `status.images[*].names`, sorted: the images the kubelet reports present (a live
+    /// node's; snapshots leave them out). Pre-pull skips nodes that have their new images.
+    pub images: Vec<String>,
 }
 
 /// Effect of a taint.
@@ -112,6 +115,19 @@ impl Node {
             taints,
             ready,
             unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
+            images: {
+                let mut images: Vec<String> = node
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.images.as_ref())
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|i| i.names.iter().flatten().cloned())
+                    .collect();
+                images.sort();
+                images.dedup();
+                images
+            },
         }
     }
 }

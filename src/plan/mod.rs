@@ -182,6 +182,48 @@ pub struct DaemonSetPlan {
     /// InPlaceIfPossible`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub in_place: Option<InPlacePlan>,
+    /// Where pulling the new images ahead of the rollout stands (`daemonsync.io/pre-pull`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pre_pull: Option<PrePullPlan>,
+}
+
+/// Pulling a DaemonSet's new images onto nodes before their turn.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PrePullPlan {
+    /// The images of the new template.
+    pub images: Vec<String>,
+    /// Nodes pulling at once, at most.
+    pub parallelism: usize,
+    /// Out-of-date nodes that have the images: their turn may come.
+    pub pulled: usize,
+    /// Nodes pulling now.
+    pub pulling: Vec<Name>,
+    /// Nodes waiting to pull.
+    pub waiting: usize,
+    /// Pulls that failed on Ready nodes: the DaemonSet halts before touching a daemon pod.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<PullFailure>,
+}
+
+/// A pre-pull that failed.
+#[derive(Debug, Clone, Serialize)]
+pub struct PullFailure {
+    /// The node.
+    pub node: Name,
+    /// The pre-pull pod.
+    pub pod: String,
+    /// Why (`ErrImagePull`, `ImagePullBackOff`, ...).
+    pub reason: String,
+}
+
+/// A pre-pull pod the step creates.
+#[derive(Debug, Clone, Serialize)]
+pub struct PrePull {
+    /// The node.
+    pub node: Name,
+    /// The images it pulls (those the node lacks).
+    pub images: Vec<String>,
 }
 
 /// How pods take the new revision under `daemonsync.io/update-strategy: InPlaceIfPossible`.
@@ -299,6 +341,12 @@ pub struct Step {
     /// gate is not True yet: the gate opens.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub open_gates: Vec<PodRef>,
+    /// Pre-pull pods created: a node's new images, pulled before its turn.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pre_pull: Vec<PrePull>,
+    /// Pre-pull pods deleted: done, or for another revision.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pre_pull_cleanup: Vec<PodRef>,
 }
 
 /// A pod, by namespace, name and node.
@@ -320,6 +368,8 @@ impl Step {
             && self.delete.is_empty()
             && self.in_place.is_empty()
             && self.open_gates.is_empty()
+            && self.pre_pull.is_empty()
+            && self.pre_pull_cleanup.is_empty()
     }
 }
 
@@ -537,6 +587,8 @@ impl<'a> Context<'a> {
         let (rollout, node_rollouts, errors) =
             self.progressive(ds, &spec, &mut slots, rolling, now, &mut warnings);
         let (in_place, node_updates) = self.in_place(ds, &spec, &mut slots, budgets, rolling);
+        let (pre_pull, pre_pull_step, pre_pull_cleanup) =
+            self.pre_pull(ds, &spec, &mut slots, &node_rollouts, rolling);
         let in_place_nodes = slots.iter().filter(|s| s.in_place).count();
         if budgets.max_surge > 0 && in_place_nodes > 0 {
             warnings.push(format!(
@@ -675,6 +727,16 @@ impl<'a> Context<'a> {
             } else {
                 self.gates_to_open(&slots)
             },
+            pre_pull: if frozen.is_some() {
+                Vec::new()
+            } else {
+                pre_pull_step
+            },
+            pre_pull_cleanup: if frozen.is_some() {
+                Vec::new()
+            } else {
+                pre_pull_cleanup
+            },
             delete: actions
                 .delete
                 .iter()
@@ -770,7 +832,170 @@ impl<'a> Context<'a> {
             rollout,
             errors,
             in_place,
+            pre_pull,
         }
+    }
+
+    /// `daemonsync.io/pre-pull`: marks the out-of-date nodes whose new images are not there
+    /// yet (their turn waits), and returns where pulling stands, the pre-pull pods to create
+    /// (at most the parallelism in flight, in rollout order) and those to remove.
+    fn pre_pull(
+        &self,
+        ds: &DaemonSet,
+        spec: &DaemonSetSpec,
+        slots: &mut [Slot],
+        node_rollouts: &[Option<progressive::NodeRollout>],
+        rolling: bool,
+    ) -> (Option<PrePullPlan>, Vec<PrePull>, Vec<PodRef>) {
+        let policy = RolloutPolicy::of(ds).ok().flatten();
+        let Some(policy) = policy.filter(|p| p.pre_pull) else {
+            return (None, Vec::new(), Vec::new());
+        };
+        if !rolling || self.manifest_only {
+            return (None, Vec::new(), Vec::new());
+        }
+        let pod_spec = ds.spec.as_ref().and_then(|s| s.template.spec.as_ref());
+        let mut images: Vec<String> = pod_spec
+            .into_iter()
+            .flat_map(|p| p.init_containers.iter().flatten().chain(&p.containers))
+            .filter_map(|c| c.image.clone())
+            .collect();
+        images.sort();
+        images.dedup();
+        let ours = |p: &&Pod| {
+            p.namespace == spec.namespace
+                && p.labels.get(render::PRE_PULL_LABEL) == Some(&spec.name)
+                && !p.is_terminating()
+        };
+        let current =
+            |p: &Pod| p.labels.get(render::PRE_PULL_REVISION_LABEL) == Some(&spec.revision);
+        let pods: Vec<&Pod> = self.observed.pods.iter().filter(ours).collect();
+        let by_node: HashMap<&str, &Pod> = pods
+            .iter()
+            .filter(|p| current(p))
+            .filter_map(|p| Some((p.target_node.as_deref()?, *p)))
+            .collect();
+        let failed_pull = |p: &Pod| {
+            p.waiting_reason.as_deref().is_some_and(|r| {
+                matches!(
+                    r,
+                    "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName" | "ErrImageNeverPull"
+                )
+            })
+        };
+        let mut pulled = 0;
+        let mut in_flight = Vec::new();
+        let mut candidates = Vec::new();
+        let mut failed = Vec::new();
+        let mut has_images: HashMap<&str, bool> = HashMap::default();
+        for (i, slot) in slots.iter_mut().enumerate() {
+            let Some(pos) = slot.node else { continue };
+            if !slot.should_run
+                || !slot.pods.iter().any(|p| p.is_running())
+                || slot.pods.iter().any(|p| p.is_running() && p.updated)
+            {
+                // Nothing to pull ahead: a node without a pod pulls as its pod starts, and
+                // an updated node has its images.
+                continue;
+            }
+            let node = &self.observed.nodes[self.order[pos as usize] as usize];
+            let present = images
+                .iter()
+                .all(|img| node.images.binary_search(img).is_ok());
+            has_images.insert(node.name.as_str(), present);
+            let pod = by_node.get(node.name.as_str());
+            let done = pod.is_some_and(|p| p.phase.is_terminal() && !failed_pull(p));
+            if present || done {
+                pulled += 1;
+                continue;
+            }
+            let partition = node_rollouts
+                .get(i)
+                .copied()
+                .flatten()
+                .is_some_and(|r| r.hold == Some(progressive::Hold::Partition));
+            if partition {
+                continue;
+            }
+            slot.pulling = true;
+            match pod {
+                Some(p) if failed_pull(p) => {
+                    if node.ready != Some(false) {
+                        failed.push(PullFailure {
+                            node: self.slot_name(slot),
+                            pod: p.name.clone(),
+                            reason: format!(
+                                "{} ({})",
+                                p.waiting_reason.clone().unwrap_or_default(),
+                                images.join(", ")
+                            ),
+                        });
+                    }
+                }
+                Some(_) => in_flight.push(i),
+                None => candidates.push((
+                    node_rollouts
+                        .get(i)
+                        .copied()
+                        .flatten()
+                        .and_then(|r| r.stage)
+                        .unwrap_or(u32::MAX),
+                    i,
+                    images
+                        .iter()
+                        .filter(|img| node.images.binary_search(img).is_err())
+                        .cloned()
+                        .collect::<Vec<_>>(),
+                )),
+            }
+        }
+        let eligible = slots
+            .iter()
+            .filter(|s| s.node.is_some() && s.should_run)
+            .count();
+        let parallelism = policy.pre_pull_parallelism.ceil(eligible).max(1);
+        candidates.sort_by_key(|c| (c.0, c.1));
+        let start: Vec<PrePull> = if failed.is_empty() {
+            candidates
+                .iter()
+                .take(parallelism.saturating_sub(in_flight.len()))
+                .map(|(_, i, missing)| PrePull {
+                    node: self.slot_name(&slots[*i]),
+                    images: missing.clone(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        // Done pulls go once the node reports the images (or has its new pod); pulls of
+        // another revision go at once. A failed pull stays: it is why the DaemonSet halted.
+        let cleanup = pods
+            .iter()
+            .filter(|p| {
+                let node = p.target_node.as_deref().unwrap_or_default();
+                !current(p)
+                    || (p.phase.is_terminal()
+                        && !failed_pull(p)
+                        && has_images.get(node).is_none_or(|present| *present))
+            })
+            .map(|p| PodRef {
+                namespace: p.namespace.clone(),
+                name: p.name.clone(),
+                node: Name::from(p.target_node.as_deref().unwrap_or_default()),
+            })
+            .collect();
+        let plan = PrePullPlan {
+            images,
+            parallelism,
+            pulled,
+            pulling: in_flight
+                .iter()
+                .map(|&i| self.slot_name(&slots[i]))
+                .collect(),
+            waiting: candidates.len().saturating_sub(start.len()),
+            failed,
+        };
+        (Some(plan), start, cleanup)
     }
 
     /// `daemonsync.io/update-strategy: InPlaceIfPossible`: marks the slots whose old pod can
@@ -998,6 +1223,7 @@ impl<'a> Context<'a> {
                 pods: Pods::new(),
                 held: Held::No,
                 in_place: false,
+                pulling: false,
             })
             .collect();
         let mut gone: HashMap<&str, u32> = HashMap::default();
@@ -1021,6 +1247,7 @@ impl<'a> Context<'a> {
                         pods: Pods::new(),
                         held: Held::No,
                         in_place: false,
+                        pulling: false,
                     });
                     (slots.len() - 1) as u32
                 }) as usize,

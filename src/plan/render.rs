@@ -9,7 +9,7 @@ use crate::plan::daemonset::DaemonSetSpec;
 use crate::plan::eligibility::is_dns1123_subdomain;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{
-    Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
+    Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodSpec,
     Toleration,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -192,6 +192,75 @@ pub fn pod_for_node(ds: &DaemonSet, spec: &DaemonSetSpec, node: &str, owner: &Po
             ..ObjectMeta::default()
         },
         spec: Some(pod_spec),
+        status: None,
+    }
+}
+
+/// Label of a pre-pull pod: the DaemonSet it pulls for.
+pub const PRE_PULL_LABEL: &str = "daemonsync.io/pre-pull";
+/// Label of a pre-pull pod: the revision whose images it pulls.
+pub const PRE_PULL_REVISION_LABEL: &str = "daemonsync.io/pre-pull-revision";
+
+/// A short-lived pod that pulls `images` onto `node` before its turn (`daemonsync.io/pre-pull`):
+/// pinned to the node, with the DaemonSet's tolerations and image pull secrets, nothing
+/// requested, one container per image that exits at once, never restarted, owned by the
+/// record and not matching the DaemonSet's selector (it is not a daemon pod).
+pub fn pre_pull_pod(
+    ds: &DaemonSet,
+    spec: &DaemonSetSpec,
+    node: &str,
+    images: &[String],
+    owner: &PodOwner,
+) -> Pod {
+    let template = ds.spec.as_ref().and_then(|s| s.template.spec.as_ref());
+    let tolerations = daemon_tolerations(
+        template
+            .and_then(|t| t.tolerations.as_deref())
+            .unwrap_or_default(),
+        template.and_then(|t| t.host_network).unwrap_or(false),
+    );
+    let containers = images
+        .iter()
+        .enumerate()
+        .map(|(i, image)| k8s_openapi::api::core::v1::Container {
+            name: format!("pull-{i}"),
+            image: Some(image.clone()),
+            command: Some(vec!["true".into()]),
+            image_pull_policy: Some("IfNotPresent".into()),
+            ..Default::default()
+        })
+        .collect();
+    let labels = [
+        (MANAGED_BY_LABEL.to_string(), MANAGED_BY_VALUE.to_string()),
+        (PRE_PULL_LABEL.to_string(), spec.name.clone()),
+        (PRE_PULL_REVISION_LABEL.to_string(), spec.revision.clone()),
+    ]
+    .into();
+    Pod {
+        metadata: ObjectMeta {
+            generate_name: Some(format!("{}pre-pull-", pod_name_prefix(&spec.name))),
+            namespace: Some(spec.namespace.clone()),
+            labels: Some(labels),
+            owner_references: Some(vec![OwnerReference {
+                api_version: owner.api_version.clone(),
+                kind: owner.kind.clone(),
+                name: owner.name.clone(),
+                uid: owner.uid.clone(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            containers,
+            restart_policy: Some("Never".into()),
+            affinity: Some(replace_node_name_node_affinity(None, node)),
+            tolerations: Some(tolerations),
+            image_pull_secrets: template.and_then(|t| t.image_pull_secrets.clone()),
+            termination_grace_period_seconds: Some(0),
+            active_deadline_seconds: Some(900),
+            ..PodSpec::default()
+        }),
         status: None,
     }
 }

@@ -83,6 +83,7 @@ fn in_place_update(slots: &[Slot], max_unavailable: i32) -> Vec<(u32, u32)> {
         if let Some((None, Some(old))) = slot.updated_pods()
             && slot.in_place
             && slot.held == Held::No
+            && !slot.pulling
         {
             candidates.push((i as u32, old.id));
         }
@@ -111,12 +112,13 @@ fn unavailable_update(slots: &[Slot], max_unavailable: i32) -> Actions {
             }
             (None, Some(old)) => {
                 if !old.available {
-                    if slot.held == Held::No {
+                    if slot.held == Held::No && !slot.pulling {
                         allowed.push(delete(i, old.id, DeleteReason::ReplaceUnavailable));
                     }
                     num_unavailable += 1;
-                } else if slot.held != Held::No {
-                    // Held back by the rollout policy: counted, never replaced.
+                } else if slot.held != Held::No || slot.pulling {
+                    // Held back by the rollout policy, or its new images are still being
+                    // pulled: counted, not replaced yet.
                 } else if num_unavailable < max_unavailable {
                     candidates.push(delete(i, old.id, DeleteReason::RollingUpdate));
                 }
@@ -163,8 +165,8 @@ fn surge_update(slots: &[Slot], max_surge: i32, desired: i32) -> Result<Actions,
                 if slot.node.is_none() {
                     return Err(Stalled::NodeGone { slot: i });
                 }
-                if slot.held != Held::No && slot.should_run {
-                    // Held back by the rollout policy: its old pod stays.
+                if (slot.held != Held::No || slot.pulling) && slot.should_run {
+                    // Held back by the rollout policy, or pulling its images: its old pod stays.
                 } else if slot.in_place && old.available && slot.should_run {
                     // Updated in place (see `in_place_update`), not by a surge pod.
                 } else if !old.available {

@@ -20,6 +20,8 @@ pub(crate) struct Slot {
     /// Its old pod can take the new revision in place (`daemonsync.io/update-strategy:
     /// InPlaceIfPossible`, only images differ, and the pod runs the stable revision).
     pub in_place: bool,
+    /// Its new images are not on the node yet (`daemonsync.io/pre-pull`): its turn waits.
+    pub pulling: bool,
 }
 
 /// Whether a node may receive the new revision.

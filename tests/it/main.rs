@@ -12,6 +12,7 @@ mod fake_github;
 mod git;
 mod hardening_inputs;
 mod hardening_sources;
+mod inplace;
 mod live;
 mod live_budget;
 mod plan;

@@ -26,9 +26,10 @@ fn through_api_objects(list: &Value) -> (Vec<Node>, Vec<Pod>) {
     let mut pods = Vec::new();
     for item in list["items"].as_array().unwrap() {
         match item["kind"].as_str().unwrap() {
-            "Node" => nodes.push(Node::from_k8s(
-                &serde_json::from_value(item.clone()).unwrap(),
-            )),
+            "Node" => nodes.push(Node {
+                images: Vec::new(),
+                ..Node::from_k8s(&serde_json::from_value(item.clone()).unwrap())
+            }),
             "Pod" => pods.push(planned(&serde_json::from_value(item.clone()).unwrap())),
             _ => {}
         }

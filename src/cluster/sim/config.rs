@@ -179,6 +179,8 @@ impl NodeSpec {
                     taints: taints.clone(),
                     ready: Some(self.ready.unwrap_or(true)),
                     unschedulable: false,
+                    // The simulator keeps the images a node has itself (`Sim::node_images`).
+                    images: Vec::new(),
                 }
             })
             .collect())

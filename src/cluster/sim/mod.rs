@@ -322,7 +322,14 @@ impl Sim {
     /// The observed state now.
     pub fn observed(&self) -> Observed {
         Observed {
-            nodes: self.nodes.values().cloned().collect(),
+            nodes: self
+                .nodes
+                .values()
+                .map(|n| Node {
+                    images: self.node_images(&n.name),
+                    ..n.clone()
+                })
+                .collect(),
             pods: self.pods.values().map(SimPod::observed).collect(),
             daemonsets: Vec::new(),
             rollouts: self.records().iter().map(Record::rollout_record).collect(),

@@ -869,6 +869,8 @@ fn node_from(
         taints,
         ready,
         unschedulable: spec.unschedulable.unwrap_or(false),
+        // A snapshot only plans: which images a node has is not read.
+        images: Vec::new(),
     };
     (node, bad_taint)
 }
