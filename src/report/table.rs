@@ -2,12 +2,17 @@
 //!
 //! Layout: one row per DaemonSet with the status counters, node selector and age; then, per
 //! DaemonSet, its next step and the number of projected waves, its errors, risks and warnings,
-//! its progressive rollout (phase, stages, partition, stable revision) when it has a rollout
-//! policy, and the nodes that need attention grouped by state, each with its reason (and, for a
-//! node held back by the rollout, what it waits for). Wide mode lists every node instead.
+//! how its pods take the new revision under `InPlaceIfPossible` (in place or recreated), its
+//! progressive rollout (phase, stages, partition, stable revision) when it has a rollout
+//! policy, and the nodes that need attention grouped by state, each with its reason (how an
+//! out-of-date node is updated; for a node held back by the rollout, what it waits for). Wide
+//! mode lists every node instead.
 
+use crate::plan::inplace::{Change, ImageChange};
 use crate::plan::progressive::{Gets, Hold, Pause, Stage, StageKind};
-use crate::plan::{DaemonSetPlan, NodeEntry, NodeState, Phase, Plan, Rollout, StepPhase};
+use crate::plan::{
+    DaemonSetPlan, InPlacePlan, NodeEntry, NodeState, NodeUpdate, Phase, Plan, Rollout, StepPhase,
+};
 use anstyle::{AnsiColor, Style};
 use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table};
 use std::collections::BTreeMap;
@@ -234,6 +239,14 @@ fn details(
         );
         let _ = writeln!(out, "  {label} {w}");
     }
+    if let Some(ip) = &ds.in_place {
+        let _ = writeln!(
+            out,
+            "  {} {}",
+            paint.style("Update:", Style::new().bold()),
+            update_text(ip)
+        );
+    }
     if let Some(r) = &ds.rollout {
         rollout_block(out, ds, r, paint);
     }
@@ -360,12 +373,99 @@ fn next_step(ds: &DaemonSetPlan) -> String {
     if !step.delete.is_empty() {
         actions.push(format!("delete {}", count(step.delete.len(), "pod")));
     }
+    if !step.in_place.is_empty() {
+        actions.push(format!(
+            "update {} in place",
+            count(step.in_place.len(), "pod")
+        ));
+    }
+    if !step.open_gates.is_empty() {
+        actions.push(format!(
+            "mark {} ready",
+            count(step.open_gates.len(), "pod")
+        ));
+    }
     let phase = match step.phase {
         StepPhase::Manage => "per-node fixes",
         StepPhase::RollingUpdate => "rolling update",
+        // Only readiness conditions to set: they come from no phase of the reconcile.
+        StepPhase::None if step_only_gates(step) => {
+            return format!("{}; {waves}", actions.join(", "));
+        }
         StepPhase::None => "no phase",
     };
     format!("{} ({phase}); {waves}", actions.join(", "))
+}
+
+/// True when the step only sets readiness conditions of pods updated in place.
+pub(crate) fn step_only_gates(step: &crate::plan::Step) -> bool {
+    !step.open_gates.is_empty()
+        && step.create.is_empty()
+        && step.create_stable.is_empty()
+        && step.delete.is_empty()
+        && step.in_place.is_empty()
+}
+
+/// How the pods of a DaemonSet under `InPlaceIfPossible` take the new revision:
+/// `in place (images agent:1 → agent:2, from revision X)`, or `recreate (why)`.
+fn update_text(ip: &InPlacePlan) -> String {
+    match (&ip.recreate_because, &ip.change) {
+        (Some(why), _) => format!("recreate ({why})"),
+        (None, Some(Change::Recreate { field })) => format!("recreate ({field} changes)"),
+        (None, Some(Change::InPlace { images })) => {
+            let mut what = Vec::new();
+            if !images.is_empty() {
+                let list: Vec<String> = images.iter().map(image_text).collect();
+                what.push(format!("images {}", list.join(", ")));
+            }
+            if let Some(rev) = &ip.from_revision {
+                what.push(format!("from revision {rev}"));
+            }
+            if what.is_empty() {
+                "in place".into()
+            } else {
+                format!("in place ({})", what.join(", "))
+            }
+        }
+        (None, None) => "recreate".into(),
+    }
+}
+
+/// `agent:1 → agent:2`; an init container's marked `(init)`.
+fn image_text(i: &ImageChange) -> String {
+    let init = if i.init { " (init)" } else { "" };
+    format!("{} → {}{init}", i.from, i.to)
+}
+
+/// Images a node's line names before it only counts them.
+const NODE_IMAGES: usize = 2;
+
+/// How an out-of-date node takes the new revision: `updated in place (agent: agent:1 →
+/// agent:2)`, or `recreated: why`.
+fn node_update_text(ds: &DaemonSetPlan, u: &NodeUpdate) -> String {
+    match u {
+        NodeUpdate::Recreate { because } => format!("recreated: {because}"),
+        NodeUpdate::InPlace => {
+            let images = match ds.in_place.as_ref().and_then(|ip| ip.change.as_ref()) {
+                Some(Change::InPlace { images }) => images.as_slice(),
+                _ => &[],
+            };
+            match images.len() {
+                0 => "updated in place".into(),
+                n if n > NODE_IMAGES => format!("updated in place ({n} images)"),
+                _ => {
+                    let list: Vec<String> = images
+                        .iter()
+                        .map(|i| {
+                            let init = if i.init { " (init)" } else { "" };
+                            format!("{}{init}: {} → {}", i.container, i.from, i.to)
+                        })
+                        .collect();
+                    format!("updated in place ({})", list.join(", "))
+                }
+            }
+        }
+    }
 }
 
 /// Node names a stage lists before `...`.
@@ -607,10 +707,14 @@ pub(crate) fn rollout_now(r: &Rollout) -> String {
     }
 }
 
-/// A node's reason; for a node held back by the rollout policy, also what it waits for and,
-/// when it needs a pod, which revision it gets meanwhile.
+/// A node's reason; for an out-of-date node under `InPlaceIfPossible`, how it is updated; for
+/// a node held back by the rollout policy, also what it waits for and, when it needs a pod,
+/// which revision it gets meanwhile.
 pub(crate) fn node_reason(ds: &DaemonSetPlan, n: &NodeEntry) -> String {
-    let reason = n.reason.to_string();
+    let mut reason = n.reason.to_string();
+    if let Some(u) = &n.update {
+        let _ = write!(reason, "; {}", node_update_text(ds, u));
+    }
     let (Some(r), Some(place)) = (&ds.rollout, &n.rollout) else {
         return reason;
     };
@@ -683,9 +787,11 @@ impl Painter {
 mod tests {
     use super::*;
     use crate::report::testing::{
-        all_missing_plan, canary_plan, complete_plan, error_plan, known_plan, manifest_only_plan,
-        no_stable_plan, partition_plan, paused_plan, plan_one, wave_plan, zoned_rollout,
+        all_missing_plan, canary_plan, complete_plan, error_plan, in_place_plan,
+        in_place_recreate_plan, in_place_rollout, known_plan, manifest_only_plan, no_stable_plan,
+        partition_plan, paused_plan, plan_one, wave_plan, zoned_rollout,
     };
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
     #[test]
     fn manifest_only_says_so_and_shows_no_counters() {
@@ -1235,6 +1341,163 @@ demo/agent: delete 2 pods (rolling update); 6 waves projected
         assert_eq!(
             shape(plan_one(&d, &o)),
             "canary on 1 node, then the other 11 nodes"
+        );
+    }
+
+    /// What a reviewer sees of an in-place image update: the step counts the pods patched in
+    /// place and the readiness conditions opened, the DaemonSet says how its pods take the new
+    /// revision, and each out-of-date node says whether it is patched or recreated and why.
+    #[test]
+    fn in_place_updates_show_in_the_step_and_per_node() {
+        let out = to_table(&in_place_plan(), &plain());
+        assert!(
+            out.contains(
+                "\ndemo/agent: delete 1 pod, update 1 pod in place, mark 1 pod ready (rolling \
+                 update); 2 waves projected\n  Update: in place (images agent:1 → agent:2, from \
+                 revision bd94b698b)\n"
+            ),
+            "{out}"
+        );
+        for n in ["w3 ", "w4 ", "w5 "] {
+            assert_eq!(
+                line_of(&out, n),
+                format!(
+                    "{n}  running old revision bd94b698b; updated in place (c: agent:1 → agent:2)"
+                ),
+                "{out}"
+            );
+        }
+        assert!(
+            line_of(&out, "w2 ").ends_with(
+                "; recreated: its pod runs revision 6c9f4559f9, not the stable revision \
+                 bd94b698b"
+            ),
+            "{out}"
+        );
+        // Wide mode says the same per node.
+        let wide = to_table(
+            &in_place_plan(),
+            &TableOptions {
+                wide: true,
+                ..plain()
+            },
+        );
+        assert!(
+            line_of(&wide, "w3 ").ends_with("; updated in place (c: agent:1 → agent:2)"),
+            "{wide}"
+        );
+    }
+
+    #[test]
+    fn a_change_beyond_images_recreates_and_names_the_field() {
+        let out = to_table(&in_place_recreate_plan(), &plain());
+        assert!(
+            out.contains(
+                "\ndemo/agent: delete 3 pods (rolling update); 2 waves projected\n  Update: \
+                 recreate (spec.template.spec.containers[0].env changes)\n"
+            ),
+            "{out}"
+        );
+        assert_eq!(
+            line_of(&out, "w3 "),
+            "w3   running old revision bd94b698b; recreated: \
+             spec.template.spec.containers[0].env changes",
+            "{out}"
+        );
+        assert!(!out.contains("in place"), "{out}");
+    }
+
+    #[test]
+    fn a_step_that_only_opens_readiness_conditions_says_so() {
+        let (d, mut o) = in_place_rollout(|_| {});
+        crate::report::testing::update(&mut o, &d, &["w2", "w3", "w4", "w5"]);
+        let p = plan_one(&d, &o);
+        assert_eq!(p.daemonsets[0].step.open_gates.len(), 1);
+        let out = to_table(&p, &plain());
+        let step = line_of(&out, "demo/agent: ");
+        assert!(step.starts_with("demo/agent: mark 1 pod ready; "), "{out}");
+        assert!(
+            !step.contains("(rolling update)") && !step.contains("no phase"),
+            "{out}"
+        );
+        assert!(
+            out.contains("\n  Update: in place (images agent:1 → agent:2, from revision "),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn why_pods_are_recreated_after_all() {
+        // No stable revision known: nothing to patch from.
+        let (d, mut o) = in_place_rollout(|_| {});
+        o.rollouts.clear();
+        let out = to_table(&plan_one(&d, &o), &plain());
+        assert!(
+            out.contains("\n  Update: recreate (no stable revision is known"),
+            "{out}"
+        );
+        assert!(
+            line_of(&out, "w3 ").contains("; recreated: no stable revision is known"),
+            "{out}"
+        );
+        // maxSurge beside maxUnavailable: in-place nodes are paced by maxUnavailable alone.
+        let (d, o) = in_place_rollout(|d| {
+            let s = d.daemonset.spec.as_mut().unwrap();
+            let ru = s
+                .update_strategy
+                .as_mut()
+                .and_then(|u| u.rolling_update.as_mut())
+                .unwrap();
+            ru.max_surge = Some(IntOrString::Int(1));
+        });
+        let out = to_table(&plan_one(&d, &o), &plain());
+        assert!(
+            out.contains("\n  WARNING: maxSurge does not apply to the 3 node(s) updated in place"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn many_or_init_images_per_node() {
+        use crate::plan::inplace::{Change, ImageChange};
+        let mut p = in_place_plan();
+        let image = |init, container: &str, from: &str, to: &str| ImageChange {
+            init,
+            container: container.into(),
+            from: from.into(),
+            to: to.into(),
+        };
+        let ds = &mut p.daemonsets[0];
+        let change = &mut ds.in_place.as_mut().unwrap().change;
+        *change = Some(Change::InPlace {
+            images: vec![
+                image(false, "c", "agent:1", "agent:2"),
+                image(true, "setup", "setup:1", "setup:2"),
+            ],
+        });
+        let out = to_table(&p, &plain());
+        assert!(
+            out.contains(
+                "  Update: in place (images agent:1 → agent:2, setup:1 → setup:2 (init), from \
+                 revision bd94b698b)\n"
+            ),
+            "{out}"
+        );
+        assert!(
+            line_of(&out, "w3 ").ends_with(
+                "; updated in place (c: agent:1 → agent:2, setup (init): setup:1 → setup:2)"
+            ),
+            "{out}"
+        );
+        if let Some(Change::InPlace { images }) =
+            &mut p.daemonsets[0].in_place.as_mut().unwrap().change
+        {
+            images.push(image(false, "sidecar", "s:1", "s:2"));
+        }
+        let out = to_table(&p, &plain());
+        assert!(
+            line_of(&out, "w3 ").ends_with("; updated in place (3 images)"),
+            "{out}"
         );
     }
 

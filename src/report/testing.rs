@@ -1,6 +1,8 @@
 //! Small builders for report tests: a known cluster and its plan.
 
-use crate::model::{Labels, Node, OwnerRef, Pod, PodPhase, REVISION_HASH_LABEL, ReadyCondition};
+use crate::model::{
+    Labels, Node, OwnerRef, Pod, PodDetail, PodPhase, REVISION_HASH_LABEL, ReadyCondition,
+};
 use crate::plan::{DaemonSetSpec, Desired, Observed, Plan, Policy, RolloutRecord, plan};
 use serde_json::json;
 
@@ -265,5 +267,107 @@ pub(crate) fn error_plan() -> Plan {
         ],
         true,
     );
+    plan_one(&d, &o)
+}
+
+/// The annotation that asks for in-place image updates.
+pub(crate) const IN_PLACE: (&str, &str) = ("daemonsync.io/update-strategy", "InPlaceIfPossible");
+
+/// `demo/agent` with its one container's image set to `image`.
+fn with_image(d: &Desired, image: &str) -> Desired {
+    let mut d = d.clone();
+    if let Some(c) = d
+        .daemonset
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+        .and_then(|s| s.containers.first_mut())
+    {
+        c.image = Some(image.into());
+    }
+    d
+}
+
+/// `demo/agent` under `daemonsync.io/update-strategy: InPlaceIfPossible` (maxUnavailable 3),
+/// rolling from `agent:1` to `agent:2` on workers w1..w5, the record naming `agent:1` the
+/// stable revision. `edit` changes the desired DaemonSet further (an env var forces new pods).
+///
+/// - w1 was patched in place: it runs `agent:2`, its containers are ready, and its
+///   `daemonsync.io/in-place-update-ready` condition is still False (the step opens it);
+/// - w2 runs `agent:0`, older than the stable revision (it cannot be patched in place);
+/// - w3, w4 and w5 run `agent:1`, ready.
+pub(crate) fn in_place_rollout(edit: impl FnOnce(&mut Desired)) -> (Desired, Observed) {
+    let mut d = daemonset(
+        "demo",
+        "agent",
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 3}}),
+    );
+    let stable = with_image(&d, "agent:1").daemonset;
+    let older = with_image(&d, "agent:0").daemonset;
+    d.daemonset.metadata.annotations = Some(
+        [(IN_PLACE.0.to_string(), IN_PLACE.1.to_string())]
+            .into_iter()
+            .collect(),
+    );
+    edit(&mut d);
+    let rev = |ds| DaemonSetSpec::compile(ds).revision;
+    let nodes: Vec<Node> = (1..=5).map(|i| worker(&format!("w{i}"))).collect();
+    let mut patched = pod("demo", "agent", "w1", &revision(&d), true);
+    patched.ready = Some(ReadyCondition {
+        status: false,
+        last_transition: Some("2025-06-01T11:59:00Z".parse().unwrap()),
+    });
+    patched.detail = Some(Box::new(PodDetail {
+        resource_version: "7".into(),
+        containers: vec!["c".into()],
+        has_gate: true,
+        gate: Some(false),
+        gate_since: Some("2025-06-01T11:59:00Z".parse().unwrap()),
+        containers_ready: true,
+        ..PodDetail::default()
+    }));
+    let mut pods = vec![patched, pod("demo", "agent", "w2", &rev(&older), true)];
+    for n in ["w3", "w4", "w5"] {
+        pods.push(pod("demo", "agent", n, &rev(&stable), true));
+    }
+    let rollouts = vec![RolloutRecord {
+        namespace: "demo".into(),
+        name: "agent".into(),
+        stable: Some(stable),
+        ..RolloutRecord::default()
+    }];
+    let observed = Observed {
+        nodes,
+        pods,
+        daemonsets: Vec::new(),
+        rollouts,
+    };
+    (d, observed)
+}
+
+/// [`in_place_rollout`] with only the image changed: w3 and w4 are patched in place, w2 is
+/// recreated, w1's readiness condition opens.
+pub(crate) fn in_place_plan() -> Plan {
+    let (d, o) = in_place_rollout(|_| {});
+    plan_one(&d, &o)
+}
+
+/// [`in_place_rollout`] with an env var added beside the image: every pod is recreated (w1
+/// runs a current pod, ready).
+pub(crate) fn in_place_recreate_plan() -> Plan {
+    let (d, mut o) = in_place_rollout(|d| {
+        if let Some(c) = d
+            .daemonset
+            .spec
+            .as_mut()
+            .and_then(|s| s.template.spec.as_mut())
+            .and_then(|s| s.containers.first_mut())
+        {
+            c.env = Some(vec![
+                serde_json::from_value(json!({"name": "LOG_LEVEL", "value": "debug"})).unwrap(),
+            ]);
+        }
+    });
+    o.pods[0] = pod("demo", "agent", "w1", &revision(&d), true);
     plan_one(&d, &o)
 }
