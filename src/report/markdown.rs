@@ -10,7 +10,8 @@
 //! 3. a prominent warning block when pods are deleted without replacement or a change is risky;
 //! 4. one summary row per DaemonSet;
 //! 5. one collapsible `<details>` section per DaemonSet: the manifest diff when known, errors,
-//!    warnings, the progressive rollout (its stages, where it stands, the partition and the
+//!    warnings, how pods take the new revision under `InPlaceIfPossible` (in place or
+//!    recreated, and why), the progressive rollout (its stages, where it stands, the partition and the
 //!    stable revision) for a DaemonSet with a rollout policy, and the nodes grouped by state
 //!    (long groups collapsed with counts).
 //!
@@ -22,10 +23,13 @@ use super::counts::{Counts, Diffs, Impact, diff_of, removed, rolls};
 use super::diff::{ManifestChange, change_of};
 use super::table::{
     StageProgress, halt_text, node_reason, pause_after, rollout_now, rollout_phase, rollout_shape,
-    stage_progress,
+    stage_progress, step_only_gates,
 };
+use crate::plan::inplace::Change;
 use crate::plan::progressive::StageKind;
-use crate::plan::{DaemonSetPlan, NodeState, Phase, Plan, RiskKind, Rollout, StepPhase};
+use crate::plan::{
+    DaemonSetPlan, InPlacePlan, NodeState, NodeUpdate, Phase, Plan, RiskKind, Rollout, StepPhase,
+};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -631,12 +635,51 @@ fn next_step(ds: &DaemonSetPlan) -> String {
     if !step.delete.is_empty() {
         actions.push(format!("delete {}", step.delete.len()));
     }
+    if !step.in_place.is_empty() {
+        actions.push(format!("update {} in place", step.in_place.len()));
+    }
+    if !step.open_gates.is_empty() {
+        actions.push(format!("mark {} ready", step.open_gates.len()));
+    }
     let phase = match step.phase {
         StepPhase::Manage => "per-node fixes",
         StepPhase::RollingUpdate => "rolling update",
+        // Only readiness conditions to set: they come from no phase of the reconcile.
+        StepPhase::None if step_only_gates(step) => return actions.join(", "),
         StepPhase::None => "",
     };
     format!("{} ({phase})", actions.join(", "))
+}
+
+/// How the pods of a DaemonSet under `InPlaceIfPossible` take the new revision, for its
+/// section: `in place (images `agent:1` → `agent:2`, from revision `X`)` or `recreate (why)`.
+fn update_line(ip: &InPlacePlan) -> String {
+    match (&ip.recreate_because, &ip.change) {
+        (Some(why), _) => format!("recreate ({})", escape(why)),
+        (None, Some(Change::Recreate { field })) => format!("recreate ({} changes)", code(field)),
+        (None, Some(Change::InPlace { images })) => {
+            let mut what = Vec::new();
+            if !images.is_empty() {
+                let list: Vec<String> = images
+                    .iter()
+                    .map(|i| {
+                        let init = if i.init { " (init)" } else { "" };
+                        format!("{} → {}{init}", code(&i.from), code(&i.to))
+                    })
+                    .collect();
+                what.push(format!("images {}", list.join(", ")));
+            }
+            if let Some(rev) = &ip.from_revision {
+                what.push(format!("from revision {}", code(rev)));
+            }
+            if what.is_empty() {
+                "in place".into()
+            } else {
+                format!("in place ({})", what.join(", "))
+            }
+        }
+        (None, None) => "recreate".into(),
+    }
 }
 
 /// One DaemonSet's collapsible section; truncated with a notice if it alone would not fit in
@@ -676,6 +719,9 @@ fn section(ds: &DaemonSetPlan, diff: Option<&str>, manifest_only: bool) -> Strin
     }
     if !ds.errors.is_empty() || !ds.risks.is_empty() || !ds.warnings.is_empty() {
         out.push('\n');
+    }
+    if let Some(ip) = &ds.in_place {
+        let _ = writeln!(out, "**Update:** {}\n", update_line(ip));
     }
     if let Some(r) = &ds.rollout {
         rollout_section(&mut out, ds, r);
@@ -766,7 +812,17 @@ fn summary_line(ds: &DaemonSetPlan, diff: Option<&str>, manifest_only: bool) -> 
         parts.push(format!("pod removed from {}", count(i.lose, "node")));
     }
     if i.restart > 0 {
-        parts.push(format!("pod restarted on {}", count(i.restart, "node")));
+        let in_place = ds
+            .nodes
+            .iter()
+            .filter(|n| n.update == Some(NodeUpdate::InPlace))
+            .count();
+        let restarted = format!("pod restarted on {}", count(i.restart, "node"));
+        parts.push(if in_place > 0 {
+            format!("{restarted} ({in_place} in place)")
+        } else {
+            restarted
+        });
     }
     if parts.is_empty() {
         parts.push(format!("next step: {}", next_step(ds)));
@@ -1404,6 +1460,90 @@ mod tests {
         );
         assert!(!section.contains(":warning:"), "not repeated: {section}");
         assert!(md.contains("| none (errors) |"), "{md}");
+    }
+
+    /// What a reviewer sees of an in-place image update in the comment: the next step counts
+    /// pods patched in place and readiness conditions opened, the summary line says how many
+    /// restarts happen in place, the section says how pods take the new revision, and each
+    /// out-of-date node whether it is patched or recreated.
+    #[test]
+    fn in_place_updates_are_shown_in_the_comment() {
+        use crate::report::testing::{in_place_plan, in_place_recreate_plan};
+        let md = to_markdown(&in_place_plan(), &ctx(), &BTreeMap::new()).remove(0);
+        assert!(
+            md.contains("| delete 1, update 1 in place, mark 1 ready (rolling update) |"),
+            "{md}"
+        );
+        let section = section_of(&md, "demo/agent");
+        assert!(
+            section.contains(
+                "<summary><b>demo/agent</b>: pod restarted on 4 nodes (3 in place); 2 \
+                 waves</summary>"
+            ),
+            "{section}"
+        );
+        assert!(
+            section.contains(
+                "\n**Update:** in place (images `agent:1` → `agent:2`, from revision \
+                 `bd94b698b`)\n\n| Node |"
+            ),
+            "{section}"
+        );
+        assert!(
+            section.contains(
+                "| w3 | out-of-date | running old revision bd94b698b; updated in place (c: \
+                 agent:1 → agent:2) |"
+            ),
+            "{section}"
+        );
+        assert!(
+            section.contains(
+                "| w2 | out-of-date | running old revision 6c9f4559f9; recreated: its pod runs \
+                 revision 6c9f4559f9, not the stable revision bd94b698b |"
+            ),
+            "{section}"
+        );
+
+        let md = to_markdown(&in_place_recreate_plan(), &ctx(), &BTreeMap::new()).remove(0);
+        let section = section_of(&md, "demo/agent");
+        assert!(
+            section.contains(
+                "\n**Update:** recreate (`spec.template.spec.containers[0].env` changes)\n"
+            ),
+            "{section}"
+        );
+        assert!(
+            section.contains(
+                "| w5 | out-of-date | running old revision bd94b698b; recreated: \
+                 spec.template.spec.containers[0].env changes |"
+            ),
+            "{section}"
+        );
+        assert!(!section.contains("in place"), "{section}");
+    }
+
+    #[test]
+    fn a_step_that_only_opens_readiness_conditions_has_no_phase() {
+        use crate::report::testing::{in_place_rollout, plan_one, update};
+        let (d, mut o) = in_place_rollout(|_| {});
+        update(&mut o, &d, &["w2", "w3", "w4", "w5"]);
+        let p = plan_one(&d, &o);
+        let md = to_markdown(&p, &ctx(), &BTreeMap::new()).remove(0);
+        assert!(md.contains("| 0 | mark 1 ready |"), "{md}");
+        assert!(
+            md.contains("<summary><b>demo/agent</b>: next step: mark 1 ready; 0 waves</summary>"),
+            "{md}"
+        );
+    }
+
+    /// DaemonSets without `InPlaceIfPossible` have no update line.
+    #[test]
+    fn no_update_line_without_in_place() {
+        let md = to_markdown(&known_plan(), &ctx(), &BTreeMap::new()).remove(0);
+        assert!(
+            !md.contains("**Update:**") && !md.contains("in place"),
+            "{md}"
+        );
     }
 
     /// Rollouts with a stage per node (waves by hostname) on a large fleet still split into
