@@ -226,3 +226,24 @@ fn canary_then_zones_paused() {
     assert_eq!(p.daemonsets[0].step.create_stable.len(), 1);
     assert_renderings("canary_then_zones_paused", &p);
 }
+
+/// `InPlaceIfPossible`, only the image changing: two nodes patched in place within
+/// maxUnavailable, a node on an older revision than the stable one recreated, and a pod
+/// patched earlier whose readiness condition opens.
+#[test]
+fn in_place_image_update() {
+    let p = super::testing::in_place_plan();
+    let step = &p.daemonsets[0].step;
+    assert_eq!((step.in_place.len(), step.open_gates.len()), (1, 1));
+    assert_eq!(step.delete.len(), 1);
+    assert_renderings("in_place", &p);
+}
+
+/// `InPlaceIfPossible` with an env var changing beside the image: every pod is recreated,
+/// and the plan names the field.
+#[test]
+fn in_place_recreate() {
+    let p = super::testing::in_place_recreate_plan();
+    assert!(p.daemonsets[0].step.in_place.is_empty());
+    assert_renderings("in_place_recreate", &p);
+}
