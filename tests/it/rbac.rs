@@ -1,7 +1,8 @@
 //! examples/deploy/rbac.yaml against what daemonsync really asks of the API: `apply`, `plan`,
-//! `status` and `snapshot` over `--cluster kube` run against `sim serve --request-log`, and
-//! every request they make must be granted by the ClusterRole, and every rule the ClusterRole
-//! grants must have been used (least privilege: a grant nothing needs is a grant too many).
+//! `status` and `snapshot` over `--cluster kube` run against `sim serve --request-log` (one
+//! apply replacing pods, a later one updating them in place), and every request they make must
+//! be granted by the ClusterRole, and every rule the ClusterRole grants must have been used
+//! (least privilege: a grant nothing needs is a grant too many).
 
 use crate::live::{daemonsync, text};
 use crate::serve_support::{ServeProcess, sim_dir};
@@ -125,32 +126,59 @@ fn the_cluster_role_grants_exactly_what_apply_plan_status_and_snapshot_use() {
     let kc = server.kubeconfig.clone();
     // A changed DaemonSet (pods replaced), an unchanged one, and a new one (its record is
     // created by a server-side apply).
-    let git = dir.path().join("git");
-    std::fs::create_dir_all(&git).unwrap();
-    let ds = |name: &str, image: &str| {
+    let ds = |name: &str, image: &str, annotations: &str| {
         format!(
-            "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {{name: {name}, namespace: demo}}\nspec:\n  selector: {{matchLabels: {{app: {name}}}}}\n  updateStrategy: {{rollingUpdate: {{maxUnavailable: 1}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers: [{{name: {name}, image: '{image}'}}]\n"
+            "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {{name: {name}, namespace: demo, annotations: {{{annotations}}}}}\nspec:\n  selector: {{matchLabels: {{app: {name}}}}}\n  updateStrategy: {{rollingUpdate: {{maxUnavailable: 1}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers: [{{name: {name}, image: '{image}'}}]\n"
         )
     };
-    std::fs::write(
-        git.join("ds.yaml"),
-        [
-            ds("agent", "agent:2"),
-            ds("logger", "logger:1"),
-            ds("newcomer", "newcomer:1"),
-        ]
-        .join("---\n"),
-    )
-    .unwrap();
-    let m = git.display().to_string();
+    let manifests = |name: &str, docs: &[String]| {
+        let git = dir.path().join(name);
+        std::fs::create_dir_all(&git).unwrap();
+        std::fs::write(git.join("ds.yaml"), docs.join("---\n")).unwrap();
+        git.display().to_string()
+    };
+    let m = manifests(
+        "git",
+        &[
+            ds("agent", "agent:2", ""),
+            ds("logger", "logger:1", ""),
+            ds("newcomer", "newcomer:1", ""),
+        ],
+    );
+    // Then, with agent stable at agent:2, a revision that differs only in its image under
+    // InPlaceIfPossible: its pods are patched in place (pods and pods/status), none replaced.
+    let in_place = "daemonsync.io/update-strategy: InPlaceIfPossible";
+    let m2 = manifests(
+        "git2",
+        &[
+            ds("agent", "agent:3", in_place),
+            ds("logger", "logger:1", ""),
+            ds("newcomer", "newcomer:1", ""),
+        ],
+    );
     let snap = dir.path().join("snap.yaml");
-    let runs: [(&[&str], i32); 5] = [
+    let runs: [(&[&str], i32); 7] = [
         (&["plan", "-m", &m, "--cluster", "kube"], 2),
         (
             &["apply", "-m", &m, "--cluster", "kube", "--timeout", "90s"],
             0,
         ),
         (&["plan", "-m", &m, "--cluster", "kube"], 0),
+        (
+            &[
+                "apply",
+                "-m",
+                &m2,
+                "--cluster",
+                "kube",
+                "--timeout",
+                "90s",
+                "-o",
+                "json",
+            ],
+            0,
+        ),
+        (&["plan", "-m", &m2, "--cluster", "kube"], 0),
         (&["status", "--cluster", "kube"], 0),
         (
             &[
@@ -172,6 +200,22 @@ fn the_cluster_role_grants_exactly_what_apply_plan_status_and_snapshot_use() {
             text(&out.stdout),
             text(&out.stderr)
         );
+        if args[0] == "apply" && args.contains(&m2.as_str()) {
+            // The in-place rollout really ran: every agent pod patched, none replaced.
+            let report: Value = serde_json::from_slice(&out.stdout).expect("an ApplyReport");
+            let verbs: BTreeSet<&str> = report["writes"]
+                .as_array()
+                .expect("writes")
+                .iter()
+                .map(|w| w["verb"].as_str().unwrap())
+                .collect();
+            assert_eq!(
+                (&report["inPlace"], &report["creates"], &report["deletes"]),
+                (&Value::from(4), &Value::from(0), &Value::from(0)),
+                "{report:#}"
+            );
+            assert_eq!(verbs, BTreeSet::from(["in-place"]), "{report:#}");
+        }
     }
     drop(server);
 
