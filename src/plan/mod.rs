@@ -1020,14 +1020,11 @@ impl<'a> Context<'a> {
         let change = stable.map(|s| inplace::in_place_change(s, ds));
         let recreate_because = match (&from, &change) {
             (None, _) => Some(
-                "no stable revision is known (the record keeps the last complete rollout's): \
-                 pods are recreated"
+                "no stable revision is known (the record keeps the last complete rollout's)"
                     .to_string(),
             ),
             (_, Some(inplace::Change::InPlace { .. })) if budgets.max_unavailable == 0 => Some(
-                "maxUnavailable is 0, so no pod may restart in place: new pods surge beside \
-                 the old ones"
-                    .to_string(),
+                "maxUnavailable is 0 (a pod restarting in place would be unavailable)".to_string(),
             ),
             _ => None,
         };
@@ -1042,6 +1039,13 @@ impl<'a> Context<'a> {
                     Some((None, Some(old))) => old,
                     _ => return None,
                 };
+                if !old.available {
+                    // An unavailable old pod is replaced at once, as upstream replaces it.
+                    slot.in_place = false;
+                    return Some(NodeUpdate::Recreate {
+                        because: "its pod is not available".into(),
+                    });
+                }
                 let revision = self.pod(old.id).and_then(Pod::revision_hash);
                 let because = if let Some(why) = &recreate_because {
                     Some(why.clone())

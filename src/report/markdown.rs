@@ -641,6 +641,12 @@ fn next_step(ds: &DaemonSetPlan) -> String {
     if !step.open_gates.is_empty() {
         actions.push(format!("mark {} ready", step.open_gates.len()));
     }
+    if !step.pre_pull.is_empty() {
+        actions.push(format!("pre-pull on {}", step.pre_pull.len()));
+    }
+    if !step.pre_pull_cleanup.is_empty() {
+        actions.push(format!("remove {} pre-pull", step.pre_pull_cleanup.len()));
+    }
     let phase = match step.phase {
         StepPhase::Manage => "per-node fixes",
         StepPhase::RollingUpdate => "rolling update",

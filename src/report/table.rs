@@ -385,6 +385,18 @@ fn next_step(ds: &DaemonSetPlan) -> String {
             count(step.open_gates.len(), "pod")
         ));
     }
+    if !step.pre_pull.is_empty() {
+        actions.push(format!(
+            "pre-pull on {}",
+            count(step.pre_pull.len(), "node")
+        ));
+    }
+    if !step.pre_pull_cleanup.is_empty() {
+        actions.push(format!(
+            "remove {}",
+            count(step.pre_pull_cleanup.len(), "pre-pull pod")
+        ));
+    }
     let phase = match step.phase {
         StepPhase::Manage => "per-node fixes",
         StepPhase::RollingUpdate => "rolling update",
@@ -397,9 +409,10 @@ fn next_step(ds: &DaemonSetPlan) -> String {
     format!("{} ({phase}); {waves}", actions.join(", "))
 }
 
-/// True when the step only sets readiness conditions of pods updated in place.
+/// True when the step only sets readiness conditions of pods updated in place, or pulls
+/// images ahead: no phase of the reconcile produced it.
 pub(crate) fn step_only_gates(step: &crate::plan::Step) -> bool {
-    !step.open_gates.is_empty()
+    (!step.open_gates.is_empty() || !step.pre_pull.is_empty() || !step.pre_pull_cleanup.is_empty())
         && step.create.is_empty()
         && step.create_stable.is_empty()
         && step.delete.is_empty()
