@@ -898,9 +898,19 @@ async fn update_in_place<C: Cluster>(
         images,
         labels: [(REVISION_HASH_LABEL.to_string(), revision.to_string())].into(),
     };
-    cluster
+    let patched = cluster
         .patch_pod_images(&u.namespace, &u.name, &patch)
-        .await
+        .await;
+    if let Err(e) = &patched
+        && !matches!(e, ClusterError::NotFound { .. })
+    {
+        // The pod was not updated: it may serve again (best effort; a later pass opens the
+        // gate of a ready pod anyway).
+        let _ = cluster
+            .set_pod_condition(&u.namespace, &u.name, IN_PLACE_READY_CONDITION, true, None)
+            .await;
+    }
+    patched
 }
 
 enum Executed {

@@ -84,8 +84,9 @@ pub struct KubeOptions {
 struct Expectations {
     creates: Vec<Key>,
     deletes: Vec<(Key, String)>,
-    /// Pods updated in place, with the resourceVersion they had before.
-    updates: Vec<(Key, String)>,
+    /// Pods written in place (images, a status condition), with every resourceVersion they
+    /// had before: the cache must show another one.
+    updates: Vec<(Key, Vec<String>)>,
 }
 
 /// A live cluster.
@@ -458,9 +459,10 @@ impl KubeCluster {
         }
         let met = move |s: &cache::State| {
             creates.iter().all(|k| s.pod(k).is_some())
-                && updates
-                    .iter()
-                    .all(|(k, rv)| s.pod(k).is_none_or(|p| &p.resource_version != rv))
+                && updates.iter().all(|(k, before)| {
+                    s.pod(k)
+                        .is_none_or(|p| !before.contains(&p.resource_version))
+                })
                 && deletes.iter().all(|(k, uid)| {
                     s.pod(k)
                         .is_none_or(|p| &p.uid != uid || p.pod.deletion_timestamp.is_some())
@@ -482,6 +484,14 @@ impl KubeCluster {
                 EXPECTATION_TIMEOUT
             );
         }
+    }
+
+    /// The resourceVersion the pod cache holds for a pod.
+    fn cached_resource_version(&self, key: &Key) -> Option<String> {
+        self.cache
+            .lock()
+            .pod(key)
+            .map(|p| p.resource_version.clone())
     }
 
     fn record_uid(&self, namespace: &str, name: &str) -> Option<String> {
@@ -729,14 +739,16 @@ impl Cluster for KubeCluster {
         patch: &crate::cluster::ImagePatch,
     ) -> Result<(), ClusterError> {
         let key = (namespace.to_string(), name.to_string());
+        let mut before = vec![patch.resource_version.clone()];
+        before.extend(self.cached_resource_version(&key));
         let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let target = self.target.clone();
         let (n, p) = (name.to_string(), patch.clone());
         self.run(async move { requests::patch_pod_images(&api, &n, &p, &target).await })
             .await?;
-        self.expected
-            .updates
-            .push((key, patch.resource_version.clone()));
+        // The next observation waits until the watch shows the patched pod (a re-plan on the
+        // stale one would patch it again).
+        self.expected.updates.push((key, before));
         Ok(())
     }
 
@@ -748,14 +760,23 @@ impl Cluster for KubeCluster {
         status: bool,
         resource_version: Option<&str>,
     ) -> Result<String, ClusterError> {
+        let key = (namespace.to_string(), name.to_string());
+        let before: Vec<String> = self
+            .cached_resource_version(&key)
+            .into_iter()
+            .chain(resource_version.map(str::to_string))
+            .collect();
         let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let target = self.target.clone();
         let (n, c) = (name.to_string(), condition.to_string());
         let rv = resource_version.map(str::to_string);
-        self.run(async move {
-            requests::set_pod_condition(&api, &n, &c, status, rv.as_deref(), &target).await
-        })
-        .await
+        let after = self
+            .run(async move {
+                requests::set_pod_condition(&api, &n, &c, status, rv.as_deref(), &target).await
+            })
+            .await?;
+        self.expected.updates.push((key, before));
+        Ok(after)
     }
 
     async fn write_status(
@@ -946,7 +967,7 @@ pub mod requests {
                 name: name.into(),
             }),
             Err(e) if is_code(&e, 409) || is_code(&e, 422) => Err(ClusterError::Rejected(format!(
-                "pod {name} changed since it was planned; the next step re-plans{}",
+                "pod {name} changed since it was planned; the next step re-plans: {}",
                 describe(target, &e)
             ))),
             Err(e) => Err(refused(target, "", &e)),
@@ -985,7 +1006,7 @@ pub mod requests {
                 name: name.into(),
             }),
             Err(e) if is_code(&e, 409) => Err(ClusterError::Rejected(format!(
-                "pod {name} changed since it was planned; the next step re-plans{}",
+                "pod {name} changed since it was planned; the next step re-plans: {}",
                 describe(target, &e)
             ))),
             Err(e) => Err(refused(target, "", &e)),
