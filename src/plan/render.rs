@@ -181,18 +181,25 @@ pub fn pod_for_node(ds: &DaemonSet, spec: &DaemonSetSpec, node: &str, owner: &Po
             labels: Some(labels),
             annotations: template_meta.and_then(|m| m.annotations.clone()),
             finalizers: template_meta.and_then(|m| m.finalizers.clone()),
-            owner_references: Some(vec![OwnerReference {
-                api_version: owner.api_version.clone(),
-                kind: owner.kind.clone(),
-                name: owner.name.clone(),
-                uid: owner.uid.clone(),
-                controller: Some(true),
-                block_owner_deletion: Some(true),
-            }]),
+            owner_references: Some(vec![owner.controller_reference()]),
             ..ObjectMeta::default()
         },
         spec: Some(pod_spec),
         status: None,
+    }
+}
+
+impl PodOwner {
+    /// The controller ownerReference a pod of this owner carries.
+    fn controller_reference(&self) -> OwnerReference {
+        OwnerReference {
+            api_version: self.api_version.clone(),
+            kind: self.kind.clone(),
+            name: self.name.clone(),
+            uid: self.uid.clone(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }
     }
 }
 
@@ -241,14 +248,7 @@ pub fn pre_pull_pod(
             generate_name: Some(format!("{}pre-pull-", pod_name_prefix(&spec.name))),
             namespace: Some(spec.namespace.clone()),
             labels: Some(labels),
-            owner_references: Some(vec![OwnerReference {
-                api_version: owner.api_version.clone(),
-                kind: owner.kind.clone(),
-                name: owner.name.clone(),
-                uid: owner.uid.clone(),
-                controller: Some(true),
-                block_owner_deletion: Some(true),
-            }]),
+            owner_references: Some(vec![owner.controller_reference()]),
             ..ObjectMeta::default()
         },
         spec: Some(PodSpec {

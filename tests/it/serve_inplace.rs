@@ -5,11 +5,11 @@
 //! kubectl then shows it. Skipped, with a reason, without kubectl.
 
 use crate::live::{daemonsync, text};
-use crate::serve_support::{ServeProcess, sim_dir};
+use crate::serve_support::{ServeProcess, output_within_a_minute, sim_dir};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 fn kubectl_available() -> bool {
@@ -25,24 +25,12 @@ fn kubectl_available() -> bool {
 
 /// Runs kubectl against the server (at most 60 s).
 fn kubectl(kubeconfig: &Path, cache: &Path, args: &[&str]) -> Output {
-    let mut child = Command::new("kubectl")
-        .args(args)
+    let mut cmd = Command::new("kubectl");
+    cmd.args(args)
         .env("KUBECONFIG", kubeconfig)
         .env("KUBECACHEDIR", cache)
-        .env("HOME", cache)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubectl runs");
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "kubectl {args:?} took over 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
+        .env("HOME", cache);
+    output_within_a_minute(cmd, &format!("kubectl {args:?}"))
 }
 
 #[test]

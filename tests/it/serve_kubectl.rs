@@ -1,7 +1,7 @@
 //! kubectl against a `daemonsync sim serve` child process: the columns a kubectl user reads,
 //! node edits, deletions and the record cascade. Skipped, with a reason, without kubectl.
 
-use crate::serve_support::{ServeProcess, sim_dir};
+use crate::serve_support::{ServeProcess, output_within_a_minute, sim_dir};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -45,21 +45,7 @@ impl Kubectl<'_> {
 
     /// Runs kubectl (at most 60 s), asserts success and returns stdout.
     fn ok(&self, args: &[&str]) -> String {
-        let mut child = self
-            .cmd(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kubectl runs");
-        let start = Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "kubectl {args:?} took over 60 s"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let out = child.wait_with_output().unwrap();
+        let out = output_within_a_minute(self.cmd(args), &format!("kubectl {args:?}"));
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         assert!(
             out.status.success(),

@@ -3,8 +3,8 @@
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// Three nodes, short latencies, and two DaemonSets (`agent`, `logger` in `demo`) running.
 pub fn sim_dir() -> tempfile::TempDir {
@@ -99,4 +99,23 @@ impl Drop for ServeProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Runs `cmd` to completion, at most 60 s (`what` names it in the failure), and returns its
+/// output.
+pub fn output_within_a_minute(mut cmd: Command, what: &str) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what} does not start: {e}"));
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{what} took over 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
 }

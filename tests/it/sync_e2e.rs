@@ -508,11 +508,16 @@ fn a_port_in_use_is_reported_and_sync_does_not_start() {
 /// Sets (`Some("true")`) or removes (`None`) `daemonsync.io/paused` on a record, as
 /// `kubectl annotate` does.
 fn set_paused(world: &World, ds: &str, value: Option<&str>) {
+    annotate(world, ds, "daemonsync.io/paused", value);
+}
+
+/// Sets (`Some`) or removes (`None`) an annotation of a record, as `kubectl annotate` does.
+fn annotate(world: &World, ds: &str, key: &str, value: Option<&str>) {
     let url = format!(
         "{}/apis/daemonsync.io/v1alpha1/namespaces/{NS}/manageddaemonsets/{ds}",
         world.server.url
     );
-    let body = serde_json::json!({"metadata": {"annotations": {"daemonsync.io/paused": value}}});
+    let body = serde_json::json!({"metadata": {"annotations": {key: value}}});
     let (code, text) = crate::sync_support::request(
         "PATCH",
         &url,
@@ -765,23 +770,9 @@ fn sync_holds_a_canary_at_its_manual_pause_until_promoted() {
         2
     );
     // Promote (what `daemonsync promote` writes): the rest follows.
-    let revision = record["status"]["rollout"]["revision"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let url = format!(
-        "{}/apis/daemonsync.io/v1alpha1/namespaces/{NS}/manageddaemonsets/agent",
-        world.server.url
-    );
-    let body = serde_json::json!({"metadata": {"annotations": {"daemonsync.io/promote": format!("{revision}:0")}}});
-    let (code, text) = crate::sync_support::request(
-        "PATCH",
-        &url,
-        &[("content-type", "application/merge-patch+json")],
-        &body.to_string(),
-    )
-    .expect("the API answers");
-    assert_eq!(code, 200, "{text}");
+    let revision = record["status"]["rollout"]["revision"].as_str().unwrap();
+    let promote = format!("{revision}:0");
+    annotate(&world, "agent", "daemonsync.io/promote", Some(&promote));
     wait_converged(&world, &sync, "agent", "agent:2");
     wait_for("the record says Complete", 30, &[&sync], || {
         match world.api.record("agent")["status"]["rollout"]["phase"].as_str() {
