@@ -729,6 +729,13 @@ fn section(ds: &DaemonSetPlan, diff: Option<&str>, manifest_only: bool) -> Strin
     if let Some(ip) = &ds.in_place {
         let _ = writeln!(out, "**Update:** {}\n", update_line(ip));
     }
+    if let Some(pp) = &ds.pre_pull {
+        let _ = writeln!(
+            out,
+            "**Pre-pull:** {}\n",
+            crate::report::table::pre_pull_text(pp)
+        );
+    }
     if let Some(r) = &ds.rollout {
         rollout_section(&mut out, ds, r);
     }

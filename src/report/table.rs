@@ -247,6 +247,14 @@ fn details(
             update_text(ip)
         );
     }
+    if let Some(pp) = &ds.pre_pull {
+        let _ = writeln!(
+            out,
+            "  {} {}",
+            paint.style("Pre-pull:", Style::new().bold()),
+            pre_pull_text(pp)
+        );
+    }
     if let Some(r) = &ds.rollout {
         rollout_block(out, ds, r, paint);
     }
@@ -421,6 +429,28 @@ pub(crate) fn step_only_gates(step: &crate::plan::Step) -> bool {
 
 /// How the pods of a DaemonSet under `InPlaceIfPossible` take the new revision:
 /// `in place (images agent:1 → agent:2, from revision X)`, or `recreate (why)`.
+/// Where pulling a DaemonSet's new images ahead of the rollout stands: `agent:2, 10 nodes
+/// at a time: 10 pulling, 30 waiting, 0 with the images`, and the failures.
+pub(crate) fn pre_pull_text(pp: &crate::plan::PrePullPlan) -> String {
+    let mut text = format!(
+        "{}, {} at a time: {} pulling, {} waiting, {} with the images",
+        pp.images.join(", "),
+        count(pp.parallelism, "node"),
+        pp.pulling.len(),
+        pp.waiting,
+        pp.pulled
+    );
+    if let Some(f) = pp.failed.first() {
+        text.push_str(&format!(
+            "; FAILED on {} ({} on node {}): the rollout halts before any daemon pod is touched",
+            count(pp.failed.len(), "node"),
+            f.reason,
+            f.node
+        ));
+    }
+    text
+}
+
 fn update_text(ip: &InPlacePlan) -> String {
     match (&ip.recreate_because, &ip.change) {
         (Some(why), _) => format!("recreate ({why})"),
@@ -1543,5 +1573,28 @@ demo/agent: delete 2 pods (rolling update); 6 waves projected
             line_of(&out, "a-2 ").ends_with("; held where it is: the rollout is aborted"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn pre_pull_says_what_is_pulled_how_many_at_once_and_the_step_counts_it() {
+        let (d, o) = in_place_rollout(|d| {
+            d.daemonset
+                .metadata
+                .annotations
+                .get_or_insert_with(Default::default)
+                .extend([
+                    ("daemonsync.io/pre-pull".to_string(), "true".to_string()),
+                    (
+                        "daemonsync.io/pre-pull-parallelism".to_string(),
+                        "2".to_string(),
+                    ),
+                ]);
+        });
+        let out = to_table(&plan_one(&d, &o), &plain());
+        assert!(
+            out.contains("\n  Pre-pull: agent:2, 2 nodes at a time: 0 pulling, "),
+            "{out}"
+        );
+        assert!(out.contains("pre-pull on 2 nodes"), "{out}");
     }
 }
