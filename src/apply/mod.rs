@@ -839,16 +839,10 @@ struct Counts {
 /// pod the plan saw.
 async fn update_in_place<C: Cluster>(
     cluster: &mut C,
-    state: &ClusterState,
     revision: &str,
     u: &plan::InPlaceUpdate,
 ) -> Result<(), ClusterError> {
-    let pod = state
-        .observed
-        .pods
-        .iter()
-        .find(|p| p.namespace == u.namespace && p.name == u.name);
-    let Some(detail) = pod.and_then(|p| p.detail.as_deref()) else {
+    let Some(detail) = u.detail.as_deref() else {
         return Err(ClusterError::Rejected(format!(
             "pod {}/{} cannot be updated in place: its spec was not observed",
             u.namespace, u.name
@@ -975,16 +969,6 @@ async fn execute<C: Cluster>(
             .rollout
             .as_ref()
             .map_or_else(|| "Rollout".to_string(), |r| r.phase.to_string());
-        let revision_of = |pod: &str| {
-            state
-                .observed
-                .pods
-                .iter()
-                .find(|p| p.namespace == ds.namespace && p.name == pod)
-                .and_then(|p| p.revision_hash())
-                .unwrap_or_default()
-                .to_string()
-        };
         let (mut created, mut deleted, mut failed_pods) = (Vec::new(), Vec::new(), Vec::new());
         let mut create_error = None;
         // Readiness gates of pods whose containers all run their images and are ready.
@@ -1050,10 +1034,10 @@ async fn execute<C: Cluster>(
             if first_error.as_ref().is_some_and(ClusterError::stops_step) {
                 break;
             }
-            match update_in_place(cluster, state, &ds.revision, u).await {
+            match update_in_place(cluster, &ds.revision, u).await {
                 Ok(()) => {
                     counts.in_place += 1;
-                    let from = revision_of(&u.name);
+                    let from = &u.from_revision;
                     log.push(
                         "in-place",
                         &daemonset,
@@ -1080,7 +1064,7 @@ async fn execute<C: Cluster>(
                         &daemonset,
                         &d.name,
                         &d.node,
-                        revision_of(&d.name),
+                        d.revision.clone(),
                         &phase,
                     );
                     deleted.push(d.name.clone());
@@ -1207,6 +1191,17 @@ async fn execute<C: Cluster>(
                 .await?;
         }
     }
+    // The pruned pods, looked up once for the write log.
+    let pruned: BTreeMap<(&str, &str), &crate::model::Pod> = if prune.is_empty() {
+        BTreeMap::new()
+    } else {
+        state
+            .observed
+            .pods
+            .iter()
+            .map(|p| ((p.namespace.as_str(), p.name.as_str()), p))
+            .collect()
+    };
     for (namespace, name) in prune {
         if first_error.as_ref().is_some_and(ClusterError::stops_step) {
             break;
@@ -1214,11 +1209,7 @@ async fn execute<C: Cluster>(
         match cluster.delete_pod(namespace, name).await {
             Ok(()) | Err(ClusterError::NotFound { .. }) => {
                 counts.deletes += 1;
-                let pod = state
-                    .observed
-                    .pods
-                    .iter()
-                    .find(|p| &p.namespace == namespace && &p.name == name);
+                let pod = pruned.get(&(namespace.as_str(), name.as_str()));
                 let owner = pod
                     .and_then(|p| p.controller.as_ref())
                     .map_or("", |c| c.name.as_str());

@@ -238,35 +238,7 @@ impl Cluster for AnyCluster {
         status: bool,
         resource_version: Option<&str>,
     ) -> Result<String, ClusterError> {
-        // Spelled out: the sim's inherent method of the same name would shadow the trait's.
-        match self {
-            AnyCluster::Snapshot(c) => {
-                Cluster::set_pod_condition(c, namespace, name, condition, status, resource_version)
-                    .await
-            }
-            AnyCluster::Sim(c) => {
-                Cluster::set_pod_condition(
-                    &mut **c,
-                    namespace,
-                    name,
-                    condition,
-                    status,
-                    resource_version,
-                )
-                .await
-            }
-            AnyCluster::Kube(c) => {
-                Cluster::set_pod_condition(
-                    &mut **c,
-                    namespace,
-                    name,
-                    condition,
-                    status,
-                    resource_version,
-                )
-                .await
-            }
-        }
+        forward!(self, c => c.set_pod_condition(namespace, name, condition, status, resource_version))
     }
 
     async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {

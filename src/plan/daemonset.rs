@@ -84,6 +84,9 @@ pub struct DaemonSetSpec {
     /// Host ports the template's containers bind (`hostPort`, or `containerPort` with
     /// hostNetwork).
     pub host_ports: Vec<i32>,
+    /// `daemonsync.io/update-strategy: InPlaceIfPossible`: its pods carry the in-place
+    /// readiness gate.
+    pub in_place: bool,
 }
 
 impl DaemonSetSpec {
@@ -138,6 +141,11 @@ impl DaemonSetSpec {
             template_generation,
             host_network,
             host_ports: host_ports(pod_spec, host_network),
+            in_place: meta
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(super::progressive::UPDATE_STRATEGY))
+                .is_some_and(|v| v == "InPlaceIfPossible"),
         }
     }
 }

@@ -384,6 +384,12 @@ pub struct InPlaceUpdate {
     pub node: Name,
     /// The images it gets.
     pub images: Vec<inplace::ImageChange>,
+    /// The revision it runs now, for the write log.
+    #[serde(skip)]
+    pub from_revision: String,
+    /// What writing it needs (its resourceVersion, its containers' order).
+    #[serde(skip)]
+    pub detail: Option<Box<crate::model::PodDetail>>,
 }
 
 /// A pod the step deletes.
@@ -397,6 +403,9 @@ pub struct PodDeletion {
     pub node: Name,
     /// Why.
     pub reason: DeleteReason,
+    /// Its `controller-revision-hash` (empty when none), for the write log.
+    #[serde(skip)]
+    pub revision: String,
 }
 
 /// One projected wave.
@@ -473,6 +482,14 @@ fn plan_in(
         manifest_only,
         daemonsets,
     }
+}
+
+/// What a DaemonSet's annotations say, and the stable DaemonSet with its revision.
+struct Annotated<'a> {
+    policy: Option<RolloutPolicy>,
+    /// The annotations' errors, with their paths.
+    errors: Vec<String>,
+    stable: Option<(&'a DaemonSet, String)>,
 }
 
 /// Indexes built once per plan and shared by every DaemonSet.
@@ -584,11 +601,12 @@ impl<'a> Context<'a> {
         let budgets = budgets(&spec, status.desired_number_scheduled);
         let rolling = matches!(spec.strategy, UpdateStrategy::RollingUpdate { .. });
 
+        let annotated = self.annotated(ds, &spec);
         let (rollout, node_rollouts, errors) =
-            self.progressive(ds, &spec, &mut slots, rolling, now, &mut warnings);
-        let (in_place, node_updates) = self.in_place(ds, &spec, &mut slots, budgets, rolling);
+            self.progressive(&spec, &annotated, &mut slots, rolling, now, &mut warnings);
+        let (in_place, node_updates) = self.in_place(ds, &annotated, &mut slots, budgets, rolling);
         let (pre_pull, pre_pull_step, pre_pull_cleanup) =
-            self.pre_pull(ds, &spec, &mut slots, &node_rollouts, rolling);
+            self.pre_pull(ds, &spec, &annotated, &mut slots, &node_rollouts, rolling);
         let in_place_nodes = slots.iter().filter(|s| s.in_place).count();
         if budgets.max_surge > 0 && in_place_nodes > 0 {
             warnings.push(format!(
@@ -719,6 +737,8 @@ impl<'a> Context<'a> {
                             Some(inplace::Change::InPlace { images }) => images.clone(),
                             _ => Vec::new(),
                         },
+                        from_revision: pod.revision_hash().unwrap_or_default().to_string(),
+                        detail: pod.detail.clone(),
                     }
                 })
                 .collect(),
@@ -747,6 +767,7 @@ impl<'a> Context<'a> {
                         name: pod.name.clone(),
                         node: self.slot_name(&slots[d.slot as usize]),
                         reason: d.why,
+                        revision: pod.revision_hash().unwrap_or_default().to_string(),
                     }
                 })
                 .collect(),
@@ -843,12 +864,12 @@ impl<'a> Context<'a> {
         &self,
         ds: &DaemonSet,
         spec: &DaemonSetSpec,
+        annotated: &Annotated<'a>,
         slots: &mut [Slot],
         node_rollouts: &[Option<progressive::NodeRollout>],
         rolling: bool,
     ) -> (Option<PrePullPlan>, Vec<PrePull>, Vec<PodRef>) {
-        let policy = RolloutPolicy::of(ds).ok().flatten();
-        let Some(policy) = policy.filter(|p| p.pre_pull) else {
+        let Some(policy) = annotated.policy.as_ref().filter(|p| p.pre_pull) else {
             return (None, Vec::new(), Vec::new());
         };
         if !rolling || self.manifest_only {
@@ -1003,21 +1024,20 @@ impl<'a> Context<'a> {
     fn in_place(
         &self,
         ds: &DaemonSet,
-        spec: &DaemonSetSpec,
+        annotated: &Annotated<'a>,
         slots: &mut [Slot],
         budgets: Budgets,
         rolling: bool,
     ) -> (Option<InPlacePlan>, Vec<Option<NodeUpdate>>) {
-        let wanted = RolloutPolicy::of(ds)
-            .ok()
-            .flatten()
-            .is_some_and(|p| p.in_place);
+        let wanted = annotated.policy.as_ref().is_some_and(|p| p.in_place);
         if !wanted || !rolling || self.manifest_only {
             return (None, Vec::new());
         }
-        let stable = stable_daemonset(self.observed, &spec.namespace, &spec.name);
-        let from = stable.map(|d| DaemonSetSpec::compile(d).revision);
-        let change = stable.map(|s| inplace::in_place_change(s, ds));
+        let from = annotated.stable.as_ref().map(|(_, rev)| rev.clone());
+        let change = annotated
+            .stable
+            .as_ref()
+            .map(|(s, _)| inplace::in_place_change(s, ds));
         let recreate_because = match (&from, &change) {
             (None, _) => Some(
                 "no stable revision is known (the record keeps the last complete rollout's)"
@@ -1080,8 +1100,8 @@ impl<'a> Context<'a> {
     /// reveals.
     fn progressive(
         &self,
-        ds: &DaemonSet,
         spec: &DaemonSetSpec,
+        annotated: &Annotated<'a>,
         slots: &mut [Slot],
         rolling: bool,
         now: Timestamp,
@@ -1091,10 +1111,7 @@ impl<'a> Context<'a> {
         Vec<Option<progressive::NodeRollout>>,
         Vec<String>,
     ) {
-        let (policy, mut errors) = match RolloutPolicy::of(ds) {
-            Ok(p) => (p, Vec::new()),
-            Err(errs) => (None, errs.iter().map(ToString::to_string).collect()),
-        };
+        let (policy, mut errors) = (annotated.policy.clone(), annotated.errors.clone());
         let record = self.record(&spec.namespace, &spec.name);
         let aborted = record.and_then(|r| r.aborted.as_deref()) == Some(spec.revision.as_str());
         let paces = policy.as_ref().is_some_and(RolloutPolicy::paces);
@@ -1129,8 +1146,6 @@ impl<'a> Context<'a> {
         if !errors.is_empty() {
             return (None, Vec::new(), errors);
         }
-        let stable = stable_daemonset(self.observed, &spec.namespace, &spec.name)
-            .map(DaemonSetSpec::compile);
         // A rollout is under way while some node runs a pod of another revision; otherwise
         // (a first install, a finished rollout) nodes get the new revision at once.
         let under_way = slots.iter().any(|s| {
@@ -1139,7 +1154,7 @@ impl<'a> Context<'a> {
         let inputs = progressive::Inputs {
             policy: &policy,
             record,
-            stable_revision: stable.as_ref().map(|s| s.revision.as_str()),
+            stable_revision: annotated.stable.as_ref().map(|(_, rev)| rev.as_str()),
             revision: &spec.revision,
             auto_promote: self.auto_promote,
             under_way,
@@ -1162,6 +1177,27 @@ impl<'a> Context<'a> {
             };
         }
         (Some(rollout), targets, errors)
+    }
+
+    /// A DaemonSet's `daemonsync.io/` annotations and its stable revision, read once per plan.
+    fn annotated(&self, ds: &DaemonSet, spec: &DaemonSetSpec) -> Annotated<'a> {
+        let (policy, errors) = match RolloutPolicy::of(ds) {
+            Ok(p) => (p, Vec::new()),
+            Err(errs) => (None, errs.iter().map(ToString::to_string).collect()),
+        };
+        let aborted = self
+            .record(&spec.namespace, &spec.name)
+            .is_some_and(|r| r.aborted.is_some());
+        // The stable revision's hash is only needed by a policy (or an abort).
+        let stable = (policy.is_some() || aborted)
+            .then(|| stable_daemonset(self.observed, &spec.namespace, &spec.name))
+            .flatten()
+            .map(|d| (d, DaemonSetSpec::compile(d).revision));
+        Annotated {
+            policy,
+            errors,
+            stable,
+        }
     }
 
     fn record(&self, ns: &str, name: &str) -> Option<&'a RolloutRecord> {

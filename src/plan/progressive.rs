@@ -648,14 +648,15 @@ impl Rollout {
     pub fn stage_label(&self, stage: u32) -> String {
         self.stages
             .get(stage as usize)
-            .map_or_else(|| format!("stage {stage}"), stage_label)
+            .map_or_else(|| format!("stage {stage}"), |s| label(s.kind, &s.name))
     }
 }
 
-fn stage_label(s: &Stage) -> String {
-    match s.kind {
+/// A stage for people: `canary`, `wave zone=a`.
+fn label(kind: StageKind, name: &str) -> String {
+    match kind {
         StageKind::Canary => "canary".to_string(),
-        StageKind::Wave => format!("wave {}", s.name),
+        StageKind::Wave => format!("wave {name}"),
     }
 }
 
@@ -830,7 +831,7 @@ pub(crate) fn decide<'n>(
     let mut wake_at = None;
     while !aborted && progress.stage < last && complete(progress.stage) {
         let k = progress.stage;
-        let after = stage_label_of(&defs[k as usize]);
+        let after = label(defs[k as usize].0, &defs[k as usize].1);
         let pass = match pause_after(k).unwrap_or(Pause::For(SignedDuration::ZERO)) {
             p if p.is_none() => true,
             _ if promoted_to.is_some_and(|s| s >= k) => true,
@@ -949,11 +950,4 @@ pub(crate) fn decide<'n>(
         wake_at,
     };
     (rollout, targets)
-}
-
-fn stage_label_of(def: &(StageKind, String, Vec<u32>)) -> String {
-    match def.0 {
-        StageKind::Canary => "canary".to_string(),
-        StageKind::Wave => format!("wave {}", def.1),
-    }
 }

@@ -146,11 +146,7 @@ pub fn pod_for_node(ds: &DaemonSet, spec: &DaemonSetSpec, node: &str, owner: &Po
     ));
     // A pod that may be updated in place carries the readiness gate daemonsync holds False
     // while its containers restart on new images.
-    if crate::plan::RolloutPolicy::of(ds)
-        .ok()
-        .flatten()
-        .is_some_and(|p| p.in_place)
-    {
+    if spec.in_place {
         let gate = k8s_openapi::api::core::v1::PodReadinessGate {
             condition_type: crate::model::IN_PLACE_READY_CONDITION.to_string(),
         };

@@ -847,7 +847,7 @@ impl Sim {
     /// controller writes it to the status subresource): True when `status`. A pod whose
     /// `spec.readinessGates` name condition types is Ready only when its containers are and
     /// each of those conditions is True.
-    pub fn set_pod_condition(
+    pub fn set_condition(
         &mut self,
         namespace: &str,
         name: &str,

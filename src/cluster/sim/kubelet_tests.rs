@@ -313,10 +313,10 @@ fn a_readiness_gate_keeps_the_pod_unready_until_its_condition_is_true() {
     );
 
     s.advance(s.start() + secs(10));
-    s.set_pod_condition("ns", &name, "example.com/lb-ready", false)
+    s.set_condition("ns", &name, "example.com/lb-ready", false)
         .unwrap();
     assert!(!model(&s, &name).is_ready());
-    s.set_pod_condition("ns", &name, "example.com/lb-ready", true)
+    s.set_condition("ns", &name, "example.com/lb-ready", true)
         .unwrap();
     let p = model(&s, &name);
     assert!(p.is_ready());
@@ -324,13 +324,13 @@ fn a_readiness_gate_keeps_the_pod_unready_until_its_condition_is_true() {
     let st = status(&s, &name);
     assert_eq!(condition(&st, "Ready")["status"], "True");
     assert_eq!(condition(&st, "example.com/lb-ready")["status"], "True");
-    s.set_pod_condition("ns", &name, "example.com/lb-ready", false)
+    s.set_condition("ns", &name, "example.com/lb-ready", false)
         .unwrap();
     assert!(!model(&s, &name).is_ready());
 
-    assert!(s.set_pod_condition("ns", &name, "Ready", true).is_err());
+    assert!(s.set_condition("ns", &name, "Ready", true).is_err());
     assert!(matches!(
-        s.set_pod_condition("ns", "gone", "x", true),
+        s.set_condition("ns", "gone", "x", true),
         Err(ClusterError::NotFound { .. })
     ));
 }

@@ -695,7 +695,7 @@ impl Cluster for Sim {
                 "pod {namespace}/{name} changed since resourceVersion {rv}"
             )));
         }
-        Sim::set_pod_condition(self, namespace, name, condition, status)?;
+        self.set_condition(namespace, name, condition, status)?;
         self.probed();
         Ok(self
             .pod_resource_version(namespace, name)
