@@ -10,6 +10,7 @@
 //! Time only moves in [`Cluster::wait_for_change`]: it jumps to the next scheduled event (a
 //! pod becomes ready, a termination ends, a churn entry) and applies every event due then.
 
+pub mod api;
 pub mod config;
 mod kubelet;
 pub mod serve;

@@ -1,8 +1,8 @@
 //! `/version`, legacy discovery (`/api`, `/apis`, `/api/v1`, `/apis/G/V`) and the minimal
 //! `/openapi/v3` that lets `kubectl apply -f` skip client-side validation.
 
-use super::engine::KUBELET_VERSION;
-use super::kinds::{Kind, Registry};
+use crate::cluster::sim::api::engine::KUBELET_VERSION;
+use crate::cluster::sim::api::kinds::{Kind, Registry};
 use serde_json::{Value, json};
 
 /// `/version`: minor 32, so kubectl's dispatcher runs kubectl 1.32.

@@ -1,20 +1,21 @@
 //! The HTTP surface: routes, query parameters, content negotiation (JSON or Table), watches
 //! as chunked NDJSON, fault injection and the request log.
 
-use super::convert::to_view;
 use super::discovery;
 use super::faults::{Faults, Injected};
-use super::kinds::Kind;
-use super::patch::PatchType;
-use super::select::{Selectors, parse_fields, parse_labels};
-use super::status::{ApiError, json_response};
-use super::store::{Change, ChangeType};
 use super::tables;
-use super::world::{DeleteParams, World, WriteParams, namespace_of};
+use crate::cluster::sim::api::convert::to_view;
+use crate::cluster::sim::api::error::ApiError;
+use crate::cluster::sim::api::kinds::Kind;
+use crate::cluster::sim::api::patch::PatchType;
+use crate::cluster::sim::api::select::{Selectors, parse_fields, parse_labels};
+use crate::cluster::sim::api::store::{Change, ChangeType};
+use crate::cluster::sim::api::world::{DeleteParams, World, WriteParams, namespace_of};
 use crate::model::Timestamp;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
+use axum::http::HeaderValue;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -475,7 +476,7 @@ async fn route(
                 .store
                 .list(&kind.storage, target.namespace.as_deref())
                 .filter(|e| selectors.matches(&to_view(&kind, &e.object)))
-                .map(|e| super::store::key_of(&e.object).1)
+                .map(|e| crate::cluster::sim::api::store::key_of(&e.object).1)
                 .collect();
             let mut items = Vec::new();
             for n in names {
@@ -661,11 +662,12 @@ fn watch(
 ) -> Result<Response, ApiError> {
     let mut sel = selectors(query, &t.kind)?;
     if let Some(name) = &t.name {
-        sel.fields.push(super::select::FieldRequirement {
-            field: "metadata.name".into(),
-            negated: false,
-            value: name.clone(),
-        });
+        sel.fields
+            .push(crate::cluster::sim::api::select::FieldRequirement {
+                field: "metadata.name".into(),
+                negated: false,
+                value: name.clone(),
+            });
     }
     let kind = t.kind.clone();
     let ns = t.namespace.clone();
@@ -772,6 +774,32 @@ where
             (header::CACHE_CONTROL, "no-cache, private"),
         ],
         Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut resp = json_response(code, &self.to_status());
+        if let Some(s) = self.retry_after {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
+        resp
+    }
+}
+
+/// A JSON answer (compact, as kube-rs's line-based watch reader needs).
+pub fn json_response(code: StatusCode, body: &Value) -> Response {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    (
+        code,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        bytes,
     )
         .into_response()
 }

@@ -385,7 +385,7 @@ failures:
 
 #[test]
 fn pod_update_validation_lets_images_change_and_tolerations_be_added_only() {
-    use super::engine::check_pod_update;
+    use crate::cluster::sim::api::engine::check_pod_update;
     let pod = json!({"spec": {"nodeName": "n-1",
         "initContainers": [{"name": "init", "image": "init:1"}],
         "containers": [{"name": "a", "image": "a:1"}],

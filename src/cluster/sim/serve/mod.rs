@@ -1,34 +1,17 @@
 //! `daemonsync sim serve`: the simulated cluster as a Kubernetes API server on 127.0.0.1, for
 //! kube-rs clients (daemonsync's live backend) and kubectl.
 //!
-//! The simulator ([`Sim`]) stays the behaviour engine, driven by the wall clock: it decides
-//! where pods are bound, when they start or fail, when terminations end, what churn does to
-//! nodes and which pods node removals collect. The API store holds the full objects clients
-//! wrote, with the simulator's decisions projected onto them. Modules:
+//! The cluster is the one the in-process simulator runs ([`super::api`]), driven by the wall
+//! clock. This module is its HTTP face:
 //!
-//! * [`kinds`]: the table of served kinds (built-ins and CRD-defined), which handlers follow.
-//! * [`store`]: objects, the global resourceVersion, change history and watch broadcast.
-//! * [`world`]: create, update, patch and delete with per-kind side effects.
-//! * [`engine`]: the simulator ↔ store bridge (pods, nodes, kubelet status).
-//! * [`gc`]: owner-reference garbage collection (background, foreground, orphan).
-//! * [`patch`]: merge, strategic-merge (approximated), JSON patch, server-side apply.
-//! * [`select`]: label and field selectors. [`tables`]: server-side Tables for kubectl.
+//! * [`http`]: routes and watches. [`tables`]: server-side Tables for kubectl.
 //! * [`discovery`]: `/version`, `/api`, `/apis`, minimal `/openapi/v3`.
-//! * [`http`]: routes and watches. [`faults`]: `--faults`. [`convert`]: events.k8s.io views.
+//! * [`faults`]: `--faults`.
 
-pub mod convert;
 pub mod discovery;
-pub mod engine;
 pub mod faults;
-pub mod gc;
 pub mod http;
-pub mod kinds;
-pub mod patch;
-pub mod select;
-pub mod status;
-pub mod store;
 pub mod tables;
-pub mod world;
 
 #[cfg(test)]
 mod inplace_tests;
@@ -36,6 +19,8 @@ mod inplace_tests;
 pub use faults::{Faults, FaultsError};
 
 use super::Sim;
+use super::api::world::{World, WriteParams};
+use super::api::{engine, kinds};
 use super::config::SimConfig;
 use crate::model::Timestamp;
 use anyhow::{Context as _, Result, bail};
@@ -44,7 +29,6 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use world::{World, WriteParams};
 
 /// The ManagedDaemonSet CRD, installed at start-up.
 pub const CRD_YAML: &str = include_str!("../../../../examples/deploy/crd.yaml");

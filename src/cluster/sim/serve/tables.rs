@@ -1,7 +1,7 @@
 //! Server-side Tables, so `kubectl get` prints the real columns: kubectl has no client-side
 //! printers for these kinds and shows only NAME and AGE without them.
 
-use super::kinds::{Kind, PrinterColumn, TableKind};
+use crate::cluster::sim::api::kinds::{Kind, PrinterColumn, TableKind};
 use crate::model::Timestamp;
 use serde_json::{Value, json};
 

@@ -5,8 +5,8 @@
 //! failures, termination, churn, pod garbage collection) is projected onto the stored objects
 //! as the kubelet and controllers of a real cluster would write it.
 
+use super::error::ApiError;
 use super::kinds::Kind;
-use super::status::ApiError;
 use super::store::Owners;
 use super::world::World;
 use crate::cluster::sim::kubelet::KUBELET_CONDITIONS;

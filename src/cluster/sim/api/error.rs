@@ -1,8 +1,6 @@
 //! The API's error answers: `Status` objects with the exact `reason` and `code` clients match
 //! on (kube-rs tests `reason`; kube-lease-manager tests `reason` and `code`).
 
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 /// An API error, answered as a `Status` object.
@@ -270,30 +268,4 @@ impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} ({}): {}", self.reason, self.code, self.message)
     }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut resp = json_response(code, &self.to_status());
-        if let Some(s) = self.retry_after {
-            resp.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(s));
-        }
-        resp
-    }
-}
-
-/// A JSON answer (compact, as kube-rs's line-based watch reader needs).
-pub fn json_response(code: StatusCode, body: &Value) -> Response {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
-    (
-        code,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        bytes,
-    )
-        .into_response()
 }

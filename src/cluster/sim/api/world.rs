@@ -3,9 +3,9 @@
 //! simulator, CRDs register kinds, namespaces take their contents with them).
 
 use super::convert::{from_view, to_view};
+use super::error::ApiError;
 use super::kinds::{Behaviour, Kind, Registry};
 use super::patch::{self, PatchType};
-use super::status::ApiError;
 use super::store::{Owners, Store};
 use crate::cluster::sim::Sim;
 use crate::model::Timestamp;

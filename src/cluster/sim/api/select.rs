@@ -1,7 +1,7 @@
 //! Label and field selectors as the API's query strings write them.
 
+use super::error::ApiError;
 use super::kinds::Kind;
-use super::status::ApiError;
 use crate::model::{LabelSelector, Labels};
 use serde_json::Value;
 

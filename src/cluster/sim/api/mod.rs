@@ -1,0 +1,23 @@
+//! The simulated cluster's API server and control plane: the object store, every write with
+//! its per-kind side effects, owner-reference garbage collection, and the bridge to the
+//! simulated nodes. The in-process simulator and `sim serve` share it, so a test of either
+//! meets the same cluster.
+//!
+//! * [`kinds`]: the table of served kinds (built-ins and CRD-defined), which handlers follow.
+//! * [`store`]: objects, the global resourceVersion, change history and watch broadcast.
+//! * [`world`]: create, update, patch and delete with per-kind side effects.
+//! * [`engine`]: the simulated nodes ↔ store bridge (pods, nodes, kubelet status).
+//! * [`gc`]: owner-reference garbage collection (background, foreground, orphan).
+//! * [`patch`]: merge, strategic-merge (approximated), JSON patch, server-side apply.
+//! * [`select`]: label and field selectors. [`convert`]: events.k8s.io views.
+//! * [`error`]: the API's `Status` errors.
+
+pub mod convert;
+pub mod engine;
+pub mod error;
+pub mod gc;
+pub mod kinds;
+pub mod patch;
+pub mod select;
+pub mod store;
+pub mod world;
