@@ -386,17 +386,15 @@ pub fn start(
         Api::<ManagedDaemonSet>::all(client.clone()),
         watcher::Config::default(),
         |r| {
-            let annotation = |key: &str| r.metadata.annotations.as_ref().and_then(|a| a.get(key));
-            use crate::plan::progressive::{ABORT_ANNOTATION, PROMOTE_ANNOTATION};
+            let commands = super::record::record_of(r);
             let record = CachedRecord {
                 uid: r.metadata.uid.clone().unwrap_or_default(),
                 generation: r.metadata.generation,
                 daemon_set: r.spec.daemon_set.clone(),
                 status: r.status.clone(),
-                paused: annotation(crate::model::PAUSED_ANNOTATION).is_some_and(|v| v == "true"),
-                promoted: annotation(PROMOTE_ANNOTATION)
-                    .and_then(|v| crate::plan::RolloutRecord::parse_promote(v)),
-                aborted: annotation(ABORT_ANNOTATION).cloned(),
+                paused: commands.paused,
+                promoted: commands.promoted,
+                aborted: commands.aborted,
             };
             (key_of(&r.metadata), Some(record))
         },

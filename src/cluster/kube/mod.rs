@@ -799,24 +799,12 @@ impl Cluster for KubeCluster {
                 name: name.into(),
             });
         };
-        // The status describes the record's generation (its conditions too), not the
-        // DaemonSet manifest's.
-        let counters = crate::plan::Status {
-            observed_generation: generation,
-            ..status.counters
-        };
-        let mut written = ManagedDaemonSetStatus::from_plan(
-            &counters,
-            Some(&status.revision),
+        let written = ManagedDaemonSetStatus::written(
+            status,
             previous.as_ref(),
+            generation,
             Timestamp::now(),
         );
-        let now = Timestamp::now();
-        written.set_halted(status.halted.as_deref(), previous.as_ref(), now);
-        written.set_paused(status.paused, previous.as_ref(), now);
-        written.set_source_error(status.source_error.as_deref(), previous.as_ref(), now);
-        written.rollout = status.rollout.clone();
-        written.stable = status.stable.clone();
         // Unchanged (transition times are kept while a condition holds): writing it anyway
         // would only wake this client's own record watch, and the next observation would
         // write again.
@@ -934,26 +922,7 @@ pub mod requests {
         patch: &crate::cluster::ImagePatch,
         target: &Target,
     ) -> Result<(), ClusterError> {
-        let escape = |k: &str| k.replace('~', "~0").replace('/', "~1");
-        let mut ops = vec![serde_json::json!({
-            "op": "test", "path": "/metadata/resourceVersion", "value": patch.resource_version
-        })];
-        for (init, index, _, image) in &patch.images {
-            let list = if *init {
-                "initContainers"
-            } else {
-                "containers"
-            };
-            ops.push(serde_json::json!({
-                "op": "replace", "path": format!("/spec/{list}/{index}/image"), "value": image
-            }));
-        }
-        for (k, v) in &patch.labels {
-            ops.push(serde_json::json!({
-                "op": "add", "path": format!("/metadata/labels/{}", escape(k)), "value": v
-            }));
-        }
-        let ops: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(ops))
+        let ops: json_patch::Patch = serde_json::from_value(image_patch(patch))
             .map_err(|e| ClusterError::Backend(format!("building the in-place patch: {e}")))?;
         let params = PatchParams {
             field_manager: Some(target.field_manager.clone()),
@@ -984,15 +953,7 @@ pub mod requests {
         resource_version: Option<&str>,
         target: &Target,
     ) -> Result<String, ClusterError> {
-        let mut patch = serde_json::json!({"status": {"conditions": [{
-            "type": condition,
-            "status": if status { "True" } else { "False" },
-            "lastTransitionTime": jiff::Timestamp::now().to_string(),
-        }]}});
-        // A resourceVersion in a patch is a precondition: 409 when the pod moved on.
-        if let Some(rv) = resource_version {
-            patch["metadata"] = serde_json::json!({"resourceVersion": rv});
-        }
+        let patch = condition_patch(condition, status, resource_version, Timestamp::now());
         let params = PatchParams {
             field_manager: Some(target.field_manager.clone()),
             ..PatchParams::default()
@@ -1011,6 +972,50 @@ pub mod requests {
             ))),
             Err(e) => Err(refused(target, "", &e)),
         }
+    }
+
+    /// The JSON patch of an in-place update: a `test` of the resourceVersion, then the images
+    /// replaced and the labels set.
+    pub fn image_patch(patch: &crate::cluster::ImagePatch) -> serde_json::Value {
+        let escape = |k: &str| k.replace('~', "~0").replace('/', "~1");
+        let mut ops = vec![serde_json::json!({
+            "op": "test", "path": "/metadata/resourceVersion", "value": patch.resource_version
+        })];
+        for (init, index, _, image) in &patch.images {
+            let list = if *init {
+                "initContainers"
+            } else {
+                "containers"
+            };
+            ops.push(serde_json::json!({
+                "op": "replace", "path": format!("/spec/{list}/{index}/image"), "value": image
+            }));
+        }
+        for (k, v) in &patch.labels {
+            ops.push(serde_json::json!({
+                "op": "add", "path": format!("/metadata/labels/{}", escape(k)), "value": v
+            }));
+        }
+        serde_json::Value::Array(ops)
+    }
+
+    /// The strategic merge patch of `pods/status` that sets one condition (conditions merge
+    /// by type); a resourceVersion in it is a precondition (409 when the pod moved on).
+    pub fn condition_patch(
+        condition: &str,
+        status: bool,
+        resource_version: Option<&str>,
+        now: Timestamp,
+    ) -> serde_json::Value {
+        let mut patch = serde_json::json!({"status": {"conditions": [{
+            "type": condition,
+            "status": if status { "True" } else { "False" },
+            "lastTransitionTime": now.to_string(),
+        }]}});
+        if let Some(rv) = resource_version {
+            patch["metadata"] = serde_json::json!({"resourceVersion": rv});
+        }
+        patch
     }
 
     /// Writes a record's status through the `status` subresource (server-side apply).

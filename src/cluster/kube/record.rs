@@ -310,6 +310,30 @@ impl ManagedDaemonSetStatus {
         self.conditions.push(set);
     }
 
+    /// What a record's status becomes when the executor writes `status` over `previous`
+    /// (transition times kept while a condition holds), for the record's `generation`. The
+    /// live backend and the simulated cluster write the same thing.
+    pub fn written(
+        status: &crate::cluster::RecordStatus,
+        previous: Option<&ManagedDaemonSetStatus>,
+        generation: Option<i64>,
+        now: Timestamp,
+    ) -> Self {
+        // The status describes the record's generation (its conditions too), not the
+        // DaemonSet manifest's.
+        let counters = Status {
+            observed_generation: generation,
+            ..status.counters
+        };
+        let mut written = Self::from_plan(&counters, Some(&status.revision), previous, now);
+        written.set_halted(status.halted.as_deref(), previous, now);
+        written.set_paused(status.paused, previous, now);
+        written.set_source_error(status.source_error.as_deref(), previous, now);
+        written.rollout = status.rollout.clone();
+        written.stable = status.stable.clone();
+        written
+    }
+
     /// The planner's counters this status records.
     pub fn counters(&self) -> Status {
         Status {
@@ -322,6 +346,25 @@ impl ManagedDaemonSetStatus {
             number_misscheduled: self.number_misscheduled,
             observed_generation: self.observed_generation,
         }
+    }
+}
+
+/// What a record tells the executor: its status and the commands its annotations carry
+/// (`daemonsync pause`, `promote`, `abort`).
+pub fn record_of(r: &ManagedDaemonSet) -> crate::cluster::Record {
+    let annotation = |key: &str| r.metadata.annotations.as_ref().and_then(|a| a.get(key));
+    use crate::plan::progressive::{ABORT_ANNOTATION, PROMOTE_ANNOTATION};
+    crate::cluster::Record {
+        namespace: r.metadata.namespace.clone().unwrap_or_default(),
+        name: r.metadata.name.clone().unwrap_or_default(),
+        status: r
+            .status
+            .as_ref()
+            .map(crate::cluster::RecordStatus::from_record),
+        paused: annotation(PAUSED_ANNOTATION).is_some_and(|v| v == "true"),
+        promoted: annotation(PROMOTE_ANNOTATION)
+            .and_then(|v| crate::plan::RolloutRecord::parse_promote(v)),
+        aborted: annotation(ABORT_ANNOTATION).cloned(),
     }
 }
 
