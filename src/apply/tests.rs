@@ -38,8 +38,11 @@ fn desired(yaml: &str) -> Vec<Desired> {
         .collect()
 }
 
+/// A simulated cluster with the namespace `ns` the test DaemonSets live in (as on a real
+/// cluster, a DaemonSet cannot be applied to a namespace that does not exist).
 fn sim(cfg: &str) -> Sim {
-    Sim::new(SimConfig::parse(cfg).expect("sim config")).expect("sim")
+    let cfg = format!("{cfg}\nnamespaces: [{{name: ns}}]\n");
+    Sim::new(SimConfig::parse(&cfg).expect("sim config")).expect("sim")
 }
 
 const UNAVAILABLE_1: &str = "{type: RollingUpdate, rollingUpdate: {maxUnavailable: 1}}";
@@ -336,10 +339,15 @@ fn a_failing_image_halts_after_the_deadline_naming_the_nodes() {
     assert_eq!(on_old, 8);
 }
 
+/// Pod spec lines of a DaemonSet that tolerates every taint, as CNI and node agents do: it
+/// runs on NotReady nodes too (others do not: the node lifecycle controller's
+/// `node.kubernetes.io/not-ready:NoSchedule` taint makes such a node ineligible, as upstream).
+const TOLERATES_ALL: &str = "      tolerations: [{operator: Exists}]";
+
 #[test]
 fn a_not_ready_node_is_a_node_problem_and_does_not_block_the_rest() {
-    let old = desired(&ds_yaml("agent", "agent:1", &rolling(2), ""));
-    let new = desired(&ds_yaml("agent", "agent:2", &rolling(2), ""));
+    let old = desired(&ds_yaml("agent", "agent:1", &rolling(2), TOLERATES_ALL));
+    let new = desired(&ds_yaml("agent", "agent:2", &rolling(2), TOLERATES_ALL));
     let cfg = "seed: 3
 kubelet: {startLatency: {fixed: 3s}, terminationGrace: 1s}
 nodes:
@@ -493,7 +501,7 @@ fn dry_run_writes_nothing() {
     };
     let r = run(&mut sim, &new, &opts);
     assert_eq!(r.outcome, Outcome::DryRun);
-    assert_eq!(sim.writes, 0);
+    assert_eq!(sim.writes(), 0);
     assert!(r.plan.has_changes());
 }
 
@@ -554,7 +562,7 @@ fn removed_daemonsets_are_pruned_only_when_asked() {
         matches!(err, ApplyError::MassPrune(ref v) if v.len() == 2),
         "{err}"
     );
-    assert_eq!(sim.writes, 0);
+    assert_eq!(sim.writes(), 0);
 
     let mass = ApplyOptions {
         allow_mass_prune: true,
@@ -594,7 +602,7 @@ fn prune_with_an_empty_source_is_refused() {
     };
     let err = block_on(apply(&mut sim, &[], &opts, &mut NoProgress)).unwrap_err();
     assert!(matches!(err, ApplyError::PruneWithoutSource));
-    assert_eq!(sim.writes, 0);
+    assert_eq!(sim.writes(), 0);
 }
 
 #[test]
@@ -632,8 +640,8 @@ fn the_same_seed_gives_the_same_rollout() {
 
 #[test]
 fn a_not_ready_node_that_uses_the_whole_budget_stops_the_rollout_with_a_node_problem() {
-    let old = desired(&ds_yaml("agent", "agent:1", UNAVAILABLE_1, ""));
-    let new = desired(&ds_yaml("agent", "agent:2", UNAVAILABLE_1, ""));
+    let old = desired(&ds_yaml("agent", "agent:1", UNAVAILABLE_1, TOLERATES_ALL));
+    let new = desired(&ds_yaml("agent", "agent:2", UNAVAILABLE_1, TOLERATES_ALL));
     let cfg = "nodes:
   - {name: 'n-{i}', count: 3}
   - {name: sick, ready: false}
@@ -679,6 +687,13 @@ impl Cluster for Faulty {
     }
     async fn delete_pod(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
         self.sim.delete_pod(namespace, name).await
+    }
+    async fn ensure_record(
+        &mut self,
+        daemonset: &k8s_openapi::api::apps::v1::DaemonSet,
+        source: &crate::cluster::RecordSource,
+    ) -> Result<(), ClusterError> {
+        self.sim.ensure_record(daemonset, source).await
     }
     async fn write_status(
         &mut self,
@@ -831,8 +846,8 @@ fn a_halted_daemonset_does_not_stop_the_others() {
         .unwrap();
     assert_eq!(on_revision(&sim, "agent", &agent.revision), 2);
     // One RolloutHalted event, for agent, naming its failing nodes.
-    let halts: Vec<&Event> = sim
-        .events()
+    let events = sim.events();
+    let halts: Vec<&Event> = events
         .iter()
         .map(|(_, e)| e)
         .filter(|e| e.reason == "RolloutHalted")

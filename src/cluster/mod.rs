@@ -68,6 +68,10 @@ pub enum ClusterError {
     /// step stops at once, and nothing was sent.
     #[error("{0}")]
     Stopped(String),
+    /// The cluster's admission refused the object (Pod Security, a validating webhook, a
+    /// quota): the object is at fault, not this client's permissions.
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl ClusterError {

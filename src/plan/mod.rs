@@ -424,6 +424,45 @@ pub fn plan(desired: &[Desired], observed: &Observed, policy: &Policy, now: Time
     plan_with(desired, observed, policy, now, false)
 }
 
+/// Plans one `apps/v1` DaemonSet as the built-in DaemonSet controller runs it (the simulated
+/// cluster's kube-controller-manager): `observed` holds the nodes and the pods the controller
+/// claimed for it, `revision` is the controller's own hash of the template (its
+/// ControllerRevision's), and the template generation is the DaemonSet's annotation.
+/// daemonsync's own annotations mean nothing to the built-in controller and are ignored.
+pub fn plan_builtin(
+    ds: &DaemonSet,
+    revision: &str,
+    observed: &Observed,
+    now: Timestamp,
+) -> DaemonSetPlan {
+    let mut ds = ds.clone();
+    if let Some(a) = ds.metadata.annotations.as_mut() {
+        a.retain(|k, _| !k.starts_with(progressive::ANNOTATION_PREFIX));
+    }
+    let ctx = Context::new(observed);
+    let mut spec = DaemonSetSpec::compile(&ds);
+    spec.revision = revision.to_string();
+    let policy = Policy::default();
+    let mut ctx = ctx;
+    ctx.pods = PodIndex::new(&observed.pods, &ctx.position);
+    let eligibility = ctx
+        .eligibility(std::slice::from_ref(&spec), &policy)
+        .pop()
+        .unwrap_or_default();
+    let desired = Desired {
+        source: String::new(),
+        daemonset: ds,
+    };
+    ctx.plan_one(
+        &desired,
+        spec,
+        (LiveComparison::None, None),
+        eligibility,
+        now,
+        false,
+    )
+}
+
 /// Plans the manifests alone, without a cluster (`--cluster none`): validation has happened
 /// on loading; what is left is each DaemonSet's revision, strategy and the risks that do not
 /// depend on nodes (host ports with surge, a `maxUnavailable` of 100% or more). The plan is

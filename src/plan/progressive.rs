@@ -75,7 +75,8 @@ pub const KNOWN_ANNOTATIONS: &[&str] = &[
 ];
 
 /// The prefix every daemonsync annotation shares.
-const PREFIX: &str = "daemonsync.io/";
+pub const ANNOTATION_PREFIX: &str = "daemonsync.io/";
+const PREFIX: &str = ANNOTATION_PREFIX;
 
 /// A number of nodes, absolute or a percentage of the eligible nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

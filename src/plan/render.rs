@@ -122,6 +122,22 @@ impl PodOwner {
             uid: String::new(),
         }
     }
+
+    /// The `apps/v1` DaemonSet `name` with `uid`: the owner of the built-in controller's
+    /// pods.
+    pub fn daemonset(name: &str, uid: &str) -> Self {
+        PodOwner {
+            api_version: "apps/v1".into(),
+            kind: "DaemonSet".into(),
+            name: name.into(),
+            uid: uid.into(),
+        }
+    }
+
+    /// daemonsync's record (its pods are marked managed by daemonsync).
+    pub fn is_record(&self) -> bool {
+        self.kind == crate::plan::RECORD_KIND
+    }
 }
 
 /// The pod the DaemonSet creates for `node` (upstream `CreatePodTemplate` plus
@@ -168,7 +184,9 @@ pub fn pod_for_node(ds: &DaemonSet, spec: &DaemonSetSpec, node: &str, owner: &Po
             generation.to_string(),
         );
     }
-    labels.insert(MANAGED_BY_LABEL.to_string(), MANAGED_BY_VALUE.to_string());
+    if owner.is_record() {
+        labels.insert(MANAGED_BY_LABEL.to_string(), MANAGED_BY_VALUE.to_string());
+    }
 
     Pod {
         metadata: ObjectMeta {
@@ -533,12 +551,23 @@ mod tests {
             ("type", "production"),
             (TEMPLATE_GENERATION_LABEL, "2"),
             (REVISION_HASH_LABEL, "3242341807"),
-            (MANAGED_BY_LABEL, MANAGED_BY_VALUE),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-        assert_eq!(labels, want);
+        assert_eq!(
+            labels, want,
+            "the built-in controller's pods, as upstream labels them"
+        );
+        // daemonsync's own pods say who manages them.
+        let ours = pod_for_node(&ds, &spec, "node-1", &PodOwner::record("foo"))
+            .metadata
+            .labels
+            .expect("labels");
+        assert_eq!(
+            ours.get(MANAGED_BY_LABEL).map(String::as_str),
+            Some(MANAGED_BY_VALUE)
+        );
     }
 
     #[test]

@@ -30,10 +30,17 @@ const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 pub fn revision_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -> String {
     let mut canonical = String::new();
     write_canonical(&canonical_template(template), &mut canonical);
-    let mut hash = fnv1a32(FNV_OFFSET, canonical.as_bytes());
+    // Upstream converts with uint32(*collisionCount): two's complement for negatives.
+    hash_bytes(canonical.as_bytes(), collision_count)
+}
+
+/// Upstream's hash scheme over arbitrary bytes: FNV-1a 32, salted with the collision count as
+/// [`revision_hash`] salts it, written in the `SafeEncodeString` alphabet. Another hash of a
+/// template (the simulated built-in controller's) uses it over its own serialisation.
+pub fn hash_bytes(bytes: &[u8], collision_count: Option<i32>) -> String {
+    let mut hash = fnv1a32(FNV_OFFSET, bytes);
     if let Some(c) = collision_count {
         let mut salt = [0u8; 8];
-        // Upstream converts with uint32(*collisionCount): two's complement for negatives.
         salt[..4].copy_from_slice(&(c as u32).to_le_bytes());
         hash = fnv1a32(hash, &salt);
     }

@@ -66,6 +66,116 @@ pub struct SimConfig {
     /// DaemonSets whose pods already run, ready, on every node they select at the start.
     #[serde(default)]
     pub running: Vec<Running>,
+    /// DaemonSets the built-in DaemonSet controller runs at the start (`apps/v1` objects),
+    /// their pods ready on every node they select.
+    #[serde(default)]
+    pub builtin: Vec<Running>,
+    /// Namespaces that exist at the start besides the system ones, with their labels (Pod
+    /// Security admission reads `pod-security.kubernetes.io/enforce`).
+    #[serde(default)]
+    pub namespaces: Vec<NamespaceSpec>,
+    /// The Kubernetes version the cluster reports (`GET /version`), `MAJOR.MINOR.PATCH`.
+    #[serde(default)]
+    pub version: Option<KubeVersion>,
+    /// Validating admission webhooks that deny requests (`deny=VERB:RESOURCE:MESSAGE`).
+    #[serde(default)]
+    pub admission: AdmissionConfig,
+}
+
+/// The version a simulated cluster reports when the sim file names none.
+pub const DEFAULT_KUBE_VERSION: KubeVersion = KubeVersion {
+    major: 1,
+    minor: 35,
+    patch: 0,
+};
+
+/// A Kubernetes version, `1.35.0`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KubeVersion {
+    /// Major (1).
+    pub major: u32,
+    /// Minor.
+    pub minor: u32,
+    /// Patch.
+    pub patch: u32,
+}
+
+impl std::str::FromStr for KubeVersion {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let text = s.trim().trim_start_matches('v');
+        let parts: Vec<&str> = text.split('.').collect();
+        let number = |p: &str| p.parse::<u32>().ok();
+        match parts.as_slice() {
+            [major, minor, patch] => match (number(major), number(minor), number(patch)) {
+                (Some(major), Some(minor), Some(patch)) => Ok(KubeVersion {
+                    major,
+                    minor,
+                    patch,
+                }),
+                _ => Err(format!(
+                    "version {s:?}: expected MAJOR.MINOR.PATCH, e.g. 1.35.0"
+                )),
+            },
+            [major, minor] => match (number(major), number(minor)) {
+                (Some(major), Some(minor)) => Ok(KubeVersion {
+                    major,
+                    minor,
+                    patch: 0,
+                }),
+                _ => Err(format!(
+                    "version {s:?}: expected MAJOR.MINOR.PATCH, e.g. 1.35.0"
+                )),
+            },
+            _ => Err(format!(
+                "version {s:?}: expected MAJOR.MINOR.PATCH, e.g. 1.35.0"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for KubeVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+impl<'de> Deserialize<'de> for KubeVersion {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // A YAML `1.35` is a number; `1.35.0` a string.
+        let v = serde_json::Value::deserialize(d)?;
+        let text = match &v {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Number(n) => n.to_string(),
+            other => {
+                return Err(serde::de::Error::custom(format!(
+                    "version: expected MAJOR.MINOR.PATCH, got {other}"
+                )));
+            }
+        };
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A namespace that exists at the start.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NamespaceSpec {
+    /// Name.
+    pub name: String,
+    /// Labels, e.g. `pod-security.kubernetes.io/enforce: baseline`.
+    #[serde(default)]
+    pub labels: Labels,
+}
+
+/// Admission at the API server.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AdmissionConfig {
+    /// Requests a validating webhook denies: `VERB:RESOURCE:MESSAGE` (as `--faults deny=`).
+    #[serde(default)]
+    pub deny: Vec<String>,
 }
 
 /// One node, or `count` nodes when the name contains `{i}` (replaced by 1..=count, or
@@ -84,12 +194,23 @@ pub struct NodeSpec {
     /// Taints.
     #[serde(default)]
     pub taints: Vec<TaintSpec>,
-    /// The Ready condition (default true).
+    /// The Ready condition: `true` (the default), `false` (the kubelet reports NotReady) or
+    /// `Unknown` (the kubelet stopped reporting: the node is unreachable).
     #[serde(default)]
-    pub ready: Option<bool>,
+    pub ready: Option<Readiness>,
     /// Images already present on the node (pre-pulled, or baked into its machine image).
     #[serde(default)]
     pub images: Vec<String>,
+    /// `status.capacity` (default cpu 4, memory 16Gi, pods 110, ephemeral-storage 100Gi).
+    #[serde(default)]
+    pub capacity: Option<Labels>,
+    /// `status.allocatable` (default: the capacity).
+    #[serde(default)]
+    pub allocatable: Option<Labels>,
+    /// Requests of the node's other pods (not modelled one by one), e.g. `{cpu: 3500m,
+    /// memory: 12Gi, pods: 40}`: the scheduler counts them against the allocatable.
+    #[serde(default)]
+    pub load: Option<Labels>,
 }
 
 /// A taint as in a Node's spec.
@@ -177,7 +298,7 @@ impl NodeSpec {
                     name,
                     labels,
                     taints: taints.clone(),
-                    ready: Some(self.ready.unwrap_or(true)),
+                    ready: Some(self.ready.unwrap_or_default().is_ready()),
                     unschedulable: false,
                     // The simulator keeps the images a node has itself (`Sim::node_images`).
                     images: Vec::new(),
@@ -332,7 +453,47 @@ pub struct ReadyChange {
     /// Node name.
     pub node: String,
     /// The new condition.
-    pub ready: bool,
+    pub ready: Readiness,
+}
+
+/// A node's Ready condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Readiness {
+    /// The kubelet reports the node Ready.
+    #[default]
+    True,
+    /// The kubelet reports the node NotReady (its runtime or network is down).
+    False,
+    /// The kubelet stopped reporting: the node lifecycle controller marks it Unknown
+    /// (unreachable).
+    Unknown,
+}
+
+impl Readiness {
+    /// Ready.
+    pub fn is_ready(self) -> bool {
+        self == Readiness::True
+    }
+}
+
+impl<'de> Deserialize<'de> for Readiness {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::Bool(true) => Ok(Readiness::True),
+            serde_json::Value::Bool(false) => Ok(Readiness::False),
+            serde_json::Value::String(s) => match s.as_str() {
+                "True" | "true" => Ok(Readiness::True),
+                "False" | "false" => Ok(Readiness::False),
+                "Unknown" | "unknown" => Ok(Readiness::Unknown),
+                other => Err(serde::de::Error::custom(format!(
+                    "ready: {other:?} is not a condition status; use true, false or Unknown"
+                ))),
+            },
+            other => Err(serde::de::Error::custom(format!(
+                "ready: {other} is not a condition status; use true, false or Unknown"
+            ))),
+        }
+    }
 }
 
 /// DaemonSets already running at the start.
@@ -346,19 +507,29 @@ pub struct Running {
 /// A churn action, resolved.
 #[derive(Debug, Clone)]
 pub(crate) enum ChurnAction {
-    /// Nodes join, with the images they start with.
-    Add(Vec<Node>, Vec<String>),
+    /// Nodes join, with the images they start with, their resources and readiness.
+    Add(
+        Vec<Node>,
+        Vec<String>,
+        super::scheduler::NodeResources,
+        Readiness,
+    ),
     Remove(String),
     Label(String, BTreeMap<String, Option<String>>),
     Taint(String, Vec<Taint>),
-    Ready(String, bool),
+    Ready(String, Readiness),
 }
 
 impl Churn {
     pub(crate) fn action(&self) -> Result<ChurnAction> {
         let mut actions = Vec::new();
         if let Some(a) = &self.add {
-            actions.push(ChurnAction::Add(a.expand()?, a.initial_images()?));
+            actions.push(ChurnAction::Add(
+                a.expand()?,
+                a.initial_images()?,
+                super::scheduler::NodeResources::of(a)?,
+                a.ready.unwrap_or_default(),
+            ));
         }
         if let Some(r) = &self.remove {
             actions.push(ChurnAction::Remove(r.clone()));

@@ -3,7 +3,7 @@
 //! container; readiness gates; run-to-completion pods; termination.
 
 use super::config::{Latency, check_image};
-use super::{ContainerState, Ran, Sim, SimContainer, SimEvent, SimPod};
+use super::nodes::{ContainerState, NodeSim, Ran, SimContainer, SimEvent, SimPod};
 use crate::cluster::ClusterError;
 use crate::model::{Pod, PodPhase, ReadyCondition, Timestamp};
 use anyhow::Result;
@@ -114,7 +114,7 @@ impl SimPod {
     }
 }
 
-impl Sim {
+impl NodeSim {
     /// A latency drawn from `latency`, in milliseconds. A fixed latency draws nothing, so that
     /// unused latencies leave the random sequence (and every name drawn from it) unchanged.
     fn draw(&mut self, latency: Latency) -> u64 {
@@ -268,8 +268,26 @@ impl Sim {
         let mut model = Pod::from_k8s(&pod);
         model.phase = PodPhase::Pending;
         model.ready = None;
+        // Bound below: by `spec.nodeName`, or by the scheduler.
+        model.node_name = None;
+        let wanted = spec
+            .and_then(|s| s.node_name.clone())
+            .filter(|n| !n.is_empty());
+        let empty = k8s_openapi::api::core::v1::PodSpec::default();
+        let pod_spec = spec.unwrap_or(&empty);
         self.rv += 1;
         let sim_pod = SimPod {
+            tolerations: pod_spec
+                .tolerations
+                .iter()
+                .flatten()
+                .map(crate::model::Toleration::from_k8s)
+                .collect(),
+            placement: super::scheduler::Placement::of(pod_spec),
+            node_name_wanted: wanted.clone(),
+            requests: super::scheduler::pod_requests(pod_spec),
+            host_ports: super::scheduler::host_ports(pod_spec),
+            unschedulable: None,
             pod: model,
             starting: containers.iter().map(|c| c.name.clone()).collect(),
             containers,
@@ -285,32 +303,60 @@ impl Sim {
             epoch: 0,
             rv: self.rv,
         };
-        let target = sim_pod.pod.target_node.clone();
         let key = (namespace, name.clone());
         self.pods.insert(key.clone(), sim_pod);
-        // The scheduler: bind to the target node when it exists (an unknown node leaves the
-        // pod Pending and unbound, as a real scheduler would).
-        if let Some(target) = target
-            && self.nodes.contains_key(&target)
-        {
-            if let Some(p) = self.pods.get_mut(&key) {
-                p.pod.node_name = Some(target);
+        match wanted {
+            // A pod that names its node skips the scheduler.
+            Some(node) => {
+                if self.nodes.contains_key(&node) {
+                    self.bind(&key, &node);
+                } else if let Some(p) = self.pods.get_mut(&key) {
+                    p.pod.node_name = Some(node);
+                }
             }
-            let setup = self.setup_latency();
-            if setup == 0 {
-                self.pod_set_up(&key);
-            } else {
-                let at = self.clock().saturating_add(setup);
-                self.schedule(
-                    at,
-                    SimEvent::PodSetUp {
-                        namespace: key.0,
-                        name: key.1,
-                    },
-                );
+            None => {
+                self.schedule_pod(&key);
             }
         }
         Ok(name)
+    }
+
+    /// Binds a pod to `node` (the scheduler's decision, or its `spec.nodeName`); the kubelet
+    /// then sets it up.
+    pub(crate) fn bind(&mut self, key: &PodKey, node: &str) {
+        let Some(p) = self.pod_mut(key) else { return };
+        p.pod.node_name = Some(node.to_string());
+        p.unschedulable = None;
+        self.bound
+            .entry(node.to_string())
+            .or_default()
+            .insert(key.clone());
+        let setup = self.setup_latency();
+        if setup == 0 {
+            self.pod_set_up(key);
+        } else {
+            let at = self.clock().saturating_add(setup);
+            self.schedule(
+                at,
+                SimEvent::PodSetUp {
+                    namespace: key.0.clone(),
+                    name: key.1.clone(),
+                },
+            );
+        }
+    }
+
+    /// A pod is gone from the API: its node's resources and ports are free again, so the
+    /// pods waiting for them are tried again.
+    pub(crate) fn remove_pod(&mut self, key: &PodKey) -> Option<SimPod> {
+        let p = self.pods.remove(key)?;
+        if let Some(node) = &p.pod.node_name {
+            if let Some(set) = self.bound.get_mut(node) {
+                set.remove(key);
+            }
+            self.retry_pending(Some(&node.clone()));
+        }
+        Some(p)
     }
 
     /// A new pod's sandbox, network and volumes are ready: its images are pulled next.
@@ -605,7 +651,7 @@ impl Sim {
             return Ok(());
         }
         if p.pod.node_name.is_none() || grace == 0 {
-            self.pods.remove(&key);
+            self.remove_pod(&key);
             return Ok(());
         }
         if let Some(p) = self.pod_mut(&key) {
@@ -733,7 +779,7 @@ impl Sim {
     /// Changes the images of a pod's containers (`(container, image)`, init containers
     /// included) and sets `labels` on it (others are kept), as a PATCH of the pod does. A
     /// `resource_version` is a precondition: the pod must still be at it
-    /// ([`Sim::pod_resource_version`]), or the patch is refused as a conflict.
+    /// ([`NodeSim::pod_resource_version`]), or the patch is refused as a conflict.
     ///
     /// The kubelet restarts each changed container of a running pod: the pod stops being
     /// ready, the new image is pulled when the node lacks it (`pullLatency`; no
@@ -909,7 +955,7 @@ impl Sim {
     }
 
     /// The pod's resourceVersion in the simulator: it changes with every change of the pod,
-    /// and [`Sim::patch_pod`] takes it as a precondition.
+    /// and [`NodeSim::patch_pod`] takes it as a precondition.
     pub fn pod_resource_version(&self, namespace: &str, name: &str) -> Option<String> {
         self.pods
             .get(&(namespace.to_string(), name.to_string()))

@@ -3,13 +3,16 @@
 //! the container statuses the kubelet reports.
 
 use super::config::SimConfig;
-use super::*;
-use crate::apply::block_on;
+use super::nodes::*;
+use crate::cluster::ClusterError;
+use crate::model::Pod;
 use crate::model::PodPhase;
+use jiff::SignedDuration;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
-fn sim(cfg: &str) -> Sim {
-    Sim::new(SimConfig::parse(cfg).expect("config")).expect("sim")
+fn sim(cfg: &str) -> NodeSim {
+    NodeSim::new(SimConfig::parse(cfg).expect("config")).expect("sim")
 }
 
 /// A pod pinned to `node` with `spec` merged into its spec (containers, restartPolicy, ...).
@@ -32,15 +35,15 @@ fn one(image: &str) -> Value {
     json!({"containers": [{"name": "agent", "image": image}]})
 }
 
-fn create(s: &mut Sim, node: &str, spec: Value) -> String {
-    block_on(s.create_pod(pod("ns", node, spec))).expect("created")
+fn create(s: &mut NodeSim, node: &str, spec: Value) -> String {
+    s.create(pod("ns", node, spec)).expect("created")
 }
 
-fn model<'a>(s: &'a Sim, name: &str) -> &'a Pod {
+fn model<'a>(s: &'a NodeSim, name: &str) -> &'a Pod {
     &s.pods[&("ns".to_string(), name.to_string())].pod
 }
 
-fn status(s: &Sim, name: &str) -> Value {
+fn status(s: &NodeSim, name: &str) -> Value {
     serde_json::to_value(s.pod_status("ns", name).expect("pod")).expect("json")
 }
 
@@ -65,7 +68,7 @@ fn secs(n: i64) -> SignedDuration {
 
 /// Runs the clock event by event until `done`, at most ten more virtual minutes; the time
 /// since the start then.
-fn until(s: &mut Sim, done: impl Fn(&Sim) -> bool) -> SignedDuration {
+fn until(s: &mut NodeSim, done: impl Fn(&NodeSim) -> bool) -> SignedDuration {
     let limit = s.now() + SignedDuration::from_mins(10);
     while !done(s) {
         assert!(
@@ -154,7 +157,7 @@ fn two_pods_needing_one_missing_image_on_a_node_pull_it_once() {
     s.advance(s.start() + secs(10));
     assert_eq!(s.elapsed(), secs(10));
     // Set up at 15s, when the first pod's pull (5s → 35s) is under way: it waits for it.
-    let second = block_on(s.create_pod(pod("other", "n1", one("agent:1")))).unwrap();
+    let second = s.create(pod("other", "n1", one("agent:1"))).unwrap();
     assert_eq!(s.pulls.len(), 1);
     let both = until(&mut s, |s| {
         model(s, &first).is_ready()
@@ -460,7 +463,7 @@ failures:
 fn node_images_and_the_new_latencies_are_checked() {
     let bad = |cfg: &str| {
         SimConfig::parse(cfg)
-            .and_then(Sim::new)
+            .and_then(NodeSim::new)
             .expect_err(cfg)
             .to_string()
     };

@@ -1,219 +1,89 @@
-//! A simulated cluster: nodes with labels, taints and readiness; a scheduler that binds a
-//! daemon pod to the node its `metadata.name` node affinity names; a kubelet with a virtual
-//! clock (start latency, termination grace, images and nodes that never become ready); node
-//! churn at given times; pod garbage collection for removed nodes.
+//! The simulated cluster: one model of a Kubernetes cluster, used by the in-process
+//! simulator (`--cluster sim:FILE`, this module's [`Sim`]) and by `daemonsync sim serve` alike.
 //!
-//! Everything is deterministic given the seed: the clock is virtual, every collection is
-//! ordered, random choices come from one seeded generator. The file format is in
-//! `docs/sim.md`; [`config`] holds its types.
+//! * [`api`]: the API server (the object store, every write with its per-kind side effects,
+//!   admission, owner-reference garbage collection) and kube-controller-manager's DaemonSet
+//!   controller.
+//! * [`nodes`]: the nodes: their kubelets, the scheduler's binding and fit, the node
+//!   lifecycle and taint eviction controllers, churn, pod garbage collection.
+//! * [`serve`]: the API over HTTP on the wall clock, for kubectl and kube-rs.
+//! * [`config`]: the sim file (`docs/sim.md`).
 //!
-//! Time only moves in [`Cluster::wait_for_change`]: it jumps to the next scheduled event (a
-//! pod becomes ready, a termination ends, a churn entry) and applies every event due then.
+//! Everything is deterministic given the seed: the clock is virtual in-process, every
+//! collection is ordered, random choices come from seeded generators. Time only moves in
+//! [`Cluster::wait_for_change`]: it jumps to the next scheduled event (a pod becomes ready, a
+//! termination ends, a churn entry) and applies every event due then.
 
 pub mod api;
 pub mod config;
 mod kubelet;
+pub(crate) mod lifecycle;
+pub mod nodes;
+pub mod scheduler;
 pub mod serve;
 mod status;
 
-use super::{Cluster, ClusterError, ClusterState, Event, Record, RecordStatus};
-use crate::model::{Node, Pod, Timestamp};
+pub use config::parse_duration;
+pub use nodes::{NodeSim, Probe, default_start};
+
+use super::kube::{ManagedDaemonSet, ManagedDaemonSetStatus, RecordSource};
+use super::{
+    Cluster, ClusterError, ClusterState, Event, EventType, ImagePatch, Record, RecordStatus,
+};
+use crate::model::{PAUSED_ANNOTATION, Timestamp};
 use crate::plan::Observed;
 use anyhow::{Context as _, Result};
-use config::{ChurnAction, SimConfig};
+use api::error::ApiError;
+use api::events::{Involved, emit};
+use api::patch::PatchType;
+use api::world::{DeleteParams, World, WriteParams};
+use config::SimConfig;
 use jiff::SignedDuration;
-use std::collections::BTreeMap;
+use serde_json::{Value, json};
 use std::path::Path;
 
-pub use config::parse_duration;
+/// Storage of daemonsync's records.
+const RECORDS: &str = "daemonsync.io/manageddaemonsets";
 
-/// Called after every change of the simulated state (tests check invariants with it).
-pub type Probe = Box<dyn FnMut(&Observed, Timestamp) + Send>;
-
-/// A pod in the simulator.
-#[derive(Debug, Clone)]
-pub(crate) struct SimPod {
-    pub(crate) pod: Pod,
-    /// Its containers, init containers first, as the kubelet runs them.
-    pub(crate) containers: Vec<SimContainer>,
-    /// `spec.restartPolicy: Never`: its containers run to completion.
-    pub(crate) run_to_completion: bool,
-    /// The condition types of `spec.readinessGates`.
-    pub(crate) gates: Vec<String>,
-    /// Conditions written by others than the kubelet (readiness gates): type → (True, since).
-    pub(crate) conditions: BTreeMap<String, (bool, Timestamp)>,
-    /// Bound to a NotReady node: starts when the node becomes Ready.
-    pub(crate) waiting_for_node: bool,
-    /// Every container running and ready (ready unless its node is NotReady).
-    pub(crate) started: bool,
-    /// When its sandbox was set up (`podSetupLatency` after binding), if it was.
-    pub(crate) set_up: Option<Timestamp>,
-    /// When its init containers had all completed, if they have.
-    pub(crate) initialized: Option<Timestamp>,
-    /// When its containers last became (un)ready: the ContainersReady condition.
-    pub(crate) containers_ready: Option<(bool, Timestamp)>,
-    /// Containers to (re)start once their images are on the node.
-    pub(crate) starting: std::collections::BTreeSet<String>,
-    /// Images being pulled on its node that `starting` containers wait for.
-    pub(crate) awaiting: std::collections::BTreeSet<String>,
-    /// Bumped whenever its start is planned again: events of an older plan are ignored.
-    pub(crate) epoch: u64,
-    /// Changes with every change of the pod (its resourceVersion in the simulator).
-    pub(crate) rv: u64,
-}
-
-/// A container of a simulated pod.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SimContainer {
-    /// `name`.
-    pub(crate) name: String,
-    /// `image`, as the spec says now.
-    pub(crate) image: String,
-    /// An init container.
-    pub(crate) init: bool,
-    /// Times the kubelet restarted it (an image change restarts it).
-    pub(crate) restarts: u32,
-    /// What it is doing.
-    pub(crate) state: ContainerState,
-    /// How its previous run ended (after a restart).
-    pub(crate) last: Option<Ran>,
-}
-
-impl SimPod {
-    /// The pod as a live backend observes it, with what an in-place update needs.
-    fn observed(&self) -> Pod {
-        let names = |init: bool| {
-            self.containers
-                .iter()
-                .filter(|c| c.init == init)
-                .map(|c| c.name.clone())
-                .collect()
-        };
-        let gate = crate::model::IN_PLACE_READY_CONDITION;
-        Pod {
-            detail: Some(Box::new(crate::model::PodDetail {
-                resource_version: self.rv.to_string(),
-                containers: names(false),
-                init_containers: names(true),
-                has_gate: self.gates.iter().any(|g| g == gate),
-                gate: self.conditions.get(gate).map(|(status, _)| *status),
-                gate_since: self.conditions.get(gate).map(|(_, since)| *since),
-                // The simulated kubelet restarts a container the moment its image changes.
-                image_mismatch: false,
-                containers_ready: self.containers_ready.is_some_and(|(ready, _)| ready),
-            })),
-            ..self.pod.clone()
-        }
-    }
-}
-
-/// The state of a simulated container.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ContainerState {
-    /// Not running yet: the sandbox is set up, its image pulled, then it starts
-    /// (`ContainerCreating`, or `PodInitializing` behind init containers).
-    Creating,
-    /// Its image cannot be pulled: `ErrImagePull`, then the configured back-off reason.
-    PullFailed(String),
-    /// Running since.
-    Running(Timestamp),
-    /// Started, then failing (`CrashLoopBackOff` or the configured reason) since.
-    Failing(String, Timestamp),
-    /// Ran to its end.
-    Terminated(Ran),
-}
-
-/// A container run that ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Ran {
-    pub(crate) started: Timestamp,
-    pub(crate) finished: Timestamp,
-    pub(crate) exit_code: i32,
-    /// `Completed`, `Error`.
-    pub(crate) reason: String,
-    /// The image it ran.
-    pub(crate) image: String,
-}
-
-/// Something scheduled on the virtual clock.
-#[derive(Debug, Clone)]
-pub(crate) enum SimEvent {
-    /// A new pod's sandbox is set up: its images are pulled next.
-    PodSetUp { namespace: String, name: String },
-    /// A pull on a node ended (successfully unless the image is a failing one).
-    ImagePulled { node: String, image: String },
-    /// The kubelet finished starting a pod's containers (of start plan `epoch`).
-    PodStarted {
-        namespace: String,
-        name: String,
-        epoch: u64,
-    },
-    /// The kubelet backs off failed pulls: `ErrImagePull` becomes the configured reason.
-    PullBackOff {
-        namespace: String,
-        name: String,
-        epoch: u64,
-    },
-    /// A terminating pod is gone.
-    PodGone { namespace: String, name: String },
-    /// A churn entry.
-    Churn(ChurnAction),
-}
-
-/// A record's `daemonsync.io/promote` (revision, stage) and `daemonsync.io/abort` (revision).
-type RecordCommands = (Option<(String, u32)>, Option<String>);
-
-/// The simulated cluster.
+/// The in-process simulated cluster: the API model on a virtual clock. It is a [`Cluster`]:
+/// daemonsync's executor writes to it as the live backend writes to a real API server (the
+/// same requests: pod creates and deletes, the JSON patch of an in-place update, the
+/// record's spec and status), and the cluster's own controllers answer.
 pub struct Sim {
-    pub(crate) cfg: SimConfig,
-    rng: u64,
-    start: Timestamp,
-    /// Milliseconds since `start`.
-    clock: u64,
-    pub(crate) nodes: BTreeMap<String, Node>,
-    pub(crate) pods: BTreeMap<(String, String), SimPod>,
-    /// Images present on each node.
-    pub(crate) node_images: BTreeMap<String, std::collections::BTreeSet<String>>,
-    /// Pulls under way: (node, image).
-    pub(crate) pulls: std::collections::BTreeSet<(String, String)>,
-    queue: BTreeMap<(u64, u64), SimEvent>,
-    seq: u64,
-    /// The last resourceVersion given to a pod.
-    rv: u64,
-    records: BTreeMap<(String, String), Option<RecordStatus>>,
-    /// Records carrying `daemonsync.io/paused: "true"`.
-    paused: std::collections::BTreeSet<(String, String)>,
-    /// Records' `daemonsync.io/promote` (revision, stage) and `daemonsync.io/abort`.
-    commands: BTreeMap<(String, String), RecordCommands>,
-    events: Vec<(Timestamp, Event)>,
-    probe: Option<Probe>,
-    /// Writes accepted (creates, deletes and pod patches), for reports and tests.
-    pub writes: usize,
+    world: World,
 }
 
 impl std::fmt::Debug for Sim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sim")
-            .field("now", &self.now())
-            .field("nodes", &self.nodes.len())
-            .field("pods", &self.pods.len())
-            .field("scheduled", &self.queue.len())
+            .field("nodes", &self.world.nodes)
             .finish()
     }
 }
 
-/// The next number of a splitmix64 sequence whose state is `state`.
-pub(crate) fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+fn write_params() -> WriteParams {
+    WriteParams {
+        manager: super::kube::FIELD_MANAGER.into(),
+        ..WriteParams::default()
+    }
 }
 
-/// The default start of the virtual clock.
-pub fn default_start() -> Timestamp {
-    "2026-01-01T00:00:00Z".parse().expect("valid instant")
+/// A refusal of the simulated API as the live backend reports it. A 404 is the object's
+/// absence only when the API names it (a create into a missing namespace is another 404).
+fn cluster_error(e: ApiError, kind: &'static str, namespace: &str, name: &str) -> ClusterError {
+    let about_it = e.details.as_ref().is_some_and(|d| d["name"] == name) && !name.is_empty();
+    match e.code {
+        404 if about_it => ClusterError::NotFound {
+            kind,
+            namespace: namespace.into(),
+            name: name.into(),
+        },
+        403 => ClusterError::Refused(e.message),
+        _ => ClusterError::Rejected(format!(
+            "the simulated cluster answered {} {}: {}",
+            e.code, e.reason, e.message
+        )),
+    }
 }
 
 impl Sim {
@@ -223,393 +93,244 @@ impl Sim {
         Sim::new(cfg).with_context(|| format!("in sim file {}", path.display()))
     }
 
-    /// Builds the cluster described by `cfg` at its start.
-    pub fn new(cfg: SimConfig) -> Result<Sim> {
-        let start = cfg.start.unwrap_or_else(default_start);
-        let mut sim = Sim {
-            rng: cfg.seed ^ 0x9E37_79B9_7F4A_7C15,
-            start,
-            clock: 0,
-            nodes: BTreeMap::new(),
-            pods: BTreeMap::new(),
-            node_images: BTreeMap::new(),
-            pulls: Default::default(),
-            queue: BTreeMap::new(),
-            seq: 0,
-            rv: 0,
-            records: BTreeMap::new(),
-            paused: Default::default(),
-            commands: BTreeMap::new(),
-            events: Vec::new(),
-            probe: None,
-            writes: 0,
-            cfg,
-        };
-        for spec in sim.cfg.nodes.clone() {
-            let images = spec.initial_images()?;
-            for node in spec.expand()? {
-                anyhow::ensure!(
-                    !sim.nodes.contains_key(&node.name),
-                    "node {} is listed twice",
-                    node.name
-                );
-                if !images.is_empty() {
-                    sim.node_images
-                        .insert(node.name.clone(), images.iter().cloned().collect());
-                }
-                sim.nodes.insert(node.name.clone(), node);
-            }
-        }
-        for churn in sim.cfg.churn.clone() {
-            let action = churn.action()?;
-            sim.schedule(churn.at.millis(), SimEvent::Churn(action));
-        }
-        for running in sim.cfg.running.clone() {
-            sim.start_running(&running.manifest)?;
-        }
-        Ok(sim)
+    /// Builds the cluster described by `cfg` at its start (the virtual clock's start).
+    pub fn new(mut cfg: SimConfig) -> Result<Sim> {
+        cfg.start.get_or_insert_with(default_start);
+        // No watch resumes in-process: one change of history is enough.
+        Ok(Sim {
+            world: World::boot(cfg, 1)?,
+        })
     }
 
-    /// Sets the probe called after every change of state.
+    /// The cluster's API model.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// The cluster's API model, to change.
+    pub fn world_mut(&mut self) -> &mut World {
+        &mut self.world
+    }
+
+    /// Starts the pods of `desired` on every node they select, as daemonsync would have left
+    /// them after rolling them out (the initial state of a rollout, like `running:`).
+    pub fn install(&mut self, desired: &[crate::plan::Desired]) -> Result<()> {
+        self.world.install_managed(desired)?;
+        self.world.reconcile();
+        Ok(())
+    }
+
+    /// Sets the probe called after every change of the nodes and pods.
     pub fn set_probe(&mut self, probe: Probe) {
-        self.probe = Some(probe);
-        self.probed();
+        self.world.nodes.set_probe(probe);
     }
 
     /// Sets or removes the `daemonsync.io/paused: "true"` annotation of a record (creating
-    /// the record when it does not exist yet), as `kubectl annotate` does on a live cluster.
+    /// the record when it does not exist yet), as `kubectl annotate` does.
     pub fn set_paused(&mut self, namespace: &str, name: &str, paused: bool) {
-        let key = (namespace.to_string(), name.to_string());
-        if paused {
-            self.records.entry(key.clone()).or_default();
-            self.paused.insert(key);
-        } else {
-            self.paused.remove(&key);
-        }
-    }
-
-    /// Now (virtual).
-    pub fn now(&self) -> Timestamp {
-        crate::model::later(
-            self.start,
-            SignedDuration::from_millis(i64::try_from(self.clock).unwrap_or(i64::MAX)),
-        )
-    }
-
-    /// Virtual time since the start.
-    pub fn elapsed(&self) -> SignedDuration {
-        SignedDuration::from_millis(i64::try_from(self.clock).unwrap_or(i64::MAX))
-    }
-
-    /// The start of the virtual clock.
-    pub fn start(&self) -> Timestamp {
-        self.start
+        self.annotate(
+            namespace,
+            name,
+            PAUSED_ANNOTATION,
+            paused.then(|| "true".to_string()),
+        );
     }
 
     /// `daemonsync promote`: the pauses after stages up to `stage` of `revision` pass.
     pub fn promote(&mut self, namespace: &str, name: &str, revision: &str, stage: u32) {
-        let key = (namespace.to_string(), name.to_string());
-        self.records.entry(key.clone()).or_default();
-        self.commands.entry(key).or_default().0 = Some((revision.to_string(), stage));
+        self.annotate(
+            namespace,
+            name,
+            crate::plan::progressive::PROMOTE_ANNOTATION,
+            Some(format!("{revision}:{stage}")),
+        );
     }
 
     /// `daemonsync abort` of `revision` (`None`: the abort is lifted, as `resume` does).
     pub fn set_aborted(&mut self, namespace: &str, name: &str, revision: Option<&str>) {
-        let key = (namespace.to_string(), name.to_string());
-        self.records.entry(key.clone()).or_default();
-        self.commands.entry(key).or_default().1 = revision.map(str::to_string);
+        self.annotate(
+            namespace,
+            name,
+            crate::plan::progressive::ABORT_ANNOTATION,
+            revision.map(str::to_string),
+        );
     }
 
-    /// The observed state now.
-    pub fn observed(&self) -> Observed {
-        Observed {
-            nodes: self
-                .nodes
-                .values()
-                .map(|n| Node {
-                    images: self.node_images(&n.name),
-                    ..n.clone()
-                })
-                .collect(),
-            pods: self.pods.values().map(SimPod::observed).collect(),
-            daemonsets: Vec::new(),
-            rollouts: self.records().iter().map(Record::rollout_record).collect(),
-        }
-    }
-
-    fn records(&self) -> Vec<Record> {
-        self.records
-            .iter()
-            .map(|(key, status)| {
-                let (promoted, aborted) = self.commands.get(key).cloned().unwrap_or_default();
-                Record {
-                    namespace: key.0.clone(),
-                    name: key.1.clone(),
-                    status: status.clone(),
-                    paused: self.paused.contains(key),
-                    promoted,
-                    aborted,
+    /// Sets (or with `None` removes) an annotation of a record, creating the record when it
+    /// does not exist yet.
+    fn annotate(&mut self, namespace: &str, name: &str, key: &str, value: Option<String>) {
+        let Some(kind) = self.world.registry.by_storage(RECORDS) else {
+            return;
+        };
+        let current = match self.world.store.get(RECORDS, namespace, name) {
+            Some(e) => (*e.object).clone(),
+            None => {
+                let record = json!({
+                    "apiVersion": crate::plan::RECORD_API_VERSION,
+                    "kind": crate::plan::RECORD_KIND,
+                    "metadata": {"name": name, "namespace": namespace},
+                    "spec": {"daemonSet": {}},
+                });
+                match self
+                    .world
+                    .create(&kind, namespace, record, &write_params(), None)
+                {
+                    Ok(r) => (*r).clone(),
+                    Err(_) => return,
                 }
-            })
-            .collect()
+            }
+        };
+        let mut next = current;
+        match value {
+            Some(v) => next["metadata"]["annotations"][key] = json!(v),
+            None => {
+                if let Some(a) = next["metadata"]["annotations"].as_object_mut() {
+                    a.remove(key);
+                }
+            }
+        }
+        let _ = self
+            .world
+            .update(&kind, namespace, name, false, next, &write_params(), None);
+        self.world.reconcile();
     }
 
-    /// Events emitted so far, with the virtual time they were emitted at.
-    pub fn events(&self) -> &[(Timestamp, Event)] {
-        &self.events
+    /// Now (virtual).
+    pub fn now(&self) -> Timestamp {
+        self.world.now()
+    }
+
+    /// Virtual time since the start.
+    pub fn elapsed(&self) -> SignedDuration {
+        self.world.nodes.elapsed()
+    }
+
+    /// The start of the virtual clock.
+    pub fn start(&self) -> Timestamp {
+        self.world.nodes.start()
+    }
+
+    /// Pod writes daemonsync made (creates, deletes, in-place patches).
+    pub fn writes(&self) -> usize {
+        self.world.nodes.writes
     }
 
     /// Number of events still scheduled on the clock.
     pub fn scheduled(&self) -> usize {
-        self.queue.len()
-    }
-
-    /// The next pseudo-random number (splitmix64).
-    pub(crate) fn next_random(&mut self) -> u64 {
-        splitmix64(&mut self.rng)
-    }
-
-    pub(crate) fn clock(&self) -> u64 {
-        self.clock
-    }
-
-    pub(crate) fn schedule(&mut self, at: u64, event: SimEvent) {
-        self.seq += 1;
-        self.queue.insert((at, self.seq), event);
-    }
-
-    pub(crate) fn probed(&mut self) {
-        if let Some(mut probe) = self.probe.take() {
-            probe(&self.observed(), self.now());
-            self.probe = Some(probe);
-        }
-    }
-
-    fn millis_until(&self, t: Timestamp) -> u64 {
-        let d = t.duration_since(self.start).as_millis();
-        d.max(0) as u64
+        self.world.nodes.scheduled()
     }
 
     /// Advances to the next scheduled event if it is due by `deadline`, applying every event
-    /// due at that instant; otherwise moves the clock to `deadline` (not when `deadline` is
-    /// [`Timestamp::MAX`] and nothing is scheduled). True when events ran.
+    /// due at that instant and letting the controllers act; otherwise moves the clock to
+    /// `deadline`. True when events ran.
     pub fn advance(&mut self, deadline: Timestamp) -> bool {
-        let limit = self.millis_until(deadline).max(self.clock);
-        let Some((&(at, _), _)) = self.queue.first_key_value() else {
-            // Nothing is scheduled, so nothing will ever change: a wait without a deadline
-            // returns at once instead of moving the clock to the end of time.
-            if deadline != Timestamp::MAX {
-                self.clock = limit;
-            }
-            return false;
-        };
-        if at > limit {
-            self.clock = limit;
-            return false;
-        }
-        self.clock = self.clock.max(at);
-        while let Some(entry) = self.queue.first_entry() {
-            if entry.key().0 != at {
-                break;
-            }
-            let event = entry.remove();
-            self.apply(event);
-            self.probed();
-        }
-        true
+        self.world.advance(deadline)
     }
 
-    fn apply(&mut self, event: SimEvent) {
-        match event {
-            SimEvent::PodSetUp { namespace, name } => self.pod_set_up(&(namespace, name)),
-            SimEvent::ImagePulled { node, image } => self.image_pulled(&node, &image),
-            SimEvent::PodStarted {
-                namespace,
-                name,
-                epoch,
-            } => self.pod_started(&(namespace, name), epoch),
-            SimEvent::PullBackOff {
-                namespace,
-                name,
-                epoch,
-            } => self.pull_back_off(&(namespace, name), epoch),
-            SimEvent::PodGone { namespace, name } => {
-                self.pods.remove(&(namespace, name));
+    /// The observed state now: the nodes, the pods (with the resourceVersion the API shows),
+    /// the live `apps/v1` DaemonSets and what the records say of their rollouts.
+    pub fn observed(&self) -> Observed {
+        let mut observed = self.world.nodes.observed();
+        for pod in &mut observed.pods {
+            let stored = self.world.store.get("/pods", &pod.namespace, &pod.name);
+            if let (Some(detail), Some(e)) = (pod.detail.as_mut(), stored) {
+                detail.resource_version = e.object["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
             }
-            SimEvent::Churn(action) => self.churn(action),
         }
+        observed.daemonsets = self
+            .world
+            .store
+            .list(api::daemonset::DAEMONSETS, None)
+            .filter_map(|e| {
+                let mut ds: k8s_openapi::api::apps::v1::DaemonSet =
+                    serde_json::from_value((*e.object).clone()).ok()?;
+                ds.status = None;
+                Some(ds)
+            })
+            .collect();
+        observed.rollouts = self.records().iter().map(Record::rollout_record).collect();
+        observed
     }
 
-    fn churn(&mut self, action: ChurnAction) {
-        match action {
-            ChurnAction::Add(nodes, images) => {
-                for node in nodes {
-                    if !images.is_empty() {
-                        self.node_images
-                            .entry(node.name.clone())
-                            .or_default()
-                            .extend(images.iter().cloned());
-                    }
-                    self.upsert_node(node);
-                }
-            }
-            ChurnAction::Remove(name) => self.remove_node(&name),
-            ChurnAction::Label(name, labels) => {
-                if let Some(mut node) = self.nodes.get(&name).cloned() {
-                    for (k, v) in labels {
-                        match v {
-                            Some(v) => node.labels.insert(k, v),
-                            None => node.labels.remove(&k),
-                        };
-                    }
-                    self.upsert_node(node);
-                }
-            }
-            ChurnAction::Taint(name, taints) => {
-                if let Some(mut node) = self.nodes.get(&name).cloned() {
-                    node.taints = taints;
-                    self.upsert_node(node);
-                }
-            }
-            ChurnAction::Ready(name, ready) => self.set_node_ready(&name, ready),
-        }
+    /// The records of managed DaemonSets, sorted by namespace and name.
+    fn records(&self) -> Vec<Record> {
+        self.world
+            .store
+            .list(RECORDS, None)
+            .filter_map(|e| serde_json::from_value::<ManagedDaemonSet>((*e.object).clone()).ok())
+            .map(|r| super::kube::record::record_of(&r))
+            .collect()
     }
 
-    /// A node joins or changes (churn, or a write through the served API). A change of its
-    /// Ready condition goes through the node lifecycle model ([`Sim::set_node_ready`]'s
-    /// effects on its pods); a node reporting no Ready condition counts as Ready.
-    pub(crate) fn upsert_node(&mut self, node: Node) {
-        let was_ready = self.nodes.get(&node.name).map(|n| n.ready != Some(false));
-        let ready = node.ready != Some(false);
-        let name = node.name.clone();
-        self.nodes.insert(name.clone(), node);
-        if was_ready.is_some_and(|was| was != ready) {
-            self.set_node_ready(&name, ready);
-        }
+    /// Events recorded on the records of managed DaemonSets, in the order they were first
+    /// written, with the virtual time they were.
+    pub fn events(&self) -> Vec<(Timestamp, Event)> {
+        let mut events: Vec<(u64, Timestamp, Event)> = self
+            .world
+            .store
+            .list("/events", None)
+            .filter(|e| e.object["involvedObject"]["kind"] == crate::plan::RECORD_KIND)
+            .filter_map(|e| {
+                let o = &e.object;
+                let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+                let first = o["metadata"]["uid"].as_str()?;
+                let _ = first;
+                let order = o["metadata"]["creationOrder"].as_u64().unwrap_or_else(|| {
+                    o["metadata"]["resourceVersion"]
+                        .as_str()
+                        .and_then(|r| r.parse().ok())
+                        .unwrap_or(0)
+                });
+                let at = o["firstTimestamp"].as_str()?.parse().ok()?;
+                Some((
+                    order,
+                    at,
+                    Event {
+                        namespace: s(&o["involvedObject"]["namespace"]),
+                        name: s(&o["involvedObject"]["name"]),
+                        type_: if o["type"] == "Warning" {
+                            EventType::Warning
+                        } else {
+                            EventType::Normal
+                        },
+                        reason: s(&o["reason"]),
+                        message: s(&o["message"]),
+                    },
+                ))
+            })
+            .collect();
+        events.sort_by_key(|(order, ..)| *order);
+        events.into_iter().map(|(_, at, e)| (at, e)).collect()
     }
 
-    /// A node leaves; the pods bound to it are garbage-collected.
-    pub(crate) fn remove_node(&mut self, name: &str) {
-        if self.nodes.remove(name).is_some() {
-            self.node_images.remove(name);
-            self.pulls.retain(|(node, _)| node != name);
-            self.collect_garbage();
-        }
+    fn record_uid(&self, namespace: &str, name: &str) -> Option<String> {
+        self.world
+            .store
+            .get(RECORDS, namespace, name)
+            .and_then(|e| e.object["metadata"]["uid"].as_str().map(str::to_string))
     }
 
-    /// The instant of the next scheduled event, if any.
-    pub fn next_due(&self) -> Option<Timestamp> {
-        self.queue.first_key_value().map(|(&(at, _), _)| {
-            crate::model::later(
-                self.start,
-                SignedDuration::from_millis(i64::try_from(at).unwrap_or(i64::MAX)),
+    fn pods_kind(&self) -> std::sync::Arc<api::kinds::Kind> {
+        self.world.kind("", "v1", "pods")
+    }
+
+    fn records_kind(&self) -> Result<std::sync::Arc<api::kinds::Kind>, ClusterError> {
+        self.world.registry.by_storage(RECORDS).ok_or_else(|| {
+            ClusterError::Backend(
+                "the ManagedDaemonSet CRD is not installed in the simulated cluster".into(),
             )
         })
     }
 
-    /// Applies every event due by `now`, in order, and moves the clock to `now`: how a wall
-    /// clock drives the simulator (`sim serve`). True when events ran.
-    pub fn catch_up(&mut self, now: Timestamp) -> bool {
-        let mut ran = false;
-        while self.advance(now) {
-            ran = true;
-        }
-        ran
+    /// Counts a pod write and lets the cluster answer it.
+    fn written(&mut self) {
+        self.world.nodes.writes += 1;
+        self.world.reconcile();
+        self.world.nodes.probed();
     }
-
-    /// Pod garbage collection: pods whose node no longer exists are removed.
-    fn collect_garbage(&mut self) {
-        let nodes = &self.nodes;
-        self.pods.retain(|_, p| match &p.pod.node_name {
-            Some(n) => nodes.contains_key(n),
-            None => true,
-        });
-    }
-
-    /// Creates the pods of the DaemonSets in `manifest`, ready since an hour before the start,
-    /// on every node they select.
-    fn start_running(&mut self, manifest: &Path) -> Result<()> {
-        let desired = load_running(manifest)?;
-        self.install(&desired)
-    }
-
-    /// Starts the pods of `desired` on every node they select, as if they had been running
-    /// and ready for an hour (the initial state of a rollout).
-    pub fn install(&mut self, desired: &[crate::plan::Desired]) -> Result<()> {
-        let since = self.running_since();
-        for pod in self.running_pods(desired) {
-            self.insert_running(pod, since)?;
-        }
-        // As if daemonsync had rolled them out: their records name them the stable
-        // revision, which nodes held back by a rollout policy keep running.
-        for d in desired {
-            let spec = crate::plan::DaemonSetSpec::compile(&d.daemonset);
-            self.records.insert(
-                (spec.namespace.clone(), spec.name.clone()),
-                Some(RecordStatus {
-                    counters: crate::plan::Status::default(),
-                    revision: spec.revision.clone(),
-                    halted: None,
-                    paused: false,
-                    source_error: None,
-                    rollout: None,
-                    stable: serde_json::to_value(&d.daemonset).ok(),
-                }),
-            );
-        }
-        Ok(())
-    }
-
-    /// When the pods of `running:` DaemonSets started: an hour before the start.
-    pub(crate) fn running_since(&self) -> Timestamp {
-        self.start - SignedDuration::from_hours(1)
-    }
-
-    /// The pods `desired` lacks on the nodes it selects, rendered as daemonsync renders them
-    /// (owned by the record of the same name, whose uid is left empty).
-    pub(crate) fn running_pods(
-        &self,
-        desired: &[crate::plan::Desired],
-    ) -> Vec<k8s_openapi::api::core::v1::Pod> {
-        let plan = crate::plan::plan(
-            desired,
-            &self.observed(),
-            &crate::plan::Policy::default(),
-            self.now(),
-        );
-        let mut pods = Vec::new();
-        for d in desired {
-            let spec = crate::plan::DaemonSetSpec::compile(&d.daemonset);
-            let Some(p) = plan
-                .daemonsets
-                .iter()
-                .find(|p| p.namespace == spec.namespace && p.name == spec.name)
-            else {
-                continue;
-            };
-            for entry in &p.nodes {
-                if entry.state != crate::plan::NodeState::Missing {
-                    continue;
-                }
-                pods.push(crate::plan::render::pod_for_node(
-                    &d.daemonset,
-                    &spec,
-                    &entry.node,
-                    &crate::plan::render::PodOwner::record(&spec.name),
-                ));
-            }
-        }
-        pods
-    }
-}
-
-/// Reads the DaemonSets of a `running:` entry (a manifest file or directory).
-pub(crate) fn load_running(manifest: &Path) -> Result<Vec<crate::plan::Desired>> {
-    use crate::source::{LocalSource, Source};
-    let rendered = LocalSource::new([manifest])
-        .load(&crate::manifest::LoadOptions::default())
-        .with_context(|| format!("running: {}", manifest.display()))?;
-    Ok(rendered.desired()?)
 }
 
 impl Cluster for Sim {
@@ -623,18 +344,92 @@ impl Cluster for Sim {
 
     async fn create_pod(
         &mut self,
-        pod: k8s_openapi::api::core::v1::Pod,
+        mut pod: k8s_openapi::api::core::v1::Pod,
     ) -> Result<String, ClusterError> {
-        let name = self.create(pod)?;
-        self.writes += 1;
-        self.probed();
+        let namespace = pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        for owner in pod.metadata.owner_references.iter_mut().flatten() {
+            if owner.kind == crate::plan::RECORD_KIND && owner.uid.is_empty() {
+                owner.uid = self.record_uid(&namespace, &owner.name).ok_or_else(|| {
+                    ClusterError::Rejected(format!(
+                        "no record {namespace}/{} to own the pod yet",
+                        owner.name
+                    ))
+                })?;
+            }
+        }
+        let body = serde_json::to_value(&pod)
+            .map_err(|e| ClusterError::Rejected(format!("the pod is not valid JSON: {e}")))?;
+        let kind = self.pods_kind();
+        let created = self
+            .world
+            .create(&kind, &namespace, body, &write_params(), None)
+            .map_err(|e| cluster_error(e, "pod", &namespace, ""))?;
+        let name = created["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        self.written();
         Ok(name)
     }
 
     async fn delete_pod(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
-        self.delete(namespace, name)?;
-        self.writes += 1;
-        self.probed();
+        let kind = self.pods_kind();
+        self.world
+            .delete(&kind, namespace, name, &DeleteParams::default())
+            .map_err(|e| cluster_error(e, "pod", namespace, name))?;
+        self.written();
+        Ok(())
+    }
+
+    async fn ensure_record(
+        &mut self,
+        daemonset: &k8s_openapi::api::apps::v1::DaemonSet,
+        source: &RecordSource,
+    ) -> Result<(), ClusterError> {
+        let namespace = daemonset
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let name = daemonset.metadata.name.clone().unwrap_or_default();
+        let spec = serde_json::to_value(daemonset).unwrap_or_default();
+        let unchanged = self
+            .world
+            .store
+            .get(RECORDS, &namespace, &name)
+            .is_some_and(|e| e.object["spec"]["daemonSet"] == spec);
+        if unchanged {
+            return Ok(());
+        }
+        let record = ManagedDaemonSet::new(
+            &name,
+            super::kube::ManagedDaemonSetSpec {
+                daemon_set: spec,
+                source: Some(source.clone()),
+            },
+        );
+        let body = serde_json::to_vec(&record).unwrap_or_default();
+        let kind = self.records_kind()?;
+        let params = WriteParams {
+            force: true,
+            ..write_params()
+        };
+        self.world
+            .patch(
+                &kind,
+                &namespace,
+                &name,
+                false,
+                PatchType::Apply,
+                &body,
+                &params,
+            )
+            .map_err(|e| cluster_error(e, "manageddaemonset", &namespace, &name))?;
+        self.world.reconcile();
         Ok(())
     }
 
@@ -644,40 +439,90 @@ impl Cluster for Sim {
         name: &str,
         status: &RecordStatus,
     ) -> Result<(), ClusterError> {
-        self.records
-            .insert((namespace.into(), name.into()), Some(status.clone()));
+        let kind = self.records_kind()?;
+        if self.world.store.get(RECORDS, namespace, name).is_none() {
+            // As upstream writes status, the record is made first (the live backend needs
+            // `ensure_record`; the simulator is lenient for tests that skip it).
+            let record = json!({
+                "apiVersion": crate::plan::RECORD_API_VERSION,
+                "kind": crate::plan::RECORD_KIND,
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"daemonSet": {}},
+            });
+            self.world
+                .create(&kind, namespace, record, &write_params(), None)
+                .map_err(|e| cluster_error(e, "manageddaemonset", namespace, name))?;
+        }
+        let Some(entry) = self.world.store.get(RECORDS, namespace, name) else {
+            return Err(ClusterError::NotFound {
+                kind: "manageddaemonset",
+                namespace: namespace.into(),
+                name: name.into(),
+            });
+        };
+        let current = (*entry.object).clone();
+        let previous: Option<ManagedDaemonSetStatus> =
+            serde_json::from_value(current["status"].clone()).ok();
+        let generation = current["metadata"]["generation"].as_i64();
+        let written =
+            ManagedDaemonSetStatus::written(status, previous.as_ref(), generation, self.now());
+        if previous.as_ref() == Some(&written) {
+            return Ok(());
+        }
+        let mut next = current;
+        next["status"] = serde_json::to_value(&written).unwrap_or_default();
+        self.world
+            .update(&kind, namespace, name, true, next, &write_params(), None)
+            .map_err(|e| cluster_error(e, "manageddaemonset", namespace, name))?;
         Ok(())
     }
 
     async fn emit_event(&mut self, event: Event) -> Result<(), ClusterError> {
-        self.events.push((self.now(), event));
+        let involved = Involved {
+            api_version: crate::plan::RECORD_API_VERSION.into(),
+            kind: crate::plan::RECORD_KIND.into(),
+            namespace: event.namespace.clone(),
+            name: event.name.clone(),
+            uid: self
+                .record_uid(&event.namespace, &event.name)
+                .unwrap_or_default(),
+        };
+        let type_ = match event.type_ {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        };
+        emit(
+            &mut self.world,
+            &involved,
+            type_,
+            &event.reason,
+            super::kube::FIELD_MANAGER,
+            &event.message,
+        );
         Ok(())
-    }
-
-    async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {
-        Ok(self.advance(deadline))
     }
 
     async fn patch_pod_images(
         &mut self,
         namespace: &str,
         name: &str,
-        patch: &crate::cluster::ImagePatch,
+        patch: &ImagePatch,
     ) -> Result<(), ClusterError> {
-        let images: Vec<(String, String)> = patch
-            .images
-            .iter()
-            .map(|(_, _, container, image)| (container.clone(), image.clone()))
-            .collect();
-        self.patch_pod(
-            namespace,
-            name,
-            Some(&patch.resource_version),
-            &images,
-            &patch.labels,
-        )?;
-        self.writes += 1;
-        self.probed();
+        let body =
+            serde_json::to_vec(&super::kube::requests::image_patch(patch)).unwrap_or_default();
+        let kind = self.pods_kind();
+        self.world
+            .patch(
+                &kind,
+                namespace,
+                name,
+                false,
+                PatchType::Json,
+                &body,
+                &write_params(),
+            )
+            .map_err(|e| cluster_error(e, "pod", namespace, name))?;
+        self.written();
         Ok(())
     }
 
@@ -689,18 +534,33 @@ impl Cluster for Sim {
         status: bool,
         resource_version: Option<&str>,
     ) -> Result<String, ClusterError> {
-        if let Some(rv) = resource_version
-            && self.pod_resource_version(namespace, name).as_deref() != Some(rv)
-        {
-            return Err(ClusterError::Rejected(format!(
-                "pod {namespace}/{name} changed since resourceVersion {rv}"
-            )));
-        }
-        self.set_condition(namespace, name, condition, status)?;
-        self.probed();
-        Ok(self
-            .pod_resource_version(namespace, name)
-            .unwrap_or_default())
+        let now = self.now();
+        let patch =
+            super::kube::requests::condition_patch(condition, status, resource_version, now);
+        let body = serde_json::to_vec(&patch).unwrap_or_default();
+        let kind = self.pods_kind();
+        let (stored, _) = self
+            .world
+            .patch(
+                &kind,
+                namespace,
+                name,
+                true,
+                PatchType::Strategic,
+                &body,
+                &write_params(),
+            )
+            .map_err(|e| cluster_error(e, "pod", namespace, name))?;
+        self.world.reconcile();
+        self.world.nodes.probed();
+        Ok(stored["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string())
+    }
+
+    async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {
+        Ok(self.advance(deadline))
     }
 }
 

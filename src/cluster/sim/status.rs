@@ -2,7 +2,7 @@
 //! it: phase, conditions, container statuses. `sim serve` adds the addresses.
 
 use super::kubelet::is_pull_reason;
-use super::{ContainerState, Ran, Sim, SimContainer, SimPod};
+use super::nodes::{ContainerState, NodeSim, Ran, SimContainer, SimPod};
 use crate::model::{PodPhase, Timestamp};
 use serde_json::{Value, json};
 
@@ -143,16 +143,17 @@ fn not_ready_reason(p: &SimPod) -> Option<(&'static str, String)> {
     (!unmet.is_empty()).then(|| ("ReadinessGatesNotReady", unmet.join(", ")))
 }
 
-impl Sim {
+impl NodeSim {
     /// The `status` of a simulated pod as its kubelet and the scheduler report it, without
     /// addresses.
     pub(crate) fn status_json(&self, p: &SimPod) -> Value {
         let created = p.pod.creation_timestamp.map(time).unwrap_or(Value::Null);
         let Some(node) = p.pod.node_name.as_deref() else {
-            let n = self.nodes.len();
-            return json!({"phase": "Pending", "qosClass": "BestEffort", "conditions": [
-                with_reason(condition("PodScheduled", false, &created), "Unschedulable",
-                    format!("0/{n} nodes are available: {n} node(s) didn't match Pod's node affinity/selector."))]});
+            let mut scheduled = condition("PodScheduled", false, &created);
+            if let Some(why) = &p.unschedulable {
+                scheduled = with_reason(scheduled, "Unschedulable", why.clone());
+            }
+            return json!({"phase": "Pending", "qosClass": "BestEffort", "conditions": [scheduled]});
         };
         let node_ready = self.nodes.get(node).is_some_and(|n| n.ready != Some(false));
         let mut status = json!({"phase": p.pod.phase.as_str(), "qosClass": "BestEffort",

@@ -1,12 +1,14 @@
 //! The simulator's own models: file format, scheduler, kubelet, churn, garbage collection.
 
 use super::config::SimConfig;
-use super::*;
-use crate::apply::block_on;
+use super::nodes::*;
+use crate::cluster::ClusterError;
+use crate::model::Pod;
 use crate::model::PodPhase;
+use jiff::SignedDuration;
 
-fn sim(cfg: &str) -> Sim {
-    Sim::new(SimConfig::parse(cfg).expect("config")).expect("sim")
+fn sim(cfg: &str) -> NodeSim {
+    NodeSim::new(SimConfig::parse(cfg).expect("config")).expect("sim")
 }
 
 fn pod_for(node: &str, image: &str) -> k8s_openapi::api::core::v1::Pod {
@@ -22,7 +24,7 @@ fn pod_for(node: &str, image: &str) -> k8s_openapi::api::core::v1::Pod {
     .expect("pod")
 }
 
-fn pod<'a>(sim: &'a Sim, name: &str) -> &'a Pod {
+fn pod<'a>(sim: &'a NodeSim, name: &str) -> &'a Pod {
     &sim.pods[&("ns".to_string(), name.to_string())].pod
 }
 
@@ -51,7 +53,7 @@ fn name_patterns_expand_with_padding_and_keep_labels_and_taints() {
 fn bad_files_are_refused_with_a_reason() {
     let bad = |cfg: &str| {
         SimConfig::parse(cfg)
-            .and_then(Sim::new)
+            .and_then(NodeSim::new)
             .expect_err(cfg)
             .to_string()
     };
@@ -68,7 +70,7 @@ fn bad_files_are_refused_with_a_reason() {
 fn a_pod_is_bound_then_ready_after_the_start_latency() {
     let mut s = sim("kubelet: {startLatency: {fixed: 5s}}
 nodes: [{name: n1}]");
-    let name = block_on(s.create_pod(pod_for("n1", "agent:1"))).unwrap();
+    let name = s.create(pod_for("n1", "agent:1")).unwrap();
     assert!(name.starts_with("agent-") && name.len() == "agent-".len() + 5);
     let p = pod(&s, &name);
     assert_eq!(p.node_name.as_deref(), Some("n1"));
@@ -83,7 +85,7 @@ nodes: [{name: n1}]");
 #[test]
 fn a_pod_for_an_unknown_node_stays_pending_and_unbound() {
     let mut s = sim("nodes: [{name: n1}]");
-    let name = block_on(s.create_pod(pod_for("nope", "agent:1"))).unwrap();
+    let name = s.create(pod_for("nope", "agent:1")).unwrap();
     assert_eq!(pod(&s, &name).node_name, None);
     assert!(!s.advance(s.now() + SignedDuration::from_secs(60)));
     assert_eq!(pod(&s, &name).phase, PodPhase::Pending);
@@ -95,9 +97,9 @@ fn failing_images_and_nodes_never_become_ready() {
 failures:
   images: [{image: 'agent:bad', reason: ImagePullBackOff}]
   nodes: [{node: n2}]");
-    let a = block_on(s.create_pod(pod_for("n1", "agent:bad"))).unwrap();
-    let b = block_on(s.create_pod(pod_for("n2", "agent:1"))).unwrap();
-    let c = block_on(s.create_pod(pod_for("n1", "agent:1"))).unwrap();
+    let a = s.create(pod_for("n1", "agent:bad")).unwrap();
+    let b = s.create(pod_for("n2", "agent:1")).unwrap();
+    let c = s.create(pod_for("n1", "agent:1")).unwrap();
     s.advance(s.now() + SignedDuration::from_mins(10));
     assert_eq!(
         pod(&s, &a).waiting_reason.as_deref(),
@@ -116,14 +118,14 @@ failures:
 fn deletion_takes_the_grace_period() {
     let mut s = sim("kubelet: {startLatency: {fixed: 1s}, terminationGrace: 3s}
 nodes: [{name: n1}]");
-    let name = block_on(s.create_pod(pod_for("n1", "agent:1"))).unwrap();
+    let name = s.create(pod_for("n1", "agent:1")).unwrap();
     s.advance(s.now() + SignedDuration::from_secs(1));
-    block_on(s.delete_pod("ns", &name)).unwrap();
+    s.delete("ns", &name).unwrap();
     assert!(pod(&s, &name).is_terminating());
     s.advance(s.now() + SignedDuration::from_secs(10));
     assert_eq!(s.elapsed(), SignedDuration::from_secs(4));
     assert!(s.observed().pods.is_empty());
-    let err = block_on(s.delete_pod("ns", &name)).unwrap_err();
+    let err = s.delete("ns", &name).unwrap_err();
     assert!(matches!(err, ClusterError::NotFound { .. }));
 }
 
@@ -132,7 +134,7 @@ fn a_not_ready_node_holds_its_pods_until_it_recovers() {
     let mut s = sim("kubelet: {startLatency: {fixed: 2s}}
 nodes: [{name: n1, ready: false}]
 churn: [{at: 1m, ready: {node: n1, ready: true}}]");
-    let name = block_on(s.create_pod(pod_for("n1", "agent:1"))).unwrap();
+    let name = s.create(pod_for("n1", "agent:1")).unwrap();
     s.advance(s.now() + SignedDuration::from_secs(30));
     assert!(!pod(&s, &name).is_ready());
     while s.advance(s.start() + SignedDuration::from_mins(5)) {}
@@ -148,7 +150,7 @@ churn:
   - {at: 20s, label: {node: n2, labels: {a: null, b: '2'}}}
   - {at: 30s, taint: {node: n2, taints: [{key: t, effect: NoExecute}]}}
   - {at: 40s, add: {name: 'm-{i}', count: 2}}");
-    block_on(s.create_pod(pod_for("n1", "agent:1"))).unwrap();
+    s.create(pod_for("n1", "agent:1")).unwrap();
     while s.advance(s.start() + SignedDuration::from_mins(1)) {}
     assert!(s.observed().pods.is_empty());
     let names: Vec<_> = s.nodes.keys().cloned().collect();
@@ -168,7 +170,7 @@ kubelet: {{startLatency: {{uniform: [1s, 9s]}}}}
 nodes: [{{name: 'n-{{i}}', count: 20}}]"
         ));
         for i in 1..=20 {
-            block_on(s.create_pod(pod_for(&format!("n-{i:02}"), "a:1"))).unwrap();
+            s.create(pod_for(&format!("n-{i:02}"), "a:1")).unwrap();
         }
         let mut times = Vec::new();
         while s.advance(s.start() + SignedDuration::from_mins(1)) {
@@ -191,7 +193,7 @@ fn the_example_files_load() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("examples/sim")
             .join(f);
-        let s = Sim::load(&path).unwrap_or_else(|e| panic!("{f}: {e:#}"));
-        assert!(!s.nodes.is_empty());
+        let s = super::Sim::load(&path).unwrap_or_else(|e| panic!("{f}: {e:#}"));
+        assert!(!s.world().nodes.nodes.is_empty());
     }
 }

@@ -9,7 +9,9 @@ use super::error::ApiError;
 use super::kinds::Kind;
 use super::store::Owners;
 use super::world::World;
+use crate::cluster::sim::config::Readiness;
 use crate::cluster::sim::kubelet::KUBELET_CONDITIONS;
+use crate::cluster::sim::scheduler::NodeResources;
 use crate::model::{Node, Pod, Timestamp};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -19,8 +21,6 @@ const PODS: &str = "/pods";
 const NODES: &str = "/nodes";
 /// The taint the node lifecycle controller keeps on cordoned nodes.
 const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
-/// The kubelet version nodes report (the server's own version).
-pub const KUBELET_VERSION: &str = "v1.32.4-sim";
 
 /// The projection's memory: last projected pods and nodes, and address allocation.
 #[derive(Debug, Default)]
@@ -34,9 +34,19 @@ pub struct Engine {
     next_pod_ip: HashMap<String, u32>,
     /// Creation time of the nodes found at start-up (they predate the server).
     pub boot_time: Option<Timestamp>,
+    /// The kubelet version nodes report (the cluster's own version).
+    pub kubelet_version: String,
 }
 
 impl Engine {
+    /// A projection that has shown nothing yet, of nodes whose kubelets report `version`.
+    pub fn new(kubelet_version: String) -> Self {
+        Engine {
+            kubelet_version,
+            ..Engine::default()
+        }
+    }
+
     fn index(&mut self, node: &str) -> u32 {
         let next = self.node_index.len() as u32 + 1;
         *self.node_index.entry(node.to_string()).or_insert(next)
@@ -69,15 +79,15 @@ pub fn project(w: &mut World) -> bool {
     let now = w.now();
     let no_images = BTreeSet::new();
     let images_of =
-        |w: &World, node: &str| w.sim.node_images.get(node).cloned().unwrap_or_default();
+        |w: &World, node: &str| w.nodes.node_images.get(node).cloned().unwrap_or_default();
     let changed: Vec<Node> = w
-        .sim
+        .nodes
         .nodes
         .values()
         .filter(|n| {
             w.engine.nodes.get(&n.name) != Some(*n)
                 || w.engine.node_images.get(&n.name).unwrap_or(&no_images)
-                    != w.sim.node_images.get(&n.name).unwrap_or(&no_images)
+                    != w.nodes.node_images.get(&n.name).unwrap_or(&no_images)
         })
         .cloned()
         .collect();
@@ -85,16 +95,23 @@ pub fn project(w: &mut World) -> bool {
         .engine
         .nodes
         .keys()
-        .filter(|n| !w.sim.nodes.contains_key(*n))
+        .filter(|n| !w.nodes.nodes.contains_key(*n))
         .cloned()
         .collect();
     for node in changed {
         let images = images_of(w, &node.name);
         let mut obj = match w.store.get(NODES, "", &node.name) {
-            Some(e) => apply_model(&e.object, &node, now),
+            Some(e) => apply_model(&e.object, &node, w.nodes.readiness(&node.name), now),
             None => {
                 let created = w.engine.boot_time.unwrap_or(now);
-                let mut obj = node_object(&mut w.engine, &node, created);
+                let readiness = w.nodes.readiness(&node.name);
+                let resources = w
+                    .nodes
+                    .resources
+                    .get(&node.name)
+                    .cloned()
+                    .unwrap_or_else(NodeResources::default_node);
+                let mut obj = node_object(&mut w.engine, &node, readiness, &resources, created);
                 obj["metadata"]["uid"] = json!(w.new_uid());
                 obj
             }
@@ -110,9 +127,9 @@ pub fn project(w: &mut World) -> bool {
         w.engine.node_images.remove(&name);
     }
 
-    let grace = w.sim.cfg.kubelet.termination_grace.millis() / 1000;
+    let grace = w.nodes.cfg.kubelet.termination_grace.millis() / 1000;
     let updates: Vec<((String, String), u64)> = w
-        .sim
+        .nodes
         .pods
         .iter()
         .filter(|(k, p)| w.engine.pods.get(*k) != Some(&p.rv))
@@ -122,7 +139,7 @@ pub fn project(w: &mut World) -> bool {
         .engine
         .pods
         .keys()
-        .filter(|k| !w.sim.pods.contains_key(*k))
+        .filter(|k| !w.nodes.pods.contains_key(*k))
         .cloned()
         .collect();
     for (k, rv) in updates {
@@ -179,7 +196,7 @@ pub fn create_pod(
             &[("spec".into(), "not a valid Pod".into())],
         )
     })?;
-    w.sim.create(pod).map_err(|e| match e {
+    w.nodes.create(pod).map_err(|e| match e {
         crate::cluster::ClusterError::Rejected(why) if why.contains("already exists") => {
             ApiError::already_exists(&kind.plural, &kind.group, &name)
         }
@@ -202,7 +219,7 @@ pub fn insert_running(
     since: Timestamp,
 ) -> anyhow::Result<()> {
     let mut obj = serde_json::to_value(&pod)?;
-    let name = w.sim.insert_running(pod, since)?;
+    let name = w.nodes.insert_running(pod, since)?;
     obj["metadata"]["name"] = json!(name);
     obj["metadata"]["uid"] = json!(w.new_uid());
     obj["metadata"]["creationTimestamp"] = json!(since.to_string());
@@ -222,7 +239,7 @@ pub fn pod_written(w: &mut World, stored: &Value) {
         return;
     };
     let model = Pod::from_k8s(&typed);
-    if let Some(p) = w.sim.pods.get_mut(&key(stored)) {
+    if let Some(p) = w.nodes.pods.get_mut(&key(stored)) {
         p.pod.labels = model.labels;
         p.pod.controller = model.controller;
     }
@@ -238,14 +255,14 @@ pub fn delete_pod(w: &mut World, namespace: &str, name: &str, force: bool) -> Ar
         .map(|e| e.object.clone())
         .unwrap_or_default();
     if force {
-        w.sim.pods.remove(&k);
+        w.nodes.pods.remove(&k);
         if w.engine.pods.contains_key(&k) {
             w.project();
         } else {
             w.store.remove(PODS, namespace, name);
         }
     } else {
-        let _ = w.sim.delete(namespace, name);
+        let _ = w.nodes.delete(namespace, name);
         w.project();
     }
     w.store
@@ -257,7 +274,7 @@ pub fn delete_pod(w: &mut World, namespace: &str, name: &str, force: bool) -> Ar
 /// A pod whose finalizers are done leaves the simulator too.
 pub fn forget_pod(w: &mut World, namespace: &str, name: &str) {
     let k = (namespace.to_string(), name.to_string());
-    w.sim.pods.remove(&k);
+    w.nodes.pods.remove(&k);
     w.engine.pods.remove(&k);
 }
 
@@ -268,14 +285,14 @@ pub fn node_written(w: &mut World, stored: &Value) {
     };
     let model = Node::from_k8s(&typed);
     w.engine.nodes.insert(model.name.clone(), model.clone());
-    w.sim.upsert_node(model);
+    w.nodes.upsert_node(model, readiness_of(stored));
     w.project();
 }
 
 /// A node deleted through the API: the simulator removes it (and garbage-collects its pods).
 pub fn node_removed(w: &mut World, name: &str) {
     w.engine.nodes.remove(name);
-    w.sim.remove_node(name);
+    w.nodes.remove_node(name);
     w.project();
 }
 
@@ -295,7 +312,13 @@ pub fn kubelet_registers(w: &mut World, mut obj: Value) -> Value {
             ..Node::default()
         };
         let now = w.now();
-        let template = node_object(&mut w.engine, &model, now);
+        let template = node_object(
+            &mut w.engine,
+            &model,
+            Readiness::True,
+            &NodeResources::default_node(),
+            now,
+        );
         obj["status"] = template["status"].clone();
         if obj["spec"]["podCIDR"].is_null() {
             obj["spec"]["podCIDR"] = template["spec"]["podCIDR"].clone();
@@ -344,19 +367,52 @@ fn taints_json(node: &Node) -> Value {
     )
 }
 
-fn ready_condition(ready: bool, since: Timestamp) -> Value {
+/// The Ready condition as the kubelet (True, False) or the node lifecycle controller
+/// (Unknown) writes it.
+fn ready_condition(readiness: Readiness, since: Timestamp) -> Value {
     let t = since.to_string();
-    if ready {
-        json!({"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
-               "lastHeartbeatTime": t, "lastTransitionTime": t})
-    } else {
-        json!({"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown", "message": "Kubelet stopped posting node status.",
-               "lastHeartbeatTime": t, "lastTransitionTime": t})
-    }
+    let (status, reason, message) = match readiness {
+        Readiness::True => ("True", "KubeletReady", "kubelet is posting ready status"),
+        Readiness::False => (
+            "False",
+            "KubeletNotReady",
+            "container runtime network not ready: NetworkReady=false \
+             reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not \
+             initialized",
+        ),
+        Readiness::Unknown => (
+            "Unknown",
+            "NodeStatusUnknown",
+            "Kubelet stopped posting node status.",
+        ),
+    };
+    json!({"type": "Ready", "status": status, "reason": reason, "message": message,
+           "lastHeartbeatTime": t, "lastTransitionTime": t})
+}
+
+/// The Ready condition a stored node shows.
+pub fn readiness_of(obj: &Value) -> Option<Readiness> {
+    let status = obj["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Ready")?["status"]
+        .as_str()?
+        .to_string();
+    Some(match status.as_str() {
+        "True" => Readiness::True,
+        "False" => Readiness::False,
+        _ => Readiness::Unknown,
+    })
 }
 
 /// A full Node object for a simulated node.
-fn node_object(engine: &mut Engine, node: &Node, created: Timestamp) -> Value {
+fn node_object(
+    engine: &mut Engine,
+    node: &Node,
+    readiness: Readiness,
+    resources: &NodeResources,
+    created: Timestamp,
+) -> Value {
     let label = |k: &str, default: &str| {
         node.labels
             .get(k)
@@ -366,8 +422,9 @@ fn node_object(engine: &mut Engine, node: &Node, created: Timestamp) -> Value {
     let i = engine.index(&node.name);
     let t = created.to_string();
     let pressure = |kind: &str, reason: &str, message: &str| json!({"type": kind, "status": "False", "reason": reason, "message": message, "lastHeartbeatTime": t, "lastTransitionTime": t});
-    let capacity =
-        json!({"cpu": "4", "memory": "16Gi", "pods": "110", "ephemeral-storage": "100Gi"});
+    let capacity = NodeResources::to_json(&resources.capacity);
+    let allocatable = NodeResources::to_json(&resources.allocatable);
+    let kubelet = engine.kubelet_version.clone();
     let mut spec = json!({"podCIDR": format!("10.{}.{}.0/24", 128 + i / 256, i % 256),
                           "providerID": format!("daemonsync-sim://{}", node.name)});
     if !node.taints.is_empty() {
@@ -386,12 +443,12 @@ fn node_object(engine: &mut Engine, node: &Node, created: Timestamp) -> Value {
                 pressure("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
                 pressure("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
                 pressure("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-                ready_condition(node.ready != Some(false), created),
+                ready_condition(readiness, created),
             ],
             "addresses": [{"type": "InternalIP", "address": engine.node_ip(&node.name)},
                           {"type": "Hostname", "address": node.name}],
-            "capacity": capacity, "allocatable": capacity,
-            "nodeInfo": {"kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": KUBELET_VERSION,
+            "capacity": capacity, "allocatable": allocatable,
+            "nodeInfo": {"kubeletVersion": kubelet, "kubeProxyVersion": kubelet,
                          "osImage": "daemonsync simulated node", "kernelVersion": "6.1.0-sim",
                          "containerRuntimeVersion": "containerd://1.7.0-sim",
                          "operatingSystem": label("kubernetes.io/os", "linux"),
@@ -402,7 +459,7 @@ fn node_object(engine: &mut Engine, node: &Node, created: Timestamp) -> Value {
 }
 
 /// A stored node updated to a simulator change (churn: labels, taints, readiness).
-fn apply_model(obj: &Value, node: &Node, now: Timestamp) -> Value {
+fn apply_model(obj: &Value, node: &Node, readiness: Readiness, now: Timestamp) -> Value {
     let mut o = obj.clone();
     o["metadata"]["labels"] = json!(node.labels);
     if node.taints.is_empty() {
@@ -412,21 +469,16 @@ fn apply_model(obj: &Value, node: &Node, now: Timestamp) -> Value {
     } else {
         o["spec"]["taints"] = taints_json(node);
     }
-    let ready = node.ready != Some(false);
     let conditions = o["status"]["conditions"]
         .as_array()
         .cloned()
         .unwrap_or_default();
-    let was = conditions
-        .iter()
-        .find(|c| c["type"] == "Ready")
-        .map(|c| c["status"] == "True");
-    if was != Some(ready) {
+    if readiness_of(&o) != Some(readiness) {
         let mut conditions: Vec<Value> = conditions
             .into_iter()
             .filter(|c| c["type"] != "Ready")
             .collect();
-        conditions.push(ready_condition(ready, now));
+        conditions.push(ready_condition(readiness, now));
         o["status"]["conditions"] = Value::Array(conditions);
     }
     o
@@ -437,7 +489,7 @@ fn apply_model(obj: &Value, node: &Node, now: Timestamp) -> Value {
 /// as they wrote them.
 fn project_pod(w: &mut World, obj: &Value, key: &(String, String), grace_secs: u64) -> Value {
     let mut o = obj.clone();
-    let Some(p) = w.sim.pods.get(key) else {
+    let Some(p) = w.nodes.pods.get(key) else {
         return o;
     };
     let model = &p.pod;
@@ -450,7 +502,7 @@ fn project_pod(w: &mut World, obj: &Value, key: &(String, String), grace_secs: u
         o["metadata"]["deletionTimestamp"] = json!(t.to_string());
         o["metadata"]["deletionGracePeriodSeconds"] = json!(grace_secs);
     }
-    let mut status = w.sim.status_json(p);
+    let mut status = w.nodes.status_json(p);
     let node = model.node_name.clone();
     let addressed = !p.waiting_for_node && crate::cluster::sim::status::has_ip(model.phase);
     if let Some(node) = node {
@@ -650,13 +702,13 @@ pub fn pod_updated(
                 Some((t, c["status"] == "True", since))
             })
             .collect();
-        w.sim.replace_conditions(key, conditions);
+        w.nodes.replace_conditions(key, conditions);
     } else if !images.is_empty() {
-        w.sim.change_images(key, images);
+        w.nodes.change_images(key, images);
     }
-    let grace = w.sim.cfg.kubelet.termination_grace.millis() / 1000;
+    let grace = w.nodes.cfg.kubelet.termination_grace.millis() / 1000;
     let projected = project_pod(w, &next, key, grace);
-    if let Some(p) = w.sim.pods.get(key) {
+    if let Some(p) = w.nodes.pods.get(key) {
         w.engine.pods.insert(key.clone(), p.rv);
     }
     projected

@@ -206,6 +206,23 @@ impl ApiError {
         }
     }
 
+    /// 403 from a validating admission webhook that denied the request.
+    pub fn webhook_denied(webhook: &str, message: &str) -> Self {
+        Self::new(
+            403,
+            "Forbidden",
+            format!("admission webhook \"{webhook}\" denied the request: {message}"),
+        )
+    }
+
+    /// 403 from an admission plugin (Pod Security): `message` is the whole sentence.
+    pub fn admission_forbidden(resource: &str, group: &str, name: &str, message: String) -> Self {
+        ApiError {
+            details: Some(details(resource, group, name)),
+            ..Self::new(403, "Forbidden", message)
+        }
+    }
+
     /// 400.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)

@@ -18,6 +18,17 @@ pub enum TableKind {
     Namespaces,
     /// NAME HOLDER AGE.
     Leases,
+    /// NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE (+ CONTAINERS
+    /// IMAGES SELECTOR).
+    DaemonSets,
+    /// NAME CONTROLLER REVISION AGE.
+    ControllerRevisions,
+    /// NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE.
+    PodDisruptionBudgets,
+    /// NAME DATA AGE.
+    ConfigMaps,
+    /// NAME TYPE DATA AGE.
+    Secrets,
     /// A custom resource's printer columns.
     Printer(Vec<PrinterColumn>),
     /// NAME CREATED AT.
@@ -54,6 +65,9 @@ pub enum Behaviour {
     Namespaces,
     /// CustomResourceDefinitions: register and unregister their resources.
     Crds,
+    /// `apps/v1` DaemonSets: the registry strategy (defaults, validation, generations); the
+    /// DaemonSet controller runs them.
+    DaemonSets,
 }
 
 /// How objects are stored versus shown.
@@ -188,8 +202,10 @@ const EVENT_V1_FIELDS: &[&str] = &[
     "type",
 ];
 
-/// The built-in kinds: core nodes, pods, namespaces and events; `events.k8s.io` events (the
-/// same store); `apps/v1` DaemonSets (stored only); leases; CustomResourceDefinitions.
+/// The built-in kinds: core nodes, pods, namespaces, events, configmaps, secrets, service
+/// accounts and pod templates; `events.k8s.io` events (the same store); `apps/v1` DaemonSets
+/// and ControllerRevisions; `policy/v1` PodDisruptionBudgets; leases;
+/// CustomResourceDefinitions.
 pub fn builtins() -> Vec<Kind> {
     use Behaviour as B;
     let mut pods = builtin(
@@ -228,6 +244,19 @@ pub fn builtins() -> Vec<Kind> {
     );
     events_v1.storage = "/events".into();
     events_v1.view = View::EventsV1;
+    let mut daemonsets = builtin(
+        "apps",
+        "v1",
+        "daemonsets",
+        "DaemonSet",
+        true,
+        &["ds"],
+        true,
+        TableKind::DaemonSets,
+        &[],
+        B::DaemonSets,
+    );
+    daemonsets.categories = vec!["all".into()];
     let mut crds = builtin(
         "apiextensions.k8s.io",
         "v1",
@@ -280,16 +309,76 @@ pub fn builtins() -> Vec<Kind> {
             B::Plain,
         ),
         events_v1,
-        // apps/v1 DaemonSets are stored as written (no controller runs them here): a team
-        // adopting daemonsync has them, and `plan` compares git with them.
+        // apps/v1 DaemonSets, run by the built-in DaemonSet controller.
+        daemonsets,
         builtin(
             "apps",
             "v1",
-            "daemonsets",
-            "DaemonSet",
+            "controllerrevisions",
+            "ControllerRevision",
             true,
-            &["ds"],
+            &[],
+            false,
+            TableKind::ControllerRevisions,
+            &[],
+            B::Plain,
+        ),
+        builtin(
+            "policy",
+            "v1",
+            "poddisruptionbudgets",
+            "PodDisruptionBudget",
             true,
+            &["pdb"],
+            true,
+            TableKind::PodDisruptionBudgets,
+            &[],
+            B::Plain,
+        ),
+        builtin(
+            "",
+            "v1",
+            "configmaps",
+            "ConfigMap",
+            true,
+            &["cm"],
+            false,
+            TableKind::ConfigMaps,
+            &[],
+            B::Plain,
+        ),
+        builtin(
+            "",
+            "v1",
+            "secrets",
+            "Secret",
+            true,
+            &[],
+            false,
+            TableKind::Secrets,
+            &["type"],
+            B::Plain,
+        ),
+        builtin(
+            "",
+            "v1",
+            "serviceaccounts",
+            "ServiceAccount",
+            true,
+            &["sa"],
+            false,
+            TableKind::Generic,
+            &[],
+            B::Plain,
+        ),
+        builtin(
+            "",
+            "v1",
+            "podtemplates",
+            "PodTemplate",
+            true,
+            &[],
+            false,
             TableKind::Generic,
             &[],
             B::Plain,

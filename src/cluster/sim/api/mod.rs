@@ -11,10 +11,17 @@
 //! * [`patch`]: merge, strategic-merge (approximated), JSON patch, server-side apply.
 //! * [`select`]: label and field selectors. [`convert`]: events.k8s.io views.
 //! * [`error`]: the API's `Status` errors.
+//! * [`admission`]: DefaultTolerationSeconds, Pod Security, validating webhooks.
+//! * [`daemonset`]: the DaemonSet registry strategy and the built-in DaemonSet controller.
+//! * [`events`]: Events of the cluster's own components. [`boot`]: the cluster at its start.
 
+pub mod admission;
+pub mod boot;
 pub mod convert;
+pub mod daemonset;
 pub mod engine;
 pub mod error;
+pub mod events;
 pub mod gc;
 pub mod kinds;
 pub mod patch;

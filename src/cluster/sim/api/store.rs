@@ -60,6 +60,8 @@ pub struct Store {
     capacity: usize,
     compacted: u64,
     tx: broadcast::Sender<Arc<Change>>,
+    /// The resourceVersion of each storage's last change.
+    changed: HashMap<String, u64>,
 }
 
 /// `metadata.namespace` and `metadata.name` of an object.
@@ -81,6 +83,7 @@ impl Store {
             capacity: capacity.max(1),
             compacted: 0,
             tx,
+            changed: HashMap::new(),
         }
     }
 
@@ -188,7 +191,13 @@ impl Store {
         Some(last)
     }
 
+    /// The resourceVersion of the last change to objects of `storage` (0: none yet).
+    pub fn last_change(&self, storage: &str) -> u64 {
+        self.changed.get(storage).copied().unwrap_or(0)
+    }
+
     fn record(&mut self, change: Change) {
+        self.changed.insert(change.storage.clone(), change.rv);
         let change = Arc::new(change);
         let _ = self.tx.send(change.clone());
         self.history.push_back(change);

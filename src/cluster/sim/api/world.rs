@@ -7,7 +7,8 @@ use super::error::ApiError;
 use super::kinds::{Behaviour, Kind, Registry};
 use super::patch::{self, PatchType};
 use super::store::{Owners, Store};
-use crate::cluster::sim::Sim;
+use crate::cluster::sim::NodeSim;
+use crate::cluster::sim::config::{DEFAULT_KUBE_VERSION, KubeVersion};
 use crate::model::Timestamp;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -87,18 +88,26 @@ pub struct World {
     pub registry: Registry,
     /// Objects.
     pub store: Store,
-    /// The behaviour engine of pods and nodes.
-    pub sim: Sim,
+    /// The simulated nodes, their pods and kubelets.
+    pub nodes: NodeSim,
     /// What the store last showed of the simulator's pods and nodes.
     pub engine: super::engine::Engine,
     rng: u64,
+    /// The Kubernetes version the cluster reports.
+    pub version: KubeVersion,
+    /// Admission plugins and webhooks.
+    pub admission: super::admission::Admission,
+    /// The store's resourceVersion when the controllers last looked.
+    reconciled: u64,
+    /// Events recorded by the cluster's components, by what makes them the same event.
+    pub(crate) event_names: std::collections::HashMap<super::events::EventKey, String>,
 }
 
 impl std::fmt::Debug for World {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("World")
             .field("rv", &self.store.rv())
-            .field("sim", &self.sim)
+            .field("sim", &self.nodes)
             .finish()
     }
 }
@@ -142,24 +151,30 @@ fn without_rv(v: &Value) -> Value {
 
 impl World {
     /// A world over `sim`, keeping `history` changes for watches.
-    pub fn new(sim: Sim, history: usize, seed: u64) -> Self {
+    pub fn new(nodes: NodeSim, history: usize, seed: u64) -> Self {
+        let version = nodes.cfg.version.unwrap_or(DEFAULT_KUBE_VERSION);
+        let admission = super::admission::Admission::new(&nodes.cfg.admission);
         World {
             registry: Registry::new(),
             store: Store::new(history),
-            sim,
-            engine: Default::default(),
+            nodes,
+            engine: super::engine::Engine::new(format!("v{version}")),
             rng: seed ^ 0x5EED_5EED_5EED_5EED,
+            version,
+            admission,
+            reconciled: 0,
+            event_names: Default::default(),
         }
     }
 
     /// The cluster's now (the simulator's clock, which follows the wall clock).
     pub fn now(&self) -> Timestamp {
-        self.sim.now()
+        self.nodes.now()
     }
 
     /// The next pseudo-random number.
     pub fn next_random(&mut self) -> u64 {
-        crate::cluster::sim::splitmix64(&mut self.rng)
+        crate::cluster::sim::nodes::splitmix64(&mut self.rng)
     }
 
     /// A fresh uid (UUID-shaped).
@@ -187,18 +202,65 @@ impl World {
             .collect()
     }
 
-    /// Runs the simulator up to the wall clock and shows what changed.
+    /// Runs the simulated nodes up to the wall clock, shows what changed, and lets the
+    /// controllers act on it (`sim serve`).
     pub fn tick(&mut self, now: Timestamp) {
-        if self.sim.catch_up(now) {
+        if self.nodes.catch_up(now) {
+            self.project();
+        }
+        self.reconcile();
+    }
+
+    /// Moves the virtual clock to the next scheduled event if it is due by `deadline`
+    /// (else to `deadline`), shows what changed and lets the controllers act on it (the
+    /// in-process simulator). True when events ran.
+    pub fn advance(&mut self, deadline: Timestamp) -> bool {
+        let ran = self.nodes.advance(deadline);
+        if ran {
+            self.project();
+        }
+        self.reconcile();
+        ran
+    }
+
+    /// Projects the simulator's pods and nodes onto the store, records the events of the
+    /// scheduler and node controllers, then collects garbage.
+    pub fn project(&mut self) {
+        let gone = super::engine::project(self);
+        super::events::record_node_events(self);
+        if gone {
+            super::gc::collect(self);
+        }
+    }
+
+    /// The control plane's loop: kube-controller-manager's controllers look at what changed
+    /// since they last did and act, until nothing more changes (bounded: a controller that
+    /// keeps writing is stopped after a few passes and tried again on the next change).
+    pub fn reconcile(&mut self) {
+        for _ in 0..16 {
+            let changed = self.relevant_change();
+            if changed <= self.reconciled && !self.nodes.take_wake() {
+                return;
+            }
+            self.reconciled = changed;
+            super::daemonset::sync_all(self);
             self.project();
         }
     }
 
-    /// Projects the simulator's pods and nodes onto the store, then collects garbage.
-    pub fn project(&mut self) {
-        if super::engine::project(self) {
-            super::gc::collect(self);
-        }
+    /// The resourceVersion of the last change the controllers watch (events are not one).
+    fn relevant_change(&self) -> u64 {
+        [
+            "/pods",
+            "/nodes",
+            "/namespaces",
+            super::daemonset::DAEMONSETS,
+            super::daemonset::REVISIONS,
+        ]
+        .iter()
+        .map(|s| self.store.last_change(s))
+        .max()
+        .unwrap_or(0)
     }
 
     /// The stored object or 404.
@@ -317,13 +379,19 @@ impl World {
             }
             // Pods are named by the simulator's seeded generator, as in the in-process sim.
             let generated = if kind.behaviour == Behaviour::Pods {
-                self.sim.unique_name(namespace, &generate)
+                self.nodes.unique_name(namespace, &generate)
             } else {
                 format!("{generate}{}", self.suffix())
             };
             obj["metadata"]["name"] = json!(generated);
         }
+        if kind.behaviour == Behaviour::Pods {
+            super::admission::default_toleration_seconds(&mut obj);
+        }
         self.validate(kind, &obj)?;
+        if kind.behaviour == Behaviour::DaemonSets {
+            obj = super::daemonset::prepare_create(kind, obj)?;
+        }
         let name = str_at(&obj, &["metadata", "name"]).to_string();
         if self
             .store
@@ -332,6 +400,7 @@ impl World {
         {
             return Err(ApiError::already_exists(&kind.plural, &kind.group, &name));
         }
+        self.admit("create", kind, namespace, &obj, None)?;
         let now = self.now();
         let uid = self.new_uid();
         let meta = obj["metadata"].as_object_mut().expect("validated");
@@ -362,8 +431,24 @@ impl World {
                 obj["status"] = json!({"phase": "Active"});
                 Ok(self.store.put(&kind.storage, obj, owners))
             }
-            Behaviour::Plain => Ok(self.store.put(&kind.storage, obj, owners)),
+            Behaviour::Plain | Behaviour::DaemonSets => {
+                Ok(self.store.put(&kind.storage, obj, owners))
+            }
         }
+    }
+
+    /// The validating admission plugins and webhooks for a write of `obj` (`subresource`:
+    /// `status`, or none). Pod Security judges pod creates by their namespace's labels.
+    fn admit(
+        &self,
+        verb: &str,
+        kind: &Kind,
+        namespace: &str,
+        obj: &Value,
+        subresource: Option<&str>,
+    ) -> Result<(), ApiError> {
+        let _ = (namespace, obj);
+        self.admission.webhooks(verb, kind, subresource)
     }
 
     fn register_crd(&mut self, kind: &Kind, mut obj: Value) -> Result<Value, ApiError> {
@@ -520,6 +605,10 @@ impl World {
             next = super::engine::cordon_taint(next);
         }
         self.validate(kind, &next)?;
+        if kind.behaviour == Behaviour::DaemonSets && !status_only {
+            next = super::daemonset::prepare_update(kind, &current, next)?;
+        }
+        self.admit("update", kind, ns, &next, status_only.then_some("status"))?;
         if without_rv(&next) == without_rv(&current) && owners.is_none() {
             return Ok(current);
         }
@@ -712,6 +801,7 @@ impl World {
                 ),
             ));
         }
+        self.admit("delete", kind, &ns, &current, None)?;
         if params.dry_run {
             return Ok(current);
         }
@@ -798,7 +888,7 @@ impl World {
             Behaviour::Pods => {
                 super::engine::forget_pod(self, namespace, name);
             }
-            Behaviour::Plain => {}
+            Behaviour::Plain | Behaviour::DaemonSets => {}
         }
         self.store.remove(&kind.storage, namespace, name)
     }

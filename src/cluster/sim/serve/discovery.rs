@@ -1,14 +1,20 @@
 //! `/version`, legacy discovery (`/api`, `/apis`, `/api/v1`, `/apis/G/V`) and the minimal
 //! `/openapi/v3` that lets `kubectl apply -f` skip client-side validation.
 
-use crate::cluster::sim::api::engine::KUBELET_VERSION;
 use crate::cluster::sim::api::kinds::{Kind, Registry};
+use crate::cluster::sim::config::KubeVersion;
 use serde_json::{Value, json};
 
-/// `/version`: minor 32, so kubectl's dispatcher runs kubectl 1.32.
-pub fn version() -> Value {
-    json!({"major": "1", "minor": "32", "gitVersion": KUBELET_VERSION, "gitCommit": "daemonsync-sim",
-           "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23",
+/// `/version`: the simulated cluster's version, as kube-apiserver reports its own
+/// (`k8s.io/apimachinery/pkg/version.Info`). kubectl's dispatcher runs the kubectl of that
+/// minor when it has one (1.27 to 1.33 here), else its default, 1.32.
+pub fn version(v: KubeVersion) -> Value {
+    json!({"major": v.major.to_string(), "minor": v.minor.to_string(),
+           "emulationMajor": v.major.to_string(), "emulationMinor": v.minor.to_string(),
+           "minCompatibilityMajor": v.major.to_string(),
+           "minCompatibilityMinor": v.minor.saturating_sub(1).to_string(),
+           "gitVersion": format!("v{v}"), "gitCommit": "daemonsync-sim",
+           "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24.6",
            "compiler": "gc", "platform": "linux/amd64"})
 }
 
@@ -122,7 +128,7 @@ pub fn openapi_group_version(registry: &Registry, gv: &str) -> Option<Value> {
         return None;
     }
     Some(
-        json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": KUBELET_VERSION},
+        json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "unversioned"},
                 "components": {"schemas": {}}, "paths": paths}),
     )
 }

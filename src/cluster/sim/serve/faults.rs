@@ -14,6 +14,8 @@ pub struct Faults {
     pub watch_drop: Option<Duration>,
     /// Requests answered 403 Forbidden, as a cluster whose RBAC does not grant them.
     pub forbid: Vec<Forbid>,
+    /// Requests a validating admission webhook denies (`deny=VERB:RESOURCE:MESSAGE`).
+    pub deny: Vec<crate::cluster::sim::api::admission::Deny>,
 }
 
 /// `forbid=VERB:RESOURCE[/SUBRESOURCE]`: requests with this RBAC verb (`*`: any) on this
@@ -80,7 +82,7 @@ impl std::str::FromStr for Faults {
                 return Err(err(format!("{item:?} is not KEY=VALUE")));
             };
             let (key, value) = (key.trim(), value.trim());
-            if seen.contains(&key) && key != "forbid" {
+            if seen.contains(&key) && key != "forbid" && key != "deny" {
                 return Err(err(format!("{key} is given twice")));
             }
             seen.push(key);
@@ -139,6 +141,7 @@ impl std::str::FromStr for Faults {
                         subresource,
                     });
                 }
+                "deny" => faults.deny.push(value.parse().map_err(err)?),
                 other => {
                     return Err(err(format!(
                         "unknown key {other:?} (known: error-rate, latency, watch-drop, forbid)"
@@ -244,7 +247,7 @@ mod tests {
         let mut rng = 7u64;
         let mut failed = 0;
         for _ in 0..10_000 {
-            if f.decide(crate::cluster::sim::splitmix64(&mut rng)) != Injected::Pass {
+            if f.decide(crate::cluster::sim::nodes::splitmix64(&mut rng)) != Injected::Pass {
                 failed += 1;
             }
         }

@@ -106,8 +106,9 @@ async fn inject_faults(State(s): State<Arc<Shared>>, req: Request, next: Next) -
         )
         .into_response();
     }
-    let r =
-        crate::cluster::sim::splitmix64(&mut s.fault_rng.lock().unwrap_or_else(|e| e.into_inner()));
+    let r = crate::cluster::sim::nodes::splitmix64(
+        &mut s.fault_rng.lock().unwrap_or_else(|e| e.into_inner()),
+    );
     match s.faults.decide(r) {
         Injected::Pass => next.run(req).await,
         Injected::InternalError => {
@@ -351,7 +352,7 @@ async fn route(
 ) -> Result<Response, ApiError> {
     let get = method == Method::GET;
     match segs {
-        ["version"] if get => return Ok(ok(&discovery::version())),
+        ["version"] if get => return Ok(ok(&discovery::version(s.lock().version))),
         ["healthz" | "readyz" | "livez"] if get => return Ok("ok".into_response()),
         ["api"] if get => return Ok(ok(&discovery::api(&s.address))),
         ["apis"] if get => return Ok(ok(&discovery::apis(&s.lock().registry))),

@@ -18,24 +18,20 @@ mod inplace_tests;
 
 pub use faults::{Faults, FaultsError};
 
-use super::Sim;
-use super::api::world::{World, WriteParams};
-use super::api::{engine, kinds};
+use super::api::admission::Deny;
+use super::api::world::World;
 use super::config::SimConfig;
 use crate::model::Timestamp;
 use anyhow::{Context as _, Result, bail};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// The ManagedDaemonSet CRD, installed at start-up.
-pub const CRD_YAML: &str = include_str!("../../../../examples/deploy/crd.yaml");
+pub use super::api::boot::CRD_YAML;
 /// The kubeconfig context (and cluster and user) names written.
 pub const CONTEXT: &str = "daemonsync-sim";
-/// Namespaces every cluster has.
-const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// How to serve.
 #[derive(Debug, Clone)]
@@ -84,7 +80,7 @@ impl Server {
     /// Loads the sim file, builds the cluster, binds and starts serving (on the current
     /// tokio runtime). Writes the kubeconfig when asked.
     pub async fn start(opts: ServeOptions) -> Result<Server> {
-        let world = build_world(&opts.config, opts.history)?;
+        let world = build_world(&opts.config, opts.history, &opts.faults.deny)?;
         let request_log = match &opts.request_log {
             Some(path) => Some(Arc::new(http::RequestLog::create(path).with_context(
                 || format!("cannot create the request log {}", path.display()),
@@ -100,7 +96,7 @@ impl Server {
             write_kubeconfig(path, &url)?;
         }
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let seed = world.sim.cfg.seed;
+        let seed = world.nodes.cfg.seed;
         let shared = Arc::new(http::Shared {
             world: Mutex::new(world),
             wake: tokio::sync::Notify::new(),
@@ -150,7 +146,7 @@ impl Server {
 /// applies what is due and projects it.
 async fn drive_clock(shared: Arc<http::Shared>, mut stopped: tokio::sync::watch::Receiver<bool>) {
     loop {
-        let due = shared.lock().sim.next_due();
+        let due = shared.lock().nodes.next_due();
         let wait = due
             .map(|t| t.duration_since(Timestamp::now()).as_millis().max(0) as u64)
             .map(Duration::from_millis)
@@ -164,158 +160,15 @@ async fn drive_clock(shared: Arc<http::Shared>, mut stopped: tokio::sync::watch:
     }
 }
 
-/// The cluster at start-up: system namespaces, the CRD, the sim file's nodes, and for each
-/// `running:` DaemonSet its namespace, its ManagedDaemonSet record and its ready pods.
-pub fn build_world(config: &Path, history: usize) -> Result<World> {
+/// The cluster of the sim file at `config`, started now on the wall clock (its `start` key is
+/// ignored), with `deny` webhooks besides the file's.
+pub fn build_world(config: &Path, history: usize, deny: &[Deny]) -> Result<World> {
     let mut cfg = SimConfig::load(config)?;
-    let running = std::mem::take(&mut cfg.running);
-    let now = Timestamp::now();
-    cfg.start = Some(now);
-    let seed = cfg.seed;
-    let sim = Sim::new(cfg).with_context(|| format!("in sim file {}", config.display()))?;
-    let since = sim.running_since();
-    let mut w = World::new(sim, history, seed);
-    w.engine.boot_time = Some(since);
-    w.project();
-    w.engine.boot_time = None;
-    let params = WriteParams {
-        manager: "daemonsync-sim".into(),
-        ..WriteParams::default()
-    };
-    let kind = |w: &World, group: &str, plural: &str, version: &str| {
-        w.registry
-            .find(group, version, plural)
-            .expect("built-in kind")
-    };
-    let crd: Value =
-        serde_saphyr::from_str(CRD_YAML).context("examples/deploy/crd.yaml is not valid YAML")?;
-    let crds = kind(
-        &w,
-        "apiextensions.k8s.io",
-        "customresourcedefinitions",
-        "v1",
-    );
-    w.create(&crds, "", crd, &params, None)
-        .map_err(|e| anyhow::anyhow!("installing the CRD: {e}"))?;
-
-    let mut desired = Vec::new();
-    for r in &running {
-        desired.extend(
-            super::load_running(&r.manifest)
-                .with_context(|| format!("in sim file {}", config.display()))?,
-        );
-    }
-    let mut namespaces: Vec<String> = SYSTEM_NAMESPACES.iter().map(|s| s.to_string()).collect();
-    for d in &desired {
-        let ns = d
-            .daemonset
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        if !namespaces.contains(&ns) {
-            namespaces.push(ns);
-        }
-    }
-    let ns_kind = kind(&w, "", "namespaces", "v1");
-    for ns in namespaces {
-        w.create(
-            &ns_kind,
-            "",
-            json!({"metadata": {"name": ns}}),
-            &params,
-            None,
-        )
-        .map_err(|e| anyhow::anyhow!("creating namespace {ns}: {e}"))?;
-    }
-    let mds = kind(
-        &w,
-        crate::plan::RECORD_GROUP,
-        "manageddaemonsets",
-        "v1alpha1",
-    );
-    let mut uids = std::collections::BTreeMap::new();
-    for d in &desired {
-        let ds = &d.daemonset;
-        let ns = ds
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        let name = ds.metadata.name.clone().unwrap_or_default();
-        let record = json!({
-            "apiVersion": crate::plan::RECORD_API_VERSION, "kind": crate::plan::RECORD_KIND,
-            "metadata": {"name": name, "namespace": ns},
-            "spec": {"daemonSet": ds, "source": {"repository": "", "path": d.source.split(", document").next().unwrap_or_default(), "commit": ""}},
-        });
-        let stored = w
-            .create(&mds, &ns, record, &params, None)
-            .map_err(|e| anyhow::anyhow!("creating the record of {ns}/{name}: {e}"))?;
-        uids.insert(
-            (ns, name),
-            stored["metadata"]["uid"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-        );
-    }
-    for mut pod in w.sim.running_pods(&desired) {
-        let ns = pod.metadata.namespace.clone().unwrap_or_default();
-        for r in pod.metadata.owner_references.iter_mut().flatten() {
-            if let Some(uid) = uids.get(&(ns.clone(), r.name.clone())) {
-                r.uid = uid.clone();
-            }
-        }
-        engine::insert_running(&mut w, pod, since)?;
-    }
-    w.project();
-    write_record_statuses(&mut w, &desired, &mds, &params);
+    cfg.start = Some(Timestamp::now());
+    let mut w =
+        World::boot(cfg, history).with_context(|| format!("in sim file {}", config.display()))?;
+    w.admission.deny.extend(deny.iter().cloned());
     Ok(w)
-}
-
-/// Fills the records' status with the planner's counters and the stable DaemonSet, as
-/// daemonsync would have left it after rolling them out.
-fn write_record_statuses(
-    w: &mut World,
-    desired: &[crate::plan::Desired],
-    mds: &kinds::Kind,
-    params: &WriteParams,
-) {
-    if desired.is_empty() {
-        return;
-    }
-    let plan = crate::plan::plan(
-        desired,
-        &w.sim.observed(),
-        &crate::plan::Policy::default(),
-        w.now(),
-    );
-    for ds in &plan.daemonsets {
-        let mut status = serde_json::to_value(ds.status).unwrap_or_default();
-        status["currentRevision"] = json!(ds.revision);
-        // Rolled out to completion: the stable revision nodes held back by a rollout policy
-        // keep running.
-        if let Some(d) = desired.iter().find(|d| {
-            d.daemonset.metadata.name.as_deref() == Some(ds.name.as_str())
-                && d.daemonset
-                    .metadata
-                    .namespace
-                    .as_deref()
-                    .unwrap_or("default")
-                    == ds.namespace
-        }) {
-            status["stable"] = serde_json::to_value(&d.daemonset).unwrap_or_default();
-        }
-        let _ = w.update(
-            mds,
-            &ds.namespace,
-            &ds.name,
-            true,
-            json!({"status": status}),
-            params,
-            None,
-        );
-    }
 }
 
 /// Writes a kubeconfig whose only context, `daemonsync-sim`, points at `url` with no

@@ -277,6 +277,127 @@ pub fn columns(kind: &Kind) -> Vec<Value> {
                     .map(|c| col(&c.name, &c.type_, &c.format, c.priority, &c.description)),
             )
             .collect(),
+        TableKind::DaemonSets => vec![
+            name_col(),
+            col(
+                "Desired",
+                "integer",
+                "",
+                0,
+                "The number of nodes that should be running the daemon pod.",
+            ),
+            col(
+                "Current",
+                "integer",
+                "",
+                0,
+                "The number of nodes running at least one daemon pod and are supposed to.",
+            ),
+            col(
+                "Ready",
+                "integer",
+                "",
+                0,
+                "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready.",
+            ),
+            col(
+                "Up-to-date",
+                "integer",
+                "",
+                0,
+                "The total number of nodes that are running updated daemon pod",
+            ),
+            col(
+                "Available",
+                "integer",
+                "",
+                0,
+                "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)",
+            ),
+            col(
+                "Node Selector",
+                "string",
+                "",
+                0,
+                "NodeSelector is a selector which must be true for the pod to fit on a node.",
+            ),
+            age_col(),
+            col(
+                "Containers",
+                "string",
+                "",
+                1,
+                "Names of each container in the template.",
+            ),
+            col(
+                "Images",
+                "string",
+                "",
+                1,
+                "Images referenced by each container in the template.",
+            ),
+            col(
+                "Selector",
+                "string",
+                "",
+                1,
+                "A label query over pods that are managed by the daemon set.",
+            ),
+        ],
+        TableKind::ControllerRevisions => vec![
+            name_col(),
+            col("Controller", "string", "", 0, "Controller of the object."),
+            col(
+                "Revision",
+                "integer",
+                "",
+                0,
+                "Revision indicates the revision of the state represented by Data.",
+            ),
+            age_col(),
+        ],
+        TableKind::PodDisruptionBudgets => vec![
+            name_col(),
+            col(
+                "Min Available",
+                "string",
+                "",
+                0,
+                "The minimum number of pods that must be available.",
+            ),
+            col(
+                "Max Unavailable",
+                "string",
+                "",
+                0,
+                "The maximum number of pods that may be unavailable.",
+            ),
+            col(
+                "Allowed Disruptions",
+                "integer",
+                "",
+                0,
+                "Calculated number of pods that may be disrupted at this time.",
+            ),
+            age_col(),
+        ],
+        TableKind::ConfigMaps => vec![
+            name_col(),
+            col(
+                "Data",
+                "string",
+                "",
+                0,
+                "Data contains the configuration data.",
+            ),
+            age_col(),
+        ],
+        TableKind::Secrets => vec![
+            name_col(),
+            col("Type", "string", "", 0, "The type of the secret."),
+            col("Data", "string", "", 0, "Data contains the secret data."),
+            age_col(),
+        ],
         TableKind::Generic => vec![
             name_col(),
             col(
@@ -312,8 +433,118 @@ pub fn cells(kind: &Kind, obj: &Value, now: Timestamp) -> Vec<Value> {
         TableKind::Printer(cols) => std::iter::once(name)
             .chain(cols.iter().map(|c| printer_cell(c, obj, now)))
             .collect(),
+        TableKind::DaemonSets => daemonset_cells(obj, name, created),
+        TableKind::ControllerRevisions => {
+            let controller = obj["metadata"]["ownerReferences"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|r| r["controller"] == Value::Bool(true))
+                .map(|r| {
+                    let group = r["apiVersion"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .split('/')
+                        .next()
+                        .unwrap_or_default()
+                        .to_string();
+                    let kind = r["kind"].as_str().unwrap_or_default().to_lowercase();
+                    let kind = if group.contains('.') || group == "apps" {
+                        format!("{kind}.{group}")
+                    } else {
+                        kind
+                    };
+                    format!("{kind}/{}", r["name"].as_str().unwrap_or_default())
+                })
+                .unwrap_or_else(|| "<none>".into());
+            vec![
+                name,
+                json!(controller),
+                obj["revision"].clone(),
+                json!(created),
+            ]
+        }
+        TableKind::PodDisruptionBudgets => {
+            let shown = |v: &Value| match v {
+                Value::Null => "N/A".to_string(),
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            vec![
+                name,
+                json!(shown(&obj["spec"]["minAvailable"])),
+                json!(shown(&obj["spec"]["maxUnavailable"])),
+                json!(obj["status"]["disruptionsAllowed"].as_i64().unwrap_or(0)),
+                json!(created),
+            ]
+        }
+        TableKind::ConfigMaps => {
+            let count = |k: &str| obj[k].as_object().map_or(0, |m| m.len());
+            vec![
+                name,
+                json!((count("data") + count("binaryData")).to_string()),
+                json!(created),
+            ]
+        }
+        TableKind::Secrets => {
+            let data = obj["data"].as_object().map_or(0, |m| m.len());
+            vec![
+                name,
+                json!(str_or(&obj["type"], "Opaque")),
+                json!(data.to_string()),
+                json!(created),
+            ]
+        }
         TableKind::Generic => vec![name, meta["creationTimestamp"].clone()],
     }
+}
+
+/// Upstream `printDaemonSet`: the status counters, the template's node selector, and with
+/// `-o wide` its containers, images and the selector.
+fn daemonset_cells(obj: &Value, name: Value, created: String) -> Vec<Value> {
+    let status = &obj["status"];
+    let n = |k: &str| json!(status[k].as_i64().unwrap_or(0));
+    let node_selector = obj["spec"]["template"]["spec"]["nodeSelector"]
+        .as_object()
+        .map(|m| {
+            let mut pairs: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect();
+            pairs.sort();
+            pairs.join(",")
+        })
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "<none>".into());
+    let containers: Vec<&Value> = obj["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    let join = |field: &str| {
+        containers
+            .iter()
+            .map(|c| c[field].as_str().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let selector = crate::model::LabelSelector::from_k8s(
+        &serde_json::from_value(obj["spec"]["selector"].clone()).unwrap_or_default(),
+    )
+    .map(|s| s.to_string())
+    .unwrap_or_default();
+    vec![
+        name,
+        n("desiredNumberScheduled"),
+        n("currentNumberScheduled"),
+        n("numberReady"),
+        n("updatedNumberScheduled"),
+        n("numberAvailable"),
+        json!(node_selector),
+        json!(created),
+        json!(join("name")),
+        json!(join("image")),
+        json!(selector),
+    ]
 }
 
 /// Upstream `printPod`: READY counts ready running containers; STATUS is the phase, or what

@@ -1,0 +1,589 @@
+//! `apps/v1` DaemonSets in the simulated cluster: the API server's registry strategy
+//! (`pkg/registry/apps/daemonset/strategy.go`: defaulting, validation, the immutable
+//! selector, `generation` and the template generation annotation) and kube-controller-
+//! manager's DaemonSet controller (`pkg/controller/daemon/`).
+//!
+//! The controller's decisions are daemonsync's planner (the same upstream semantics, one
+//! copy): [`crate::plan::plan_builtin`] gives the step of one sync — creates and deletes from
+//! `manage`, else the rolling update — and the status counters. Around it the controller
+//! does what upstream does: claims its pods and ControllerRevisions (adopting orphans that
+//! match its selector, releasing owned ones that no longer do, never touching another
+//! controller's), keeps one ControllerRevision per template (`NAME-HASH`, its own hash of the
+//! template, not daemonsync's), labels its pods `controller-revision-hash` and
+//! `pod-template-generation`, records `SuccessfulCreate` / `SuccessfulDelete` /
+//! `FailedCreate` events, writes `status` with `observedGeneration`, and trims the history to
+//! `revisionHistoryLimit`.
+//!
+//! It runs synchronously after every change (upstream's informers deliver within
+//! milliseconds): a deleted pod's replacement is created as soon as the deletion ends.
+
+use super::error::ApiError;
+use super::events::{Involved, emit};
+use super::kinds::Kind;
+use super::world::{DeleteParams, World, WriteParams};
+use crate::model::{
+    LabelSelector, Pod, REVISION_HASH_LABEL, TEMPLATE_GENERATION_ANNOTATION, Timestamp,
+};
+use crate::plan::render::PodOwner;
+use crate::plan::{DaemonSetSpec, Observed};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// Storage of `apps/v1` DaemonSets.
+pub const DAEMONSETS: &str = "apps/daemonsets";
+/// Storage of `apps/v1` ControllerRevisions.
+pub const REVISIONS: &str = "apps/controllerrevisions";
+/// The field manager (and event source) of the controller's writes.
+pub const CONTROLLER: &str = "daemonset-controller";
+
+fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
+    path.iter()
+        .fold(v, |v, k| &v[*k])
+        .as_str()
+        .unwrap_or_default()
+}
+
+/// A 422 from validation errors.
+fn invalid(kind: &Kind, name: &str, errors: &[crate::manifest::FieldError]) -> ApiError {
+    let causes: Vec<(String, String)> = errors
+        .iter()
+        .map(|e| {
+            let text = e.to_string();
+            let message = text
+                .strip_prefix(&format!("{}: ", e.path))
+                .unwrap_or(&text)
+                .to_string();
+            (e.path.clone(), message)
+        })
+        .collect();
+    ApiError::invalid(&kind.kind, &kind.group, name, &causes)
+}
+
+fn typed(obj: &Value) -> Option<DaemonSet> {
+    serde_json::from_value(obj.clone()).ok()
+}
+
+/// The DaemonSet with the API server's defaults, as JSON, keeping metadata and status as
+/// they were (defaulting touches the spec only).
+fn defaulted(kind: &Kind, obj: &Value) -> Result<(DaemonSet, Value), ApiError> {
+    let name = str_at(obj, &["metadata", "name"]);
+    let mut ds = typed(obj).ok_or_else(|| {
+        ApiError::invalid(
+            &kind.kind,
+            &kind.group,
+            name,
+            &[("spec".into(), "not a valid DaemonSet".into())],
+        )
+    })?;
+    crate::manifest::apply_defaults(&mut ds);
+    let mut out = obj.clone();
+    out["spec"] = serde_json::to_value(&ds.spec).unwrap_or_default();
+    Ok((ds, out))
+}
+
+fn set_template_generation(obj: &mut Value, generation: i64) {
+    obj["metadata"]["annotations"][TEMPLATE_GENERATION_ANNOTATION] = json!(generation.to_string());
+}
+
+fn template_generation(obj: &Value) -> i64 {
+    str_at(
+        obj,
+        &["metadata", "annotations", TEMPLATE_GENERATION_ANNOTATION],
+    )
+    .parse()
+    .unwrap_or(1)
+}
+
+/// The registry strategy of a create: defaults, validation, template generation 1.
+pub fn prepare_create(kind: &Kind, obj: Value) -> Result<Value, ApiError> {
+    let (ds, mut out) = defaulted(kind, &obj)?;
+    let errors = crate::manifest::validate(&ds);
+    if !errors.is_empty() {
+        return Err(invalid(kind, str_at(&obj, &["metadata", "name"]), &errors));
+    }
+    if let Some(status) = out.as_object_mut() {
+        status.remove("status");
+    }
+    set_template_generation(&mut out, 1);
+    Ok(out)
+}
+
+/// The registry strategy of an update of the spec: defaults, validation (the selector is
+/// immutable), and the generations a template change or another spec change bumps.
+pub fn prepare_update(kind: &Kind, current: &Value, next: Value) -> Result<Value, ApiError> {
+    let name = str_at(current, &["metadata", "name"]).to_string();
+    let old = typed(current).unwrap_or_default();
+    let (new, mut out) = defaulted(kind, &next)?;
+    let errors = crate::manifest::validate_update(&old, &new);
+    if !errors.is_empty() {
+        return Err(invalid(kind, &name, &errors));
+    }
+    let generations = (
+        current["metadata"]["generation"].as_i64().unwrap_or(1),
+        template_generation(current),
+    );
+    let (generation, template) = crate::manifest::next_generations(&old, &new, generations);
+    out["metadata"]["generation"] = json!(generation);
+    set_template_generation(&mut out, template);
+    Ok(out)
+}
+
+/// The simulated controller's hash of a template: upstream's scheme (FNV-1a 32, the
+/// collision count, the `SafeEncodeString` alphabet) over the template as stored. It is not
+/// daemonsync's hash, as a real cluster's is not.
+pub fn controller_hash(template: &Value, collision_count: Option<i32>) -> String {
+    let mut bytes = b"apps/v1 ControllerRevision\n".to_vec();
+    bytes.extend(serde_json::to_vec(template).unwrap_or_default());
+    crate::plan::revision::hash_bytes(&bytes, collision_count)
+}
+
+/// A ControllerRevision's `data` for a template (upstream `getPatch`).
+fn revision_data(template: &Value) -> Value {
+    let mut t = template.clone();
+    if let Some(m) = t.as_object_mut() {
+        m.insert("$patch".into(), json!("replace"));
+    }
+    json!({"spec": {"template": t}})
+}
+
+/// What one sync works with.
+struct Context {
+    ns: String,
+    name: String,
+    uid: String,
+    ds: DaemonSet,
+    obj: Arc<Value>,
+    selector: LabelSelector,
+}
+
+fn params() -> WriteParams {
+    WriteParams {
+        manager: CONTROLLER.into(),
+        ..WriteParams::default()
+    }
+}
+
+fn controller_ref(c: &Context) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "name": c.name, "uid": c.uid,
+           "controller": true, "blockOwnerDeletion": true})
+}
+
+fn controller_uid(obj: &Value) -> Option<&str> {
+    obj["metadata"]["ownerReferences"]
+        .as_array()?
+        .iter()
+        .find(|r| r["controller"] == Value::Bool(true))?["uid"]
+        .as_str()
+}
+
+fn labels_of(obj: &Value) -> crate::model::Labels {
+    serde_json::from_value(obj["metadata"]["labels"].clone()).unwrap_or_default()
+}
+
+/// Syncs every DaemonSet.
+pub fn sync_all(w: &mut World) {
+    let keys: Vec<(String, String)> = w
+        .store
+        .list(DAEMONSETS, None)
+        .map(|e| super::store::key_of(&e.object))
+        .collect();
+    for (ns, name) in keys {
+        sync(w, &ns, &name, None);
+    }
+}
+
+/// Starts a DaemonSet found at start-up (`builtin:`): its revision, and its pods on every node
+/// it selects, running and ready since `since`.
+pub fn start_running(w: &mut World, ns: &str, name: &str, since: Timestamp) -> anyhow::Result<()> {
+    sync(w, ns, name, Some(since));
+    Ok(())
+}
+
+fn context(w: &World, ns: &str, name: &str) -> Option<Context> {
+    let obj = w.store.get(DAEMONSETS, ns, name)?.object.clone();
+    if obj["metadata"]["deletionTimestamp"].is_string() {
+        // A DaemonSet being deleted is not reconciled; the garbage collector takes its pods.
+        return None;
+    }
+    let ds = typed(&obj)?;
+    let selector = ds
+        .spec
+        .as_ref()
+        .and_then(|s| LabelSelector::from_k8s(&s.selector))?;
+    if selector.is_empty() {
+        // Upstream only warns (SelectingAll) and does nothing for such a DaemonSet.
+        return None;
+    }
+    Some(Context {
+        ns: ns.to_string(),
+        name: name.to_string(),
+        uid: str_at(&obj, &["metadata", "uid"]).to_string(),
+        ds,
+        obj,
+        selector,
+    })
+}
+
+/// One sync of one DaemonSet (upstream `syncDaemonSet`). With `boot`, the pods it creates
+/// have been running since then (the cluster's initial state).
+fn sync(w: &mut World, ns: &str, name: &str, boot: Option<Timestamp>) {
+    let Some(c) = context(w, ns, name) else {
+        return;
+    };
+    let Some(hash) = construct_history(w, &c) else {
+        return;
+    };
+    let pods = claim_pods(w, &c);
+    let observed = Observed {
+        nodes: w.nodes.observed_nodes(),
+        pods,
+        daemonsets: Vec::new(),
+        rollouts: Vec::new(),
+    };
+    let now = w.now();
+    let plan = crate::plan::plan_builtin(&c.ds, &hash, &observed, now);
+    delete_pods(w, &c, &plan.step.delete);
+    create_pods(w, &c, &hash, &plan.step.create, boot);
+    if boot.is_some() {
+        w.project();
+    }
+    wake_for_availability(w, &c, &observed, now);
+    cleanup_history(w, &c, &hash);
+    write_status(w, &c, &plan.status);
+}
+
+/// Upstream `constructHistory`: claims the namespace's ControllerRevisions, finds (or
+/// creates) the one of the current template, renumbers it when it comes back (a rollback),
+/// and returns its hash.
+fn construct_history(w: &mut World, c: &Context) -> Option<String> {
+    let kind = w.kind("apps", "v1", "controllerrevisions");
+    let revisions = claim(w, c, &kind);
+    let template = c.obj["spec"]["template"].clone();
+    let data = revision_data(&template);
+    let (current, old): (Vec<&Arc<Value>>, Vec<&Arc<Value>>) =
+        revisions.iter().partition(|r| r["data"] == data);
+    let next = old
+        .iter()
+        .filter_map(|r| r["revision"].as_i64())
+        .max()
+        .unwrap_or(0)
+        + 1;
+    if let Some(keep) = current
+        .iter()
+        .max_by_key(|r| r["revision"].as_i64().unwrap_or(0))
+    {
+        let hash = str_at(keep, &["metadata", "labels", REVISION_HASH_LABEL]).to_string();
+        if keep["revision"].as_i64().unwrap_or(0) < next {
+            let mut renumbered = (***keep).clone();
+            renumbered["revision"] = json!(next);
+            let name = str_at(keep, &["metadata", "name"]).to_string();
+            let _ = w.update(&kind, &c.ns, &name, false, renumbered, &params(), None);
+        }
+        return Some(if hash.is_empty() {
+            str_at(keep, &["metadata", "name"]).to_string()
+        } else {
+            hash
+        });
+    }
+    let collisions = c.ds.status.as_ref().and_then(|s| s.collision_count);
+    let hash = controller_hash(&template, collisions);
+    let mut labels = c.obj["spec"]["template"]["metadata"]["labels"].clone();
+    if !labels.is_object() {
+        labels = json!({});
+    }
+    labels[REVISION_HASH_LABEL] = json!(hash);
+    let revision = json!({
+        "apiVersion": "apps/v1", "kind": "ControllerRevision",
+        "metadata": {"name": format!("{}-{hash}", c.name), "namespace": c.ns,
+                     "labels": labels, "annotations": c.obj["metadata"]["annotations"].clone(),
+                     "ownerReferences": [controller_ref(c)]},
+        "data": data, "revision": next,
+    });
+    match w.create(&kind, &c.ns, revision, &params(), None) {
+        Ok(_) => Some(hash),
+        Err(e) if e.reason == "AlreadyExists" => {
+            // Another template hashed the same: the collision count salts the next hash.
+            let mut status = (*c.obj).clone();
+            status["status"]["collisionCount"] = json!(collisions.unwrap_or(0) + 1);
+            let kind = w.kind("apps", "v1", "daemonsets");
+            let _ = w.update(&kind, &c.ns, &c.name, true, status, &params(), None);
+            None
+        }
+        Err(_) => None,
+    }
+}
+
+/// Upstream `ClaimObject` over one kind in the DaemonSet's namespace: owned objects that
+/// match stay, owned ones that no longer match are released, orphans that match are adopted
+/// (not while terminating), others' are never touched. Returns the claimed objects.
+fn claim(w: &mut World, c: &Context, kind: &Kind) -> Vec<Arc<Value>> {
+    let candidates: Vec<Arc<Value>> = w
+        .store
+        .list(&kind.storage, Some(&c.ns))
+        .map(|e| e.object.clone())
+        .collect();
+    let mut claimed = Vec::new();
+    for obj in candidates {
+        let matches = c.selector.matches(&labels_of(&obj));
+        let name = str_at(&obj, &["metadata", "name"]).to_string();
+        match controller_uid(&obj) {
+            Some(uid) if uid == c.uid => {
+                if matches {
+                    claimed.push(obj);
+                } else {
+                    let mut released = (*obj).clone();
+                    if let Some(refs) = released["metadata"]["ownerReferences"].as_array_mut() {
+                        refs.retain(|r| r["uid"] != c.uid.as_str());
+                    }
+                    let _ = w.update(kind, &c.ns, &name, false, released, &params(), None);
+                }
+            }
+            Some(_) => {}
+            None => {
+                if !matches || obj["metadata"]["deletionTimestamp"].is_string() {
+                    continue;
+                }
+                let mut adopted = (*obj).clone();
+                let mut refs = adopted["metadata"]["ownerReferences"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                refs.push(controller_ref(c));
+                adopted["metadata"]["ownerReferences"] = Value::Array(refs);
+                if let Ok(stored) = w.update(kind, &c.ns, &name, false, adopted, &params(), None) {
+                    claimed.push(stored);
+                }
+            }
+        }
+    }
+    claimed
+}
+
+/// The DaemonSet's pods after claiming, as the planner models them.
+fn claim_pods(w: &mut World, c: &Context) -> Vec<Pod> {
+    let kind = w.kind("", "v1", "pods");
+    claim(w, c, &kind)
+        .iter()
+        .filter_map(|obj| {
+            let key = super::store::key_of(obj);
+            w.nodes.pods.get(&key).map(|p| p.pod.clone())
+        })
+        .collect()
+}
+
+fn delete_pods(w: &mut World, c: &Context, deletions: &[crate::plan::PodDeletion]) {
+    let kind = w.kind("", "v1", "pods");
+    for d in deletions {
+        let Some(pod) = w.store.get(&kind.storage, &d.namespace, &d.name) else {
+            continue;
+        };
+        let involved = Involved::of(&c.obj);
+        let uid = str_at(&pod.object, &["metadata", "uid"]).to_string();
+        if d.reason == crate::plan::DeleteReason::Failed {
+            emit(
+                w,
+                &involved,
+                "Warning",
+                "FailedDaemonPod",
+                CONTROLLER,
+                &format!(
+                    "Found failed daemon pod {}/{} on node {}, will try to kill it",
+                    d.namespace, d.name, d.node
+                ),
+            );
+        }
+        let opts = DeleteParams {
+            uid: Some(uid),
+            ..DeleteParams::default()
+        };
+        match w.delete(&kind, &d.namespace, &d.name, &opts) {
+            Ok(_) => emit(
+                w,
+                &involved,
+                "Normal",
+                "SuccessfulDelete",
+                CONTROLLER,
+                &format!("Deleted pod: {}", d.name),
+            ),
+            Err(e) if e.code == 404 => {}
+            Err(e) => emit(
+                w,
+                &involved,
+                "Warning",
+                "FailedDelete",
+                CONTROLLER,
+                &format!("Error deleting: {}", e.message),
+            ),
+        }
+    }
+}
+
+/// Creates the pods of one step in slow-start batches (1, 2, 4, …; a failed batch stops the
+/// rest, as upstream's `syncNodes`).
+fn create_pods(
+    w: &mut World,
+    c: &Context,
+    hash: &str,
+    nodes: &[crate::plan::Name],
+    boot: Option<Timestamp>,
+) {
+    let kind = w.kind("", "v1", "pods");
+    let mut spec = DaemonSetSpec::compile(&c.ds);
+    spec.revision = hash.to_string();
+    spec.in_place = false;
+    let owner = PodOwner::daemonset(&c.name, &c.uid);
+    let involved = Involved::of(&c.obj);
+    let (mut next, mut batch) = (0, 1);
+    while next < nodes.len() {
+        let end = (next + batch).min(nodes.len());
+        let mut failed = false;
+        for node in &nodes[next..end] {
+            let pod = crate::plan::render::pod_for_node(&c.ds, &spec, node, &owner);
+            if let Some(since) = boot {
+                if let Err(e) = super::engine::insert_running(w, pod, since) {
+                    tracing::warn!(error = %e, "builtin: a pod could not start");
+                }
+                continue;
+            }
+            let body = serde_json::to_value(&pod).unwrap_or_default();
+            match w.create(&kind, &c.ns, body, &params(), None) {
+                Ok(created) => emit(
+                    w,
+                    &involved,
+                    "Normal",
+                    "SuccessfulCreate",
+                    CONTROLLER,
+                    &format!("Created pod: {}", str_at(&created, &["metadata", "name"])),
+                ),
+                Err(e) => {
+                    failed = true;
+                    emit(
+                        w,
+                        &involved,
+                        "Warning",
+                        "FailedCreate",
+                        CONTROLLER,
+                        &format!("Error creating: {}", e.message),
+                    );
+                }
+            }
+        }
+        if failed {
+            break;
+        }
+        next = end;
+        batch *= 2;
+    }
+}
+
+/// Pods that are ready but not yet available (`minReadySeconds`): the controller looks again
+/// when they become available, as upstream requeues the DaemonSet.
+fn wake_for_availability(w: &mut World, c: &Context, observed: &Observed, now: Timestamp) {
+    let min_ready =
+        c.ds.spec
+            .as_ref()
+            .and_then(|s| s.min_ready_seconds)
+            .unwrap_or(0);
+    if min_ready <= 0 {
+        return;
+    }
+    for pod in &observed.pods {
+        let Some(ready) = pod.ready.filter(|r| r.status) else {
+            continue;
+        };
+        let Some(since) = ready.last_transition else {
+            continue;
+        };
+        let at = crate::model::later(since, jiff::SignedDuration::from_secs(i64::from(min_ready)));
+        if at > now {
+            w.nodes.wake_at(at);
+        }
+    }
+}
+
+/// Upstream `cleanupHistory`: old revisions beyond `revisionHistoryLimit`, oldest first,
+/// unless a pod still runs them.
+fn cleanup_history(w: &mut World, c: &Context, hash: &str) {
+    let limit =
+        c.ds.spec
+            .as_ref()
+            .and_then(|s| s.revision_history_limit)
+            .unwrap_or(10)
+            .max(0) as usize;
+    let kind = w.kind("apps", "v1", "controllerrevisions");
+    let mut old: Vec<(i64, String, String)> = w
+        .store
+        .list(&kind.storage, Some(&c.ns))
+        .filter(|e| controller_uid(&e.object) == Some(c.uid.as_str()))
+        .map(|e| {
+            (
+                e.object["revision"].as_i64().unwrap_or(0),
+                str_at(&e.object, &["metadata", "name"]).to_string(),
+                str_at(&e.object, &["metadata", "labels", REVISION_HASH_LABEL]).to_string(),
+            )
+        })
+        .filter(|(_, _, h)| h != hash)
+        .collect();
+    if old.len() <= limit {
+        return;
+    }
+    let in_use: std::collections::BTreeSet<String> = w
+        .nodes
+        .pods
+        .iter()
+        .filter(|((ns, _), p)| {
+            *ns == c.ns && p.pod.controller.as_ref().is_some_and(|o| o.uid == c.uid)
+        })
+        .filter_map(|(_, p)| p.pod.revision_hash().map(str::to_string))
+        .collect();
+    old.sort();
+    let mut excess = old.len() - limit;
+    for (_, name, h) in old {
+        if excess == 0 {
+            break;
+        }
+        if in_use.contains(&h) {
+            continue;
+        }
+        if w.delete(&kind, &c.ns, &name, &DeleteParams::default())
+            .is_ok()
+        {
+            excess -= 1;
+        }
+    }
+}
+
+/// Writes the status counters when they changed (upstream `storeDaemonSetStatus`), with
+/// `observedGeneration`. Fields that are zero and `omitempty` upstream are left out.
+fn write_status(w: &mut World, c: &Context, s: &crate::plan::Status) {
+    let mut status = json!({
+        "currentNumberScheduled": s.current_number_scheduled,
+        "desiredNumberScheduled": s.desired_number_scheduled,
+        "numberMisscheduled": s.number_misscheduled,
+        "numberReady": s.number_ready,
+        "observedGeneration": c.obj["metadata"]["generation"].as_i64().unwrap_or(1),
+    });
+    for (key, value) in [
+        ("updatedNumberScheduled", s.updated_number_scheduled),
+        ("numberAvailable", s.number_available),
+        ("numberUnavailable", s.number_unavailable),
+    ] {
+        if value != 0 {
+            status[key] = json!(value);
+        }
+    }
+    if let Some(collisions) = c.obj["status"].get("collisionCount") {
+        status["collisionCount"] = collisions.clone();
+    }
+    let Some(current) = w.store.get(DAEMONSETS, &c.ns, &c.name) else {
+        return;
+    };
+    if current.object["status"] == status {
+        return;
+    }
+    let mut next = (*current.object).clone();
+    next["status"] = status;
+    let kind = w.kind("apps", "v1", "daemonsets");
+    let _ = w.update(&kind, &c.ns, &c.name, true, next, &params(), None);
+}
