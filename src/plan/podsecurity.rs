@@ -20,7 +20,8 @@
 //!
 //! What is evaluated is the object admission sees, i.e. after the API server's defaulting:
 //! for a pod with `hostNetwork`, every container port has a `hostPort` by then. [`check`] takes
-//! the spec as given.
+//! the spec as given; [`check_template`] defaults a template into the pod a controller creates
+//! from it first.
 //!
 //! `latest` is master's newest policy, v1.37. An API server of an older release caps `latest`
 //! (and any newer `v1.N`) at its own version. The only policy change since release-1.35 is that
@@ -33,9 +34,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write as _};
 
+use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetSpec};
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, EphemeralContainer, Lifecycle, LifecycleHandler, PodSecurityContext,
-    PodSpec, Probe, SELinuxOptions, SecurityContext, Volume,
+    PodSpec, PodTemplateSpec, Probe, SELinuxOptions, SecurityContext, Volume,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -244,7 +246,7 @@ impl fmt::Display for Violation {
 /// The violations of `policy` by a pod, in upstream's order; empty when the pod is admitted.
 ///
 /// `meta` and `spec` are the object as admission sees it, i.e. after the API server's
-/// defaulting.
+/// defaulting (see [`check_template`] for a pod template).
 pub fn check(policy: &Policy, meta: &ObjectMeta, spec: &PodSpec) -> Vec<Violation> {
     if policy.level == Level::Privileged {
         return Vec::new();
@@ -254,6 +256,38 @@ pub fn check(policy: &Policy, meta: &ObjectMeta, spec: &PodSpec) -> Vec<Violatio
         .into_iter()
         .filter_map(|run| run(&pod))
         .collect()
+}
+
+/// The violations of the pods a controller creates from `template`.
+///
+/// The template gets the API server's defaults first, those of a stored template and then
+/// those only pods get, because admission judges the pod as defaulted and two of them change
+/// the verdict or its wording: a volume without a source becomes an emptyDir, and under
+/// `hostNetwork` every container port becomes a host port. Defaulting is idempotent, so an
+/// already defaulted template is judged the same.
+pub fn check_template(policy: &Policy, template: &PodTemplateSpec) -> Vec<Violation> {
+    let no_meta = ObjectMeta::default();
+    let meta = template.metadata.as_ref().unwrap_or(&no_meta);
+    let spec = pod_from_template(template);
+    check(policy, meta, &spec)
+}
+
+/// The spec of a pod created from `template`, defaulted as the API server defaults it.
+fn pod_from_template(template: &PodTemplateSpec) -> PodSpec {
+    let mut holder = DaemonSet {
+        spec: Some(DaemonSetSpec {
+            template: template.clone(),
+            ..DaemonSetSpec::default()
+        }),
+        ..DaemonSet::default()
+    };
+    crate::manifest::apply_defaults(&mut holder);
+    let mut spec = holder
+        .spec
+        .and_then(|s| s.template.spec)
+        .unwrap_or_default();
+    crate::manifest::apply_pod_defaults(&mut spec);
+    spec
 }
 
 /// The message of the API server's 403 for a pod `policy` refuses:

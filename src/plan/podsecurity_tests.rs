@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::PodSpec;
+use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 
@@ -272,6 +272,46 @@ fn host_ports_are_listed_sorted_as_text() {
         items(BASELINE, &pod),
         [r#"hostPort (containers "a", "b" use hostPorts 10250, 9100)"#]
     );
+}
+
+#[test]
+fn a_template_under_host_network_gets_its_container_ports_as_host_ports() {
+    let template: PodTemplateSpec = serde_json::from_value(json!({
+        "spec": {
+            "hostNetwork": true,
+            "containers": [{"name": "exporter", "ports": [{"containerPort": 9100}]}]
+        }
+    }))
+    .expect("template");
+    let found: Vec<String> = check_template(&BASELINE, &template)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "host namespaces (hostNetwork=true)",
+            r#"hostPort (container "exporter" uses hostPort 9100)"#
+        ]
+    );
+    // The template as stored has no host port: `check` judges what it is given.
+    let stored = template.spec.clone().unwrap_or_default();
+    assert_eq!(items(BASELINE, &stored).len(), 1);
+}
+
+#[test]
+fn a_template_volume_without_a_source_is_an_empty_dir_by_admission() {
+    let mut pod = hardened_pod(&["c"], json!({}));
+    pod.volumes = serde_json::from_value(json!([{"name": "scratch"}])).expect("volumes");
+    assert_eq!(
+        items(RESTRICTED, &pod),
+        [r#"restricted volume types (volume "scratch" uses restricted volume type "unknown")"#]
+    );
+    let template = PodTemplateSpec {
+        metadata: None,
+        spec: Some(pod),
+    };
+    assert!(check_template(&RESTRICTED, &template).is_empty());
 }
 
 #[test]
