@@ -1,7 +1,8 @@
 //! Tests of the Pod Security Admission checks: each check's exact wording at each level, the
-//! order of several violations, version gating and namespace labels.
+//! order of several violations, version gating, namespace labels, and the shared corpus.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -778,4 +779,142 @@ fn go_quoting_of_names_and_values() {
     assert_eq!(go_quote("a\"b\\c"), r#""a\"b\\c""#);
     assert_eq!(go_quote("t\tn\n\u{1}\u{7f}"), r#""t\tn\n\x01\x7f""#);
     assert_eq!(go_quote("é\u{a0}\u{2028}"), r#""é\u00a0\u2028""#);
+}
+
+// --- The shared corpus -----------------------------------------------------------------------
+
+/// The shared manifest corpus, or `None` (the reason printed) in a clone without it.
+fn corpus_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus"));
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    eprintln!(
+        "skipped: manifest corpus not found at {} (shared/ must sit beside the repository)",
+        dir.display()
+    );
+    None
+}
+
+/// Every DaemonSet of the corpus, any API version (the pod template has the same shape in
+/// `extensions/v1beta1` and `apps/v1beta2`): `(file, name, template)`.
+fn corpus_templates(dir: &std::path::Path) -> Vec<(String, String, PodTemplateSpec)> {
+    let limits = crate::manifest::Limits::default();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("corpus directory")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for path in files {
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&path).expect("corpus file");
+        let docs = crate::manifest::read_documents(&file, &text, &limits).expect("corpus YAML");
+        for doc in docs.into_iter().filter(|d| d.value["kind"] == "DaemonSet") {
+            let name = doc.value["metadata"]["name"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            let template = serde_json::from_value(doc.value["spec"]["template"].clone())
+                .unwrap_or_else(|e| panic!("{file} {name}: template: {e}"));
+            out.push((file.clone(), name, template));
+        }
+    }
+    out
+}
+
+/// Reasons of the violations of `template` at `policy`.
+fn reasons(policy: &Policy, template: &PodTemplateSpec) -> Vec<String> {
+    check_template(policy, template)
+        .into_iter()
+        .map(|v| v.reason)
+        .collect()
+}
+
+#[test]
+fn corpus_daemonsets_against_baseline_and_restricted() {
+    let Some(dir) = corpus_dir() else { return };
+    let templates = corpus_templates(&dir);
+    assert_eq!(templates.len(), 51);
+    let find = |file: &str| {
+        let found = templates.iter().find(|(f, _, _)| f == file);
+        found.map(|(_, _, t)| t).expect(file)
+    };
+
+    // Network plugins: refused at baseline for sharing the host network and being privileged,
+    // host namespaces first.
+    let calico = find("calico__calico-node-daemonset.yaml");
+    assert_eq!(
+        forbidden_message(
+            "calico-node-x7k2q",
+            &BASELINE,
+            &check_template(&BASELINE, calico)
+        ),
+        concat!(
+            r#"pods "calico-node-x7k2q" is forbidden: violates PodSecurity "baseline:latest": "#,
+            r#"host namespaces (hostNetwork=true), "#,
+            r#"hostPath volumes (volumes "lib-modules", "etc-calico", "cni-bin-dir", "cni-net-dir", "var-run-calico", "var-lib-calico", "xtables-lock"), "#,
+            r#"probe or lifecycle host (container "calico-node" uses probe or lifecycle host "localhost"), "#,
+            r#"privileged (container "calico-node" must not set securityContext.privileged=true)"#,
+        )
+    );
+    assert_eq!(
+        reasons(&BASELINE, find("cilium__quick-install.yaml")),
+        [
+            "non-default capabilities",
+            "host namespaces",
+            "hostPath volumes",
+            "privileged"
+        ]
+    );
+
+    // node-local-dns sets no hostPort: its pods get them from hostNetwork defaulting.
+    let nodelocaldns = check_template(
+        &BASELINE,
+        find("kubernetes-cluster-addons__nodelocaldns.yaml"),
+    );
+    assert!(
+        nodelocaldns.iter().any(
+            |v| v.to_string() == r#"hostPort (container "node-cache" uses hostPorts 53, 9253)"#
+        ),
+        "{nodelocaldns:?}"
+    );
+
+    // Windows HostProcess daemons are refused for that, not for Linux-only settings.
+    assert_eq!(
+        reasons(
+            &BASELINE,
+            find("sig-windows-tools__kube-proxy-windows-hostprocess.yaml")
+        ),
+        ["host namespaces", "hostProcess"]
+    );
+
+    // Only three DaemonSets would run in a baseline namespace, none in a restricted one.
+    let passing_baseline: Vec<&str> = templates
+        .iter()
+        .filter(|(_, _, t)| check_template(&BASELINE, t).is_empty())
+        .map(|(f, _, _)| f.as_str())
+        .collect();
+    assert_eq!(
+        passing_baseline,
+        [
+            "node-feature-discovery__worker-daemonset.yaml",
+            "openshift-cluster-dns-operator__dns-daemonset-asset.yaml",
+            "opentelemetry-collector__otel-config.yaml",
+        ]
+    );
+    for (file, name, template) in &templates {
+        let restricted = check_template(&RESTRICTED, template);
+        assert!(!restricted.is_empty(), "{file} {name} passes restricted");
+        // Restricted includes every baseline check but the ones it replaces.
+        let baseline = reasons(&BASELINE, template);
+        let replaced = ["non-default capabilities", "hostPath volumes"];
+        for reason in baseline.iter().filter(|r| !replaced.contains(&r.as_str())) {
+            assert!(
+                restricted.iter().any(|v| &v.reason == reason),
+                "{file} {name}: {reason} missing at restricted"
+            );
+        }
+    }
 }
