@@ -25,6 +25,7 @@ mod inplace_tests;
 pub mod live;
 mod manage;
 mod pods;
+pub mod podsecurity;
 pub mod progressive;
 #[cfg(test)]
 mod progressive_tests;
