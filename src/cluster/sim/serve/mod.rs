@@ -24,6 +24,7 @@ pub mod gc;
 pub mod http;
 pub mod kinds;
 pub mod patch;
+pub mod protobuf;
 pub mod select;
 pub mod status;
 pub mod store;
