@@ -4,6 +4,8 @@
 use super::message::{self, base64};
 use super::schema::{self, Field, Message, Scalar, Shape, Ty};
 use super::{DecodeError, MAGIC, decode};
+use proptest::collection::vec;
+use proptest::prelude::*;
 use serde_json::{Value, json};
 
 // A small protobuf encoder, so each test shows the bytes it sends.
@@ -575,4 +577,82 @@ fn kubectl_create_deployment_is_refused_with_a_hint_to_send_json() {
             kind: "Deployment".into()
         })
     );
+}
+
+// Whatever arrives, decode answers a value or an error and never panics.
+
+fn holds(body: &[u8]) -> Result<(), String> {
+    match decode(body) {
+        Ok(Value::Object(object))
+            if object["apiVersion"].is_string() && object["kind"].is_string() =>
+        {
+            Ok(())
+        }
+        Ok(other) => Err(format!("not an object with apiVersion and kind: {other}")),
+        Err(e) if e.to_string().is_empty() => Err("an error without a message".into()),
+        Err(_) => Ok(()),
+    }
+}
+
+#[test]
+fn every_truncation_of_every_fixture_is_an_error_or_an_object() {
+    for (name, bin, _) in FIXTURES.iter().chain([&DEPLOYMENT]) {
+        for end in 0..bin.len() {
+            holds(&bin[..end]).unwrap_or_else(|e| panic!("{name} cut at {end}: {e}"));
+        }
+    }
+}
+
+/// Well-formed protobuf of random fields, nested a few levels, so that bytes reach the
+/// schema-driven decoder instead of failing in the wire reader.
+fn arb_message() -> impl Strategy<Value = Vec<u8>> {
+    let field = (1u32..25, any::<u64>(), vec(any::<u8>(), 0..12), 0u8..4);
+    let flat = vec(field, 0..8).prop_map(|fields| {
+        let encode = |(number, n, bytes, wire): (u32, u64, Vec<u8>, u8)| match wire {
+            0 => int(number, n),
+            1 => [key(number, 1), n.to_le_bytes().to_vec()].concat(),
+            2 => len(number, &bytes),
+            _ => [key(number, 5), (n as u32).to_le_bytes().to_vec()].concat(),
+        };
+        fields.into_iter().flat_map(encode).collect::<Vec<u8>>()
+    });
+    flat.prop_recursive(4, 256, 6, |inner| {
+        vec((1u32..25, inner), 1..6).prop_map(|fields| {
+            fields
+                .into_iter()
+                .flat_map(|(number, m)| len(number, &m))
+                .collect()
+        })
+    })
+}
+
+proptest! {
+    #[test]
+    fn random_bytes_never_panic(bytes in vec(any::<u8>(), 0..512)) {
+        prop_assert!(holds(&bytes).is_ok());
+        let framed = [MAGIC.to_vec(), bytes].concat();
+        prop_assert_eq!(holds(&framed), Ok(()));
+    }
+
+    #[test]
+    fn random_objects_of_every_kind_never_panic(
+        kind in 0..schema::KINDS.len(),
+        raw in prop_oneof![vec(any::<u8>(), 0..512), arb_message()],
+    ) {
+        let (api_version, kind, _) = schema::KINDS[kind];
+        prop_assert_eq!(holds(&body(api_version, kind, &raw)), Ok(()));
+    }
+
+    #[test]
+    fn corrupted_fixtures_never_panic(
+        fixture in 0..FIXTURES.len(),
+        edits in vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
+    ) {
+        let mut bin = FIXTURES[fixture].1.to_vec();
+        for (at, byte) in edits {
+            let at = at.index(bin.len());
+            bin[at] ^= byte;
+        }
+        prop_assert_eq!(holds(&bin), Ok(()));
+    }
 }
