@@ -6,11 +6,12 @@
 //!
 //! * [`http`]: routes and watches. [`tables`]: server-side Tables for kubectl.
 //! * [`discovery`]: `/version`, `/api`, `/apis`, minimal `/openapi/v3`.
-//! * [`faults`]: `--faults`.
+//! * [`faults`]: `--faults`. [`protobuf`]: kubectl's protobuf request bodies.
 
 pub mod discovery;
 pub mod faults;
 pub mod http;
+pub mod protobuf;
 pub mod tables;
 
 #[cfg(test)]
