@@ -151,6 +151,7 @@ impl NodeSim {
         let rv = self.rv;
         let p = self.pods.get_mut(key)?;
         p.rv = rv;
+        self.changed_pods.insert(key.clone());
         Some(p)
     }
 
@@ -305,6 +306,7 @@ impl NodeSim {
         };
         let key = (namespace, name.clone());
         self.pods.insert(key.clone(), sim_pod);
+        self.changed_pods.insert(key.clone());
         match wanted {
             // A pod that names its node skips the scheduler.
             Some(node) => {
@@ -350,6 +352,7 @@ impl NodeSim {
     /// pods waiting for them are tried again.
     pub(crate) fn remove_pod(&mut self, key: &PodKey) -> Option<SimPod> {
         let p = self.pods.remove(key)?;
+        self.changed_pods.insert(key.clone());
         if let Some(node) = &p.pod.node_name {
             if let Some(set) = self.bound.get_mut(node) {
                 set.remove(key);
@@ -428,6 +431,7 @@ impl NodeSim {
                 .entry(node.to_string())
                 .or_default()
                 .insert(image.to_string());
+            self.touch_node(node);
         }
     }
 
@@ -677,12 +681,15 @@ impl NodeSim {
             return;
         };
         n.ready = Some(ready);
+        self.touch_node(node);
         let mut rv = self.rv;
         let mut waiting = Vec::new();
+        let changed = &mut self.changed_pods;
         for (key, p) in self.pods.iter_mut() {
             if p.pod.node_name.as_deref() != Some(node) {
                 continue;
             }
+            changed.insert(key.clone());
             if !ready {
                 if p.pod.is_ready() {
                     p.pod.ready = Some(ReadyCondition {

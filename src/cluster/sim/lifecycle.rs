@@ -75,6 +75,9 @@ impl NodeSim {
             self.unreachable.remove(&name);
         }
         let node = with_condition_taints(node, readiness, self.now());
+        if self.nodes.get(&name) != Some(&node) {
+            self.touch_node(&name);
+        }
         self.nodes.insert(name.clone(), node);
         self.resources
             .entry(name.clone())

@@ -194,6 +194,10 @@ pub struct NodeSim {
     pub(crate) unreachable: std::collections::BTreeSet<String>,
     /// Events the scheduler and the node controllers emitted, for the API to record.
     pub(crate) outbox: Vec<NodeEvent>,
+    /// Pods changed (or gone) since the API last showed them.
+    pub(crate) changed_pods: std::collections::HashSet<(String, String)>,
+    /// Nodes changed (or gone) since the API last showed them, with their images.
+    pub(crate) changed_nodes: std::collections::BTreeSet<String>,
     /// Instants the controllers asked to look again at.
     wakes: std::collections::BTreeSet<u64>,
     /// A wake-up came due.
@@ -286,6 +290,8 @@ impl NodeSim {
             resources: BTreeMap::new(),
             unreachable: Default::default(),
             outbox: Vec::new(),
+            changed_pods: Default::default(),
+            changed_nodes: Default::default(),
             wakes: Default::default(),
             woke: false,
             cfg,
@@ -309,6 +315,7 @@ impl NodeSim {
                     sim.unreachable.insert(node.name.clone());
                 }
                 let node = super::lifecycle::with_condition_taints(node, readiness, start);
+                sim.touch_node(&node.name);
                 sim.nodes.insert(node.name.clone(), node);
             }
         }
@@ -341,6 +348,11 @@ impl NodeSim {
     /// The start of the virtual clock.
     pub fn start(&self) -> Timestamp {
         self.start
+    }
+
+    /// A node (or the images it holds) changed: the API shows it again.
+    pub(crate) fn touch_node(&mut self, name: &str) {
+        self.changed_nodes.insert(name.to_string());
     }
 
     /// The nodes as the API shows them (with the images they hold).
@@ -510,6 +522,7 @@ impl NodeSim {
     /// A node leaves; the pods bound to it are garbage-collected.
     pub(crate) fn remove_node(&mut self, name: &str) {
         if self.nodes.remove(name).is_some() {
+            self.touch_node(name);
             self.node_images.remove(name);
             self.resources.remove(name);
             self.unreachable.remove(name);
@@ -549,12 +562,17 @@ impl NodeSim {
         for node in gone {
             for key in self.bound.remove(&node).unwrap_or_default() {
                 self.pods.remove(&key);
+                self.changed_pods.insert(key);
             }
         }
         let nodes = &self.nodes;
-        self.pods.retain(|_, p| match &p.pod.node_name {
-            Some(n) => nodes.contains_key(n),
-            None => true,
+        let changed = &mut self.changed_pods;
+        self.pods.retain(|k, p| match &p.pod.node_name {
+            Some(n) if !nodes.contains_key(n) => {
+                changed.insert(k.clone());
+                false
+            }
+            _ => true,
         });
     }
 

@@ -153,10 +153,10 @@ fn container_requests(c: &Container) -> Resources {
     >,
                    overwrite: bool| {
         for (name, q) in list.into_iter().flatten() {
-            if let Ok(q) = Quantity::parse(&q.0) {
-                if overwrite || !out.contains_key(name) {
-                    out.insert(name.clone(), amount(name, &q));
-                }
+            if let Ok(q) = Quantity::parse(&q.0)
+                && (overwrite || !out.contains_key(name))
+            {
+                out.insert(name.clone(), amount(name, &q));
             }
         }
     };

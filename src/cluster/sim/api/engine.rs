@@ -27,9 +27,6 @@ const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 pub struct Engine {
     /// The simulator's resourceVersion of each pod when last projected.
     pods: HashMap<(String, String), u64>,
-    nodes: BTreeMap<String, Node>,
-    /// The images of each node when last projected.
-    node_images: BTreeMap<String, BTreeSet<String>>,
     node_index: BTreeMap<String, u32>,
     next_pod_ip: HashMap<String, u32>,
     /// Creation time of the nodes found at start-up (they predate the server).
@@ -77,29 +74,23 @@ fn key(obj: &Value) -> (String, String) {
 /// collectable).
 pub fn project(w: &mut World) -> bool {
     let now = w.now();
-    let no_images = BTreeSet::new();
-    let images_of =
-        |w: &World, node: &str| w.nodes.node_images.get(node).cloned().unwrap_or_default();
-    let changed: Vec<Node> = w
-        .nodes
-        .nodes
-        .values()
-        .filter(|n| {
-            w.engine.nodes.get(&n.name) != Some(*n)
-                || w.engine.node_images.get(&n.name).unwrap_or(&no_images)
-                    != w.nodes.node_images.get(&n.name).unwrap_or(&no_images)
-        })
-        .cloned()
+    let touched: Vec<String> = std::mem::take(&mut w.nodes.changed_nodes)
+        .into_iter()
         .collect();
-    let gone: Vec<String> = w
-        .engine
-        .nodes
-        .keys()
-        .filter(|n| !w.nodes.nodes.contains_key(*n))
-        .cloned()
+    let (changed, gone): (Vec<String>, Vec<String>) = touched
+        .into_iter()
+        .partition(|n| w.nodes.nodes.contains_key(n));
+    let changed: Vec<Node> = changed
+        .iter()
+        .filter_map(|n| w.nodes.nodes.get(n).cloned())
         .collect();
     for node in changed {
-        let images = images_of(w, &node.name);
+        let images = w
+            .nodes
+            .node_images
+            .get(&node.name)
+            .cloned()
+            .unwrap_or_default();
         let mut obj = match w.store.get(NODES, "", &node.name) {
             Some(e) => apply_model(&e.object, &node, w.nodes.readiness(&node.name), now),
             None => {
@@ -117,30 +108,30 @@ pub fn project(w: &mut World) -> bool {
             }
         };
         set_images(&mut obj, &images);
-        w.store.put(NODES, obj, None);
-        w.engine.nodes.insert(node.name.clone(), node.clone());
-        w.engine.node_images.insert(node.name, images);
+        let unchanged = w
+            .store
+            .get(NODES, "", &node.name)
+            .is_some_and(|e| *e.object == obj);
+        if !unchanged {
+            w.store.put(NODES, obj, None);
+        }
     }
     for name in gone {
         w.store.remove(NODES, "", &name);
-        w.engine.nodes.remove(&name);
-        w.engine.node_images.remove(&name);
     }
 
     let grace = w.nodes.cfg.kubelet.termination_grace.millis() / 1000;
-    let updates: Vec<((String, String), u64)> = w
-        .nodes
-        .pods
+    let mut dirty: Vec<(String, String)> = w.nodes.changed_pods.drain().collect();
+    dirty.sort();
+    let updates: Vec<((String, String), u64)> = dirty
         .iter()
-        .filter(|(k, p)| w.engine.pods.get(*k) != Some(&p.rv))
-        .map(|(k, p)| (k.clone(), p.rv))
+        .filter_map(|k| w.nodes.pods.get(k).map(|p| (k, p.rv)))
+        .filter(|(k, rv)| w.engine.pods.get(*k) != Some(rv))
+        .map(|(k, rv)| (k.clone(), rv))
         .collect();
-    let removed: Vec<(String, String)> = w
-        .engine
-        .pods
-        .keys()
-        .filter(|k| !w.nodes.pods.contains_key(*k))
-        .cloned()
+    let removed: Vec<(String, String)> = dirty
+        .into_iter()
+        .filter(|k| !w.nodes.pods.contains_key(k) && w.engine.pods.contains_key(k))
         .collect();
     for (k, rv) in updates {
         if let Some(e) = w.store.get(PODS, &k.0, &k.1) {
@@ -255,7 +246,7 @@ pub fn delete_pod(w: &mut World, namespace: &str, name: &str, force: bool) -> Ar
         .map(|e| e.object.clone())
         .unwrap_or_default();
     if force {
-        w.nodes.pods.remove(&k);
+        w.nodes.remove_pod(&k);
         if w.engine.pods.contains_key(&k) {
             w.project();
         } else {
@@ -274,7 +265,7 @@ pub fn delete_pod(w: &mut World, namespace: &str, name: &str, force: bool) -> Ar
 /// A pod whose finalizers are done leaves the simulator too.
 pub fn forget_pod(w: &mut World, namespace: &str, name: &str) {
     let k = (namespace.to_string(), name.to_string());
-    w.nodes.pods.remove(&k);
+    w.nodes.remove_pod(&k);
     w.engine.pods.remove(&k);
 }
 
@@ -284,14 +275,12 @@ pub fn node_written(w: &mut World, stored: &Value) {
         return;
     };
     let model = Node::from_k8s(&typed);
-    w.engine.nodes.insert(model.name.clone(), model.clone());
     w.nodes.upsert_node(model, readiness_of(stored));
     w.project();
 }
 
 /// A node deleted through the API: the simulator removes it (and garbage-collects its pods).
 pub fn node_removed(w: &mut World, name: &str) {
-    w.engine.nodes.remove(name);
     w.nodes.remove_node(name);
     w.project();
 }

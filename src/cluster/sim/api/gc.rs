@@ -1,10 +1,16 @@
-//! Owner-reference garbage collection: dependents of deleted owners are deleted (background),
-//! owners in foreground deletion wait for their blocking dependents, orphaning strips the
-//! owner's reference from its dependents.
+//! Owner-reference garbage collection (kube-controller-manager's garbage collector): a
+//! dependent whose owners are all gone is deleted (background propagation), an owner in
+//! foreground deletion waits until its dependents with `blockOwnerDeletion` are gone, and
+//! orphaning strips the owner's reference from its dependents.
+//!
+//! As upstream keeps a graph of owners and dependents and acts on changes, the store keeps
+//! an index from each owner uid to its dependents and queues the objects a change concerns
+//! (a dependent whose owner went away or never existed, an owner in foreground deletion):
+//! a collection looks only at them.
 
+use super::store::{ObjectKey, owner_uids};
 use super::world::{DeleteParams, FOREGROUND, World};
 use serde_json::Value;
-use std::sync::Arc;
 
 /// An owner as a dependent sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,83 +43,72 @@ fn is_foreground_deleting(obj: &Value) -> bool {
             .is_some_and(|f| f.iter().any(|x| x == FOREGROUND))
 }
 
-fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
-    obj["metadata"]["ownerReferences"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|r| r["uid"].as_str())
-}
-
 /// Runs garbage collection until nothing more can be collected.
 pub fn collect(w: &mut World) {
     let mut attempted = std::collections::HashSet::new();
     loop {
-        let mut doomed: Vec<(String, String, String)> = Vec::new();
-        let mut finished: Vec<(String, Arc<Value>)> = Vec::new();
-        for storage in w.store.storages() {
-            for e in w.store.list(&storage, None) {
-                let obj = &e.object;
-                let terminating = obj["metadata"]["deletionTimestamp"].is_string();
-                let (ns, name) = super::store::key_of(obj);
-                let uids: Vec<&str> = owner_uids(obj).collect();
-                if !terminating && !uids.is_empty() {
-                    let states: Vec<OwnerState> =
-                        uids.iter().map(|u| owner_state(w, &ns, u)).collect();
-                    if !states.contains(&OwnerState::Present) {
-                        doomed.push((storage.clone(), ns.clone(), name.clone()));
-                    }
-                }
-                if is_foreground_deleting(obj) {
-                    finished.push((storage.clone(), obj.clone()));
-                }
-            }
-        }
-        let mut progress = false;
-        for (storage, ns, name) in doomed {
-            if !attempted.insert((storage.clone(), ns.clone(), name.clone())) {
-                continue;
-            }
-            let Some(kind) = w.registry.by_storage(&storage) else {
-                continue;
-            };
-            if w.delete(&kind, &ns, &name, &DeleteParams::default())
-                .is_ok()
-            {
-                progress = true;
-            }
-        }
-        for (storage, owner) in finished {
-            let uid = owner["metadata"]["uid"].as_str().unwrap_or_default();
-            if has_blocking_dependents(w, uid) {
-                continue;
-            }
-            let Some(kind) = w.registry.by_storage(&storage) else {
-                continue;
-            };
-            let (ns, name) = super::store::key_of(&owner);
-            let mut next = (*owner).clone();
-            if let Some(f) = next["metadata"]["finalizers"].as_array_mut() {
-                f.retain(|x| x != FOREGROUND);
-            }
-            let done = next["metadata"]["finalizers"]
-                .as_array()
-                .is_none_or(|f| f.is_empty());
-            w.store.put(&storage, next, None);
-            if done {
-                w.remove(&kind, &ns, &name);
-            }
-            progress = true;
-        }
-        if !progress {
+        let queue = w.store.take_gc_queue();
+        if queue.is_empty() {
             return;
+        }
+        for key in queue {
+            look_at(w, &key, &mut attempted);
         }
     }
 }
 
+/// What the collector does with one queued object.
+fn look_at(w: &mut World, key: &ObjectKey, attempted: &mut std::collections::HashSet<ObjectKey>) {
+    let (storage, ns, name) = key;
+    let Some(obj) = w.store.get(storage, ns, name).map(|e| e.object.clone()) else {
+        return;
+    };
+    if is_foreground_deleting(&obj) {
+        finish_foreground(w, key, &obj);
+        return;
+    }
+    let terminating = obj["metadata"]["deletionTimestamp"].is_string();
+    let uids: Vec<&str> = owner_uids(&obj).collect();
+    if terminating || uids.is_empty() {
+        return;
+    }
+    let present = uids
+        .iter()
+        .any(|u| owner_state(w, ns, u) == OwnerState::Present);
+    if present || !attempted.insert(key.clone()) {
+        return;
+    }
+    if let Some(kind) = w.registry.by_storage(storage) {
+        let _ = w.delete(&kind, ns, name, &DeleteParams::default());
+    }
+}
+
+/// An owner in foreground deletion goes once no dependent blocks it.
+fn finish_foreground(w: &mut World, key: &ObjectKey, owner: &Value) {
+    let uid = owner["metadata"]["uid"].as_str().unwrap_or_default();
+    if has_blocking_dependents(w, uid) {
+        return;
+    }
+    let (storage, ns, name) = key;
+    let Some(kind) = w.registry.by_storage(storage) else {
+        return;
+    };
+    let mut next = owner.clone();
+    if let Some(f) = next["metadata"]["finalizers"].as_array_mut() {
+        f.retain(|x| x != FOREGROUND);
+    }
+    let done = next["metadata"]["finalizers"]
+        .as_array()
+        .is_none_or(|f| f.is_empty());
+    w.store.put(storage, next, None);
+    if done {
+        w.remove(&kind, ns, name);
+    }
+}
+
 fn has_blocking_dependents(w: &World, uid: &str) -> bool {
-    w.store.storages().iter().any(|s| {
-        w.store.list(s, None).any(|e| {
+    w.store.dependents_of(uid).any(|(storage, ns, name)| {
+        w.store.get(storage, ns, name).is_some_and(|e| {
             e.object["metadata"]["ownerReferences"]
                 .as_array()
                 .into_iter()
@@ -125,15 +120,11 @@ fn has_blocking_dependents(w: &World, uid: &str) -> bool {
 
 /// Strips the owner `uid` from the references of every dependent (`--cascade=orphan`).
 pub fn orphan(w: &mut World, uid: &str) {
-    let mut dependents = Vec::new();
-    for storage in w.store.storages() {
-        for e in w.store.list(&storage, None) {
-            if owner_uids(&e.object).any(|u| u == uid) {
-                dependents.push((storage.clone(), e.object.clone()));
-            }
-        }
-    }
-    for (storage, obj) in dependents {
+    let dependents: Vec<ObjectKey> = w.store.dependents_of(uid).cloned().collect();
+    for (storage, ns, name) in dependents {
+        let Some(obj) = w.store.get(&storage, &ns, &name).map(|e| e.object.clone()) else {
+            continue;
+        };
         let mut next = (*obj).clone();
         if let Some(refs) = next["metadata"]["ownerReferences"].as_array_mut() {
             refs.retain(|r| r["uid"] != uid);

@@ -62,6 +62,21 @@ pub struct Store {
     tx: broadcast::Sender<Arc<Change>>,
     /// The resourceVersion of each storage's last change.
     changed: HashMap<String, u64>,
+    /// Objects by the uid of each owner their `ownerReferences` name (the garbage
+    /// collector's graph).
+    dependents: HashMap<String, BTreeSet<ObjectKey>>,
+    /// Objects the garbage collector must look at: dependents whose owner went away or never
+    /// existed, owners in foreground deletion.
+    gc_queue: BTreeSet<ObjectKey>,
+}
+
+/// The uids an object's `ownerReferences` name.
+pub fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
+    obj["metadata"]["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["uid"].as_str())
 }
 
 /// `metadata.namespace` and `metadata.name` of an object.
@@ -84,6 +99,8 @@ impl Store {
             compacted: 0,
             tx,
             changed: HashMap::new(),
+            dependents: HashMap::new(),
+            gc_queue: BTreeSet::new(),
         }
     }
 
@@ -138,6 +155,10 @@ impl Store {
         let owners = owners
             .or_else(|| map.get(&key).map(|e| e.owners.clone()))
             .unwrap_or_default();
+        let old_owners: Vec<String> = before
+            .as_ref()
+            .map(|b| owner_uids(b).map(str::to_string).collect())
+            .unwrap_or_default();
         map.insert(
             key,
             Entry {
@@ -145,12 +166,11 @@ impl Store {
                 owners,
             },
         );
+        let object_key: ObjectKey = (storage.to_string(), namespace.clone(), name);
         if let Some(uid) = object["metadata"]["uid"].as_str() {
-            self.uids.insert(
-                uid.to_string(),
-                (storage.to_string(), namespace.clone(), name),
-            );
+            self.uids.insert(uid.to_string(), object_key.clone());
         }
+        self.link(&object_key, &old_owners, &object);
         let type_ = if before.is_some() {
             ChangeType::Modified
         } else {
@@ -176,9 +196,28 @@ impl Store {
         self.rv += 1;
         let mut last = (*entry.object).clone();
         last["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
+        let object_key: ObjectKey = (storage.to_string(), namespace.to_string(), name.to_string());
+        for owner in owner_uids(&entry.object) {
+            self.unlink(owner, &object_key);
+        }
         if let Some(uid) = last["metadata"]["uid"].as_str() {
             self.uids.remove(uid);
+            // Its dependents lost an owner; an owner of it in foreground deletion may finish.
+            let orphaned: Vec<ObjectKey> = self
+                .dependents
+                .get(uid)
+                .into_iter()
+                .flatten()
+                .cloned()
+                .collect();
+            self.gc_queue.extend(orphaned);
         }
+        for owner in owner_uids(&entry.object) {
+            if let Some(key) = self.uids.get(owner) {
+                self.gc_queue.insert(key.clone());
+            }
+        }
+        self.gc_queue.remove(&object_key);
         let last = Arc::new(last);
         self.record(Change {
             rv: self.rv,
@@ -189,6 +228,54 @@ impl Store {
             object: last.clone(),
         });
         Some(last)
+    }
+
+    /// Keeps the owner graph: `key` is now owned by the owners `object` names (it was by
+    /// `old`); it goes on the collector's queue when an owner is absent or it is being
+    /// deleted in the foreground.
+    fn link(&mut self, key: &ObjectKey, old: &[String], object: &Value) {
+        let now: Vec<&str> = owner_uids(object).collect();
+        for gone in old.iter().filter(|o| !now.contains(&o.as_str())) {
+            self.unlink(gone, key);
+        }
+        for owner in &now {
+            self.dependents
+                .entry(owner.to_string())
+                .or_default()
+                .insert(key.clone());
+        }
+        let dangling = now.iter().any(|o| !self.uids.contains_key(*o));
+        let foreground = object["metadata"]["deletionTimestamp"].is_string()
+            && object["metadata"]["finalizers"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|x| x == "foregroundDeletion"));
+        if dangling || foreground {
+            self.gc_queue.insert(key.clone());
+        }
+    }
+
+    fn unlink(&mut self, owner: &str, key: &ObjectKey) {
+        if let Some(set) = self.dependents.get_mut(owner) {
+            set.remove(key);
+            if set.is_empty() {
+                self.dependents.remove(owner);
+            }
+        }
+    }
+
+    /// The objects whose `ownerReferences` name `uid`.
+    pub fn dependents_of(&self, uid: &str) -> impl Iterator<Item = &ObjectKey> + '_ {
+        self.dependents.get(uid).into_iter().flatten()
+    }
+
+    /// The objects the garbage collector must look at, emptied.
+    pub fn take_gc_queue(&mut self) -> BTreeSet<ObjectKey> {
+        std::mem::take(&mut self.gc_queue)
+    }
+
+    /// Asks the garbage collector to look at `key` again.
+    pub fn queue_for_gc(&mut self, key: ObjectKey) {
+        self.gc_queue.insert(key);
     }
 
     /// The resourceVersion of the last change to objects of `storage` (0: none yet).

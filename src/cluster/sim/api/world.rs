@@ -226,11 +226,9 @@ impl World {
     /// Projects the simulator's pods and nodes onto the store, records the events of the
     /// scheduler and node controllers, then collects garbage.
     pub fn project(&mut self) {
-        let gone = super::engine::project(self);
+        super::engine::project(self);
         super::events::record_node_events(self);
-        if gone {
-            super::gc::collect(self);
-        }
+        super::gc::collect(self);
     }
 
     /// The control plane's loop: kube-controller-manager's controllers look at what changed
