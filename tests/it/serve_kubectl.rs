@@ -100,7 +100,7 @@ fn kubectl_reads_and_changes_the_simulated_cluster() {
     );
     assert_eq!(
         row(&nodes, "cp-1"),
-        ["cp-1", "Ready", "control-plane", "60m", "v1.32.4-sim"]
+        ["cp-1", "Ready", "control-plane", "60m", "v1.35.0"]
     );
     assert_eq!(row(&nodes, "n-1")[1..3], ["Ready", "<none>"]);
 

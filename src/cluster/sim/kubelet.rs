@@ -743,7 +743,11 @@ impl NodeSim {
                 .iter()
                 .flat_map(|s| s.init_containers.iter().flatten().chain(&s.containers))
                 .filter_map(|c| c.image.clone());
-            self.node_images.entry(node).or_default().extend(images);
+            self.node_images
+                .entry(node.clone())
+                .or_default()
+                .extend(images);
+            self.touch_node(&node);
         }
         let name = self.create(pod).map_err(|e| anyhow::anyhow!("{e}"))?;
         let key = (pod_namespace.unwrap_or_default(), name.clone());

@@ -252,6 +252,11 @@ impl Store {
         if dangling || foreground {
             self.gc_queue.insert(key.clone());
         }
+        if foreground && let Some(uid) = object["metadata"]["uid"].as_str() {
+            // Its dependents go first.
+            let dependents: Vec<ObjectKey> = self.dependents_of(uid).cloned().collect();
+            self.gc_queue.extend(dependents);
+        }
     }
 
     fn unlink(&mut self, owner: &str, key: &ObjectKey) {
