@@ -185,6 +185,17 @@ fn default_pod_spec(pod: &mut PodSpec) {
 /// Use this when rendering the pod the DaemonSet controller would create; [`apply_defaults`]
 /// must have been applied to the template first.
 pub fn apply_pod_defaults(pod: &mut PodSpec) {
+    pod_only_defaults(pod);
+}
+
+/// The API server's defaulting of a pod written to it: every default a pod template gets,
+/// then those only pods get ([`apply_pod_defaults`]).
+pub fn default_pod(pod: &mut PodSpec) {
+    default_pod_spec(pod);
+    pod_only_defaults(pod);
+}
+
+fn pod_only_defaults(pod: &mut PodSpec) {
     if pod.enable_service_links.is_none() {
         pod.enable_service_links = Some(true);
     }

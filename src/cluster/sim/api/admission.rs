@@ -93,6 +93,46 @@ impl Admission {
     }
 }
 
+/// Pod Security admission of a pod create: the namespace's `pod-security.kubernetes.io/enforce`
+/// level (and version) judges the pod; a violation is upstream's 403.
+pub fn pod_security(namespace_labels: &Value, pod: &Value) -> Result<(), ApiError> {
+    let labels: std::collections::BTreeMap<String, String> =
+        serde_json::from_value(namespace_labels.clone()).unwrap_or_default();
+    let Some(policy) = crate::plan::podsecurity::Policy::enforced_by_namespace_labels(&labels)
+    else {
+        return Ok(());
+    };
+    let Ok(typed) = serde_json::from_value::<k8s_openapi::api::core::v1::Pod>(pod.clone()) else {
+        return Ok(());
+    };
+    let spec = typed.spec.unwrap_or_default();
+    let violations = crate::plan::podsecurity::check(&policy, &typed.metadata, &spec);
+    if violations.is_empty() {
+        return Ok(());
+    }
+    let name = typed.metadata.name.unwrap_or_default();
+    Err(ApiError::admission_forbidden(
+        "pods",
+        "",
+        &name,
+        crate::plan::podsecurity::forbidden_message(&name, &policy, &violations),
+    ))
+}
+
+/// The API server's defaulting of a pod (`pkg/apis/core/v1/defaults.go`): the pod spec's
+/// defaults, then the pod-only ones (a hostNetwork container port's `hostPort`).
+pub fn default_pod(pod: &mut Value) {
+    let Ok(mut spec) =
+        serde_json::from_value::<k8s_openapi::api::core::v1::PodSpec>(pod["spec"].clone())
+    else {
+        return;
+    };
+    crate::manifest::default_pod(&mut spec);
+    if let Ok(v) = serde_json::to_value(&spec) {
+        pod["spec"] = v;
+    }
+}
+
 /// The tolerations DefaultTolerationSeconds adds to a pod that has none for the not-ready
 /// and unreachable NoExecute taints: 300 seconds each.
 pub fn default_toleration_seconds(pod: &mut Value) {

@@ -223,6 +223,19 @@ impl ApiError {
         }
     }
 
+    /// 429 from the eviction subresource: the pod's disruption budget allows no disruption.
+    pub fn disruption_budget(budget: &str, desired: i64, healthy: i64) -> Self {
+        ApiError {
+            details: Some(json!({"causes": [{"reason": "DisruptionBudget",
+                "message": format!("The disruption budget {budget} needs {desired} healthy pods and has {healthy} currently")}]})),
+            ..Self::new(
+                429,
+                "TooManyRequests",
+                "Cannot evict pod as it would violate the pod's disruption budget.",
+            )
+        }
+    }
+
     /// 400.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)

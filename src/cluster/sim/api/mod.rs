@@ -13,12 +13,14 @@
 //! * [`error`]: the API's `Status` errors.
 //! * [`admission`]: DefaultTolerationSeconds, Pod Security, validating webhooks.
 //! * [`daemonset`]: the DaemonSet registry strategy and the built-in DaemonSet controller.
+//! * [`disruption`]: PodDisruptionBudgets, their controller and the eviction subresource.
 //! * [`events`]: Events of the cluster's own components. [`boot`]: the cluster at its start.
 
 pub mod admission;
 pub mod boot;
 pub mod convert;
 pub mod daemonset;
+pub mod disruption;
 pub mod engine;
 pub mod error;
 pub mod events;

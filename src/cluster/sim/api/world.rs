@@ -242,6 +242,7 @@ impl World {
             }
             self.reconciled = changed;
             super::daemonset::sync_all(self);
+            super::disruption::sync_budgets(self);
             self.project();
         }
     }
@@ -295,6 +296,19 @@ impl World {
                         "Required value".to_string(),
                     ));
                 }
+            }
+        }
+        if kind.behaviour == Behaviour::Namespaces {
+            // Pod Security admission refuses a namespace whose policy labels it cannot read.
+            let labels: std::collections::BTreeMap<String, String> =
+                serde_json::from_value(obj["metadata"]["labels"].clone()).unwrap_or_default();
+            if let Err(why) = crate::plan::podsecurity::Policy::from_namespace_labels(&labels) {
+                let (field, message) = why
+                    .trim_start_matches('[')
+                    .split_once(": ")
+                    .map(|(f, m)| (f.to_string(), m.trim_end_matches(']').to_string()))
+                    .unwrap_or_else(|| ("metadata.labels".into(), why.clone()));
+                causes.push((field, message));
             }
         }
         if kind.behaviour == Behaviour::Pods {
@@ -384,6 +398,7 @@ impl World {
             obj["metadata"]["name"] = json!(generated);
         }
         if kind.behaviour == Behaviour::Pods {
+            super::admission::default_pod(&mut obj);
             super::admission::default_toleration_seconds(&mut obj);
         }
         self.validate(kind, &obj)?;
@@ -445,7 +460,14 @@ impl World {
         obj: &Value,
         subresource: Option<&str>,
     ) -> Result<(), ApiError> {
-        let _ = (namespace, obj);
+        if verb == "create" && kind.behaviour == Behaviour::Pods {
+            let labels = self
+                .store
+                .get("/namespaces", "", namespace)
+                .map(|e| e.object["metadata"]["labels"].clone())
+                .unwrap_or_default();
+            super::admission::pod_security(&labels, obj)?;
+        }
         self.admission.webhooks(verb, kind, subresource)
     }
 

@@ -1,7 +1,7 @@
 //! `/version`, legacy discovery (`/api`, `/apis`, `/api/v1`, `/apis/G/V`) and the minimal
 //! `/openapi/v3` that lets `kubectl apply -f` skip client-side validation.
 
-use crate::cluster::sim::api::kinds::{Kind, Registry};
+use crate::cluster::sim::api::kinds::{Behaviour, Kind, Registry};
 use crate::cluster::sim::config::KubeVersion;
 use serde_json::{Value, json};
 
@@ -72,6 +72,14 @@ pub fn resources(registry: &Registry, group: &str, version: &str) -> Option<Valu
         if k.status {
             list.push(json!({"name": format!("{}/status", k.plural), "singularName": "", "namespaced": k.namespaced,
                              "kind": k.kind, "verbs": ["get", "patch", "update"]}));
+        }
+        if k.behaviour == Behaviour::Pods {
+            // kubectl drain reads the group and version of Evictions from here.
+            list.push(
+                json!({"name": "pods/eviction", "singularName": "", "namespaced": true,
+                             "group": "policy", "version": "v1", "kind": "Eviction",
+                             "verbs": ["create"]}),
+            );
         }
     }
     let gv = if group.is_empty() {

@@ -6,7 +6,7 @@ use super::faults::{Faults, Injected};
 use super::tables;
 use crate::cluster::sim::api::convert::to_view;
 use crate::cluster::sim::api::error::ApiError;
-use crate::cluster::sim::api::kinds::Kind;
+use crate::cluster::sim::api::kinds::{Behaviour, Kind};
 use crate::cluster::sim::api::patch::PatchType;
 use crate::cluster::sim::api::select::{Selectors, parse_fields, parse_labels};
 use crate::cluster::sim::api::store::{Change, ChangeType};
@@ -311,6 +311,8 @@ struct Target {
     namespace: Option<String>,
     name: Option<String>,
     status: bool,
+    /// `pods/NAME/eviction`.
+    eviction: bool,
 }
 
 fn ok(body: &Value) -> Response {
@@ -406,13 +408,40 @@ async fn route(
             json_response(code, &view)
         }
     };
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    // kubectl's typed create commands send protobuf, everything else JSON.
+    let protobuf = content_type.starts_with(super::protobuf::CONTENT_TYPE);
     let parse_body = |b: &Bytes| -> Result<Value, ApiError> {
         if b.is_empty() {
             return Ok(json!({}));
         }
+        if protobuf {
+            return super::protobuf::decode(b).map_err(|e| ApiError::bad_request(e.to_string()));
+        }
         serde_json::from_slice(b)
             .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
     };
+    if target.eviction {
+        if *method != Method::POST {
+            return Err(ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            ));
+        }
+        let name = name.unwrap_or_default();
+        let body = parse_body(&body)?;
+        let mut w = s.lock_now();
+        let (code, status) = w.evict(&ns, &name, &body)?;
+        w.reconcile();
+        drop(w);
+        s.wake.notify_one();
+        return Ok(json_response(
+            StatusCode::from_u16(code).unwrap_or(StatusCode::CREATED),
+            &status,
+        ));
+    }
     let response = match (method.clone(), name) {
         (Method::GET, Some(name)) => {
             let w = s.lock_now();
@@ -542,9 +571,10 @@ fn target(s: &Shared, group: &str, version: &str, rest: &[&str]) -> Result<Targe
     if rest.len() > 5 || (kind.namespaced && namespace.is_none() && name.is_some()) {
         return Err(ApiError::no_route());
     }
-    let status = match sub {
-        None => false,
-        Some(&"status") if kind.status => true,
+    let (status, eviction) = match sub {
+        None => (false, false),
+        Some(&"status") if kind.status => (true, false),
+        Some(&"eviction") if kind.behaviour == Behaviour::Pods => (false, true),
         Some(_) => return Err(ApiError::no_route()),
     };
     Ok(Target {
@@ -552,6 +582,7 @@ fn target(s: &Shared, group: &str, version: &str, rest: &[&str]) -> Result<Targe
         namespace,
         name: name.map(|n| n.to_string()),
         status,
+        eviction,
     })
 }
 
