@@ -653,6 +653,11 @@ impl SimConfig {
             .chain(self.churn.iter().filter_map(|c| c.add.as_ref()))
         {
             spec.initial_images()?;
+            super::scheduler::NodeResources::of(spec)?;
+        }
+        for (i, deny) in self.admission.deny.iter().enumerate() {
+            deny.parse::<super::api::admission::Deny>()
+                .map_err(|e| anyhow::anyhow!("admission.deny[{i}]: {e}"))?;
         }
         Ok(())
     }

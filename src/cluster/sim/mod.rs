@@ -565,6 +565,8 @@ impl Cluster for Sim {
 }
 
 #[cfg(test)]
+mod cluster_tests;
+#[cfg(test)]
 mod kubelet_tests;
 #[cfg(test)]
 mod tests;

@@ -335,6 +335,11 @@ fn claim(w: &mut World, c: &Context, kind: &Kind) -> Vec<Arc<Value>> {
                     let mut released = (*obj).clone();
                     if let Some(refs) = released["metadata"]["ownerReferences"].as_array_mut() {
                         refs.retain(|r| r["uid"] != c.uid.as_str());
+                        if refs.is_empty()
+                            && let Some(m) = released["metadata"].as_object_mut()
+                        {
+                            m.remove("ownerReferences");
+                        }
                     }
                     let _ = w.update(kind, &c.ns, &name, false, released, &params(), None);
                 }

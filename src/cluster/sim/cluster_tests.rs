@@ -1,0 +1,861 @@
+//! What every cluster runs, in the simulated one: the built-in DaemonSet controller, the
+//! scheduler's fit, node lifecycle and admission. Each test drives the in-process cluster as
+//! clients drive a real one (writes through the API model) and checks what upstream does.
+
+use super::Sim;
+use super::api::patch::PatchType;
+use super::api::world::{DeleteParams, World, WriteParams};
+use super::config::SimConfig;
+use crate::apply::block_on;
+use crate::cluster::{Cluster, ClusterError};
+use crate::model::Timestamp;
+use crate::plan::Observed;
+use jiff::SignedDuration;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+
+fn cluster(cfg: &str) -> Sim {
+    let cfg = format!("{cfg}\nnamespaces: [{{name: demo}}]\n");
+    Sim::new(SimConfig::parse(&cfg).expect("sim file")).expect("cluster")
+}
+
+fn client() -> WriteParams {
+    WriteParams {
+        manager: "kubectl".into(),
+        ..WriteParams::default()
+    }
+}
+
+/// An apps/v1 DaemonSet `logger` in `demo` with `image`, strategy and extra pod spec.
+fn logger(image: &str, strategy: Value, pod_extra: Value) -> Value {
+    let mut spec = json!({"containers": [{"name": "logger", "image": image}]});
+    for (k, v) in pod_extra.as_object().into_iter().flatten() {
+        spec[k] = v.clone();
+    }
+    json!({
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "logger", "namespace": "demo"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "logger"}},
+            "updateStrategy": strategy,
+            "template": {"metadata": {"labels": {"app": "logger"}}, "spec": spec},
+        },
+    })
+}
+
+fn rolling(max_unavailable: i32, max_surge: i32) -> Value {
+    json!({"type": "RollingUpdate",
+           "rollingUpdate": {"maxUnavailable": max_unavailable, "maxSurge": max_surge}})
+}
+
+/// `kubectl apply`: creates the DaemonSet, or replaces its spec.
+fn apply(w: &mut World, ds: Value) -> Arc<Value> {
+    let kind = w.kind("apps", "v1", "daemonsets");
+    let name = ds["metadata"]["name"].as_str().unwrap().to_string();
+    let stored = match w.store.get(&kind.storage, "demo", &name) {
+        None => w.create(&kind, "demo", ds, &client(), None),
+        Some(e) => {
+            let mut next = (*e.object).clone();
+            next["spec"] = ds["spec"].clone();
+            w.update(&kind, "demo", &name, false, next, &client(), None)
+        }
+    }
+    .expect("the DaemonSet is accepted");
+    w.reconcile();
+    stored
+}
+
+fn daemonset(w: &World) -> Value {
+    (*w.store
+        .get("apps/daemonsets", "demo", "logger")
+        .unwrap()
+        .object)
+        .clone()
+}
+
+/// The logger pods that are not terminating.
+fn pods(w: &World) -> Vec<Value> {
+    w.store
+        .list("/pods", Some("demo"))
+        .map(|e| (*e.object).clone())
+        .filter(|p| {
+            p["metadata"]["labels"]["app"] == "logger"
+                && !p["metadata"]["deletionTimestamp"].is_string()
+        })
+        .collect()
+}
+
+fn label(p: &Value, key: &str) -> String {
+    p["metadata"]["labels"][key]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn node_of(p: &Value) -> String {
+    p["spec"]["nodeName"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Runs the clock until `done` or `bound` of virtual time passed.
+fn run_until(sim: &mut Sim, bound: SignedDuration, done: impl Fn(&World) -> bool) {
+    let end = sim.now() + bound;
+    while !done(sim.world()) {
+        assert!(sim.now() < end, "not within {bound:?}");
+        sim.advance(end);
+    }
+}
+
+fn settle(sim: &mut Sim) {
+    let end = sim.now() + SignedDuration::from_mins(10);
+    while sim.advance(end) {}
+}
+
+/// Nodes of the logger that have no available (ready) pod, among those that should run one.
+fn unavailable(observed: &Observed) -> usize {
+    let nodes: Vec<&str> = observed.nodes.iter().map(|n| n.name.as_str()).collect();
+    nodes
+        .iter()
+        .filter(|n| {
+            !observed.pods.iter().any(|p| {
+                p.node_name.as_deref() == Some(**n)
+                    && p.labels.get("app").map(String::as_str) == Some("logger")
+                    && p.is_ready()
+                    && !p.is_terminating()
+            })
+        })
+        .count()
+}
+
+const FOUR_NODES: &str = "kubelet: {startLatency: {fixed: 2s}, terminationGrace: 1s}
+nodes:
+  - {name: 'n-{i}', count: 4}";
+
+#[test]
+fn the_builtin_controller_runs_one_pod_per_eligible_node_with_its_own_revision() {
+    let mut sim = cluster(&format!(
+        "{FOUR_NODES}
+  - {{name: cp-1, taints: [{{key: node-role.kubernetes.io/control-plane, effect: NoSchedule}}]}}"
+    ));
+    apply(
+        sim.world_mut(),
+        logger("logger:1", rolling(1, 0), json!({})),
+    );
+    settle(&mut sim);
+    let w = sim.world();
+    let pods = pods(w);
+    let mut nodes: Vec<String> = pods.iter().map(node_of).collect();
+    nodes.sort();
+    assert_eq!(
+        nodes,
+        ["n-1", "n-2", "n-3", "n-4"],
+        "the tainted node is left out"
+    );
+    let ds = daemonset(w);
+    let uid = ds["metadata"]["uid"].as_str().unwrap();
+    let revisions: Vec<Value> = w
+        .store
+        .list("apps/controllerrevisions", Some("demo"))
+        .map(|e| (*e.object).clone())
+        .collect();
+    assert_eq!(revisions.len(), 1);
+    let hash = label(&revisions[0], "controller-revision-hash");
+    assert_eq!(revisions[0]["metadata"]["name"], format!("logger-{hash}"));
+    assert_eq!(revisions[0]["metadata"]["ownerReferences"][0]["uid"], uid);
+    assert_eq!(revisions[0]["revision"], 1);
+    // The controller's hash is its own, not daemonsync's revision of the same template.
+    let typed: k8s_openapi::api::apps::v1::DaemonSet = serde_json::from_value(ds.clone()).unwrap();
+    assert_ne!(hash, crate::plan::DaemonSetSpec::compile(&typed).revision);
+    for p in &pods {
+        assert_eq!(label(p, "controller-revision-hash"), hash);
+        assert_eq!(label(p, "pod-template-generation"), "1");
+        assert_eq!(
+            label(p, "app.kubernetes.io/managed-by"),
+            "",
+            "not daemonsync's"
+        );
+        assert_eq!(p["metadata"]["ownerReferences"][0]["kind"], "DaemonSet");
+        assert_eq!(p["metadata"]["ownerReferences"][0]["uid"], uid);
+    }
+    assert_eq!(
+        ds["status"],
+        json!({"currentNumberScheduled": 4, "desiredNumberScheduled": 4,
+               "numberMisscheduled": 0, "numberReady": 4, "numberAvailable": 4,
+               "updatedNumberScheduled": 4, "observedGeneration": 1})
+    );
+    assert_eq!(
+        ds["metadata"]["annotations"]["deprecated.daemonset.template.generation"],
+        "1"
+    );
+}
+
+#[test]
+fn a_rolling_update_replaces_pods_within_max_unavailable() {
+    let mut sim = cluster(&FOUR_NODES.replace("count: 4", "count: 6"));
+    apply(
+        sim.world_mut(),
+        logger("logger:1", rolling(2, 0), json!({})),
+    );
+    settle(&mut sim);
+    let worst = Arc::new(Mutex::new(0));
+    let seen = worst.clone();
+    sim.set_probe(Box::new(move |o: &Observed, _: Timestamp| {
+        let mut w = seen.lock().unwrap();
+        *w = (*w).max(unavailable(o));
+    }));
+    apply(
+        sim.world_mut(),
+        logger("logger:2", rolling(2, 0), json!({})),
+    );
+    settle(&mut sim);
+    let w = sim.world();
+    let ds = daemonset(w);
+    assert_eq!(ds["metadata"]["generation"], 2);
+    assert_eq!(
+        ds["metadata"]["annotations"]["deprecated.daemonset.template.generation"],
+        "2"
+    );
+    assert_eq!(ds["status"]["updatedNumberScheduled"], 6);
+    assert_eq!(ds["status"]["observedGeneration"], 2);
+    let pods = pods(w);
+    assert_eq!(pods.len(), 6);
+    assert!(
+        pods.iter()
+            .all(|p| p["spec"]["containers"][0]["image"] == "logger:2"
+                && label(p, "pod-template-generation") == "2")
+    );
+    assert_eq!(
+        *worst.lock().unwrap(),
+        2,
+        "never more than maxUnavailable nodes down"
+    );
+    let revisions: Vec<i64> = w
+        .store
+        .list("apps/controllerrevisions", Some("demo"))
+        .map(|e| e.object["revision"].as_i64().unwrap())
+        .collect();
+    assert_eq!(revisions.len(), 2);
+    assert!(revisions.contains(&1) && revisions.contains(&2));
+}
+
+#[test]
+fn max_surge_starts_the_new_pod_before_the_old_one_goes() {
+    let mut sim = cluster(FOUR_NODES);
+    apply(
+        sim.world_mut(),
+        logger("logger:1", rolling(0, 1), json!({})),
+    );
+    settle(&mut sim);
+    let stats = Arc::new(Mutex::new((0usize, 0usize)));
+    let seen = stats.clone();
+    sim.set_probe(Box::new(move |o: &Observed, _: Timestamp| {
+        let live = o
+            .pods
+            .iter()
+            .filter(|p| p.labels.get("app").map(String::as_str) == Some("logger"))
+            .filter(|p| !p.is_terminating())
+            .count();
+        let mut s = seen.lock().unwrap();
+        s.0 = s.0.max(live);
+        s.1 = s.1.max(unavailable(o));
+    }));
+    apply(
+        sim.world_mut(),
+        logger("logger:2", rolling(0, 1), json!({})),
+    );
+    settle(&mut sim);
+    let (most, down) = *stats.lock().unwrap();
+    assert_eq!(most, 5, "one surge pod at a time beside the four");
+    assert_eq!(down, 0, "no node is ever without an available pod");
+    assert_eq!(
+        daemonset(sim.world())["status"]["updatedNumberScheduled"],
+        4
+    );
+}
+
+#[test]
+fn on_delete_waits_for_pods_to_be_deleted() {
+    let mut sim = cluster(FOUR_NODES);
+    let on_delete = json!({"type": "OnDelete"});
+    apply(
+        sim.world_mut(),
+        logger("logger:1", on_delete.clone(), json!({})),
+    );
+    settle(&mut sim);
+    let before: Vec<String> = pods(sim.world())
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    apply(sim.world_mut(), logger("logger:2", on_delete, json!({})));
+    settle(&mut sim);
+    let after: Vec<String> = pods(sim.world())
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(before, after, "OnDelete replaces nothing by itself");
+    assert_eq!(
+        daemonset(sim.world())["status"].get("updatedNumberScheduled"),
+        None,
+        "zero, and omitted as upstream omits it"
+    );
+    block_on(sim.delete_pod("demo", &before[0])).unwrap();
+    settle(&mut sim);
+    let w = sim.world();
+    let new: Vec<Value> = pods(w)
+        .into_iter()
+        .filter(|p| p["spec"]["containers"][0]["image"] == "logger:2")
+        .collect();
+    assert_eq!(
+        new.len(),
+        1,
+        "the deleted pod's replacement runs the new template"
+    );
+    assert_eq!(daemonset(w)["status"]["updatedNumberScheduled"], 1);
+}
+
+#[test]
+fn a_deleted_pod_is_recreated_as_soon_as_it_is_gone() {
+    let mut sim = cluster(FOUR_NODES);
+    apply(
+        sim.world_mut(),
+        logger("logger:1", rolling(1, 0), json!({})),
+    );
+    settle(&mut sim);
+    let victim = pods(sim.world())[0].clone();
+    let name = victim["metadata"]["name"].as_str().unwrap().to_string();
+    block_on(sim.delete_pod("demo", &name)).unwrap();
+    let deleted_at = sim.now();
+    // The termination grace is 1 s: the replacement exists the moment the pod is gone.
+    run_until(&mut sim, SignedDuration::from_secs(5), |w| {
+        w.store.get("/pods", "demo", &name).is_none()
+    });
+    assert_eq!(
+        sim.now().duration_since(deleted_at),
+        SignedDuration::from_secs(1)
+    );
+    let on_node: Vec<Value> = pods(sim.world())
+        .into_iter()
+        .filter(|p| node_of(p) == node_of(&victim))
+        .collect();
+    assert_eq!(on_node.len(), 1);
+    assert_ne!(on_node[0]["metadata"]["name"], name.as_str());
+    let events: Vec<String> = sim
+        .world()
+        .store
+        .list("/events", Some("demo"))
+        .filter(|e| e.object["reason"] == "SuccessfulCreate")
+        .map(|e| e.object["message"].as_str().unwrap().to_string())
+        .collect();
+    assert!(events.contains(&format!(
+        "Created pod: {}",
+        on_node[0]["metadata"]["name"].as_str().unwrap()
+    )));
+}
+
+fn create_pod(w: &mut World, name: &str, node: &str, labels: Value, owner: Option<Value>) {
+    let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "demo", "labels": labels},
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "other:1"}]}});
+    if let Some(o) = owner {
+        pod["metadata"]["ownerReferences"] = json!([o]);
+    }
+    let kind = w.kind("", "v1", "pods");
+    w.create(&kind, "demo", pod, &client(), None).expect("pod");
+    w.reconcile();
+}
+
+#[test]
+fn orphans_that_match_are_adopted_and_pods_that_stop_matching_are_released() {
+    let mut sim = cluster(FOUR_NODES);
+    create_pod(
+        sim.world_mut(),
+        "stray",
+        "n-1",
+        json!({"app": "logger"}),
+        None,
+    );
+    settle(&mut sim);
+    apply(
+        sim.world_mut(),
+        logger("logger:1", rolling(1, 0), json!({})),
+    );
+    let w = sim.world();
+    let uid = daemonset(w)["metadata"]["uid"].clone();
+    let stray = w
+        .store
+        .get("/pods", "demo", "stray")
+        .unwrap()
+        .object
+        .clone();
+    assert_eq!(
+        stray["metadata"]["ownerReferences"][0]["uid"], uid,
+        "adopted"
+    );
+    assert_eq!(
+        pods(w).iter().filter(|p| node_of(p) == "n-1").count(),
+        1,
+        "its node gets no second pod"
+    );
+    // It is an old pod (its template is not the DaemonSet's): rolled within the budget.
+    settle(&mut sim);
+    let w = sim.world();
+    assert!(w.store.get("/pods", "demo", "stray").is_none());
+    let on_n1: Vec<Value> = pods(w)
+        .into_iter()
+        .filter(|p| node_of(p) == "n-1")
+        .collect();
+    assert_eq!(on_n1.len(), 1);
+    assert_eq!(on_n1[0]["spec"]["containers"][0]["image"], "logger:1");
+    // A pod relabelled out of the selector is released, and its node gets a new pod.
+    let mine = pods(w).into_iter().find(|p| node_of(p) == "n-2").unwrap();
+    let name = mine["metadata"]["name"].as_str().unwrap().to_string();
+    let kind = sim.world().kind("", "v1", "pods");
+    sim.world_mut()
+        .patch(
+            &kind,
+            "demo",
+            &name,
+            false,
+            PatchType::Merge,
+            br#"{"metadata":{"labels":{"app":"debugging"}}}"#,
+            &client(),
+        )
+        .unwrap();
+    sim.world_mut().reconcile();
+    settle(&mut sim);
+    let w = sim.world();
+    let released = w.store.get("/pods", "demo", &name).unwrap().object.clone();
+    assert!(released["metadata"].get("ownerReferences").is_none());
+    assert_eq!(pods(w).iter().filter(|p| node_of(p) == "n-2").count(), 1);
+}
+
+#[test]
+fn pods_of_another_controller_are_never_touched() {
+    let mut sim = cluster(FOUR_NODES);
+    // Some other controller's object (the garbage collector would delete a pod whose owner
+    // does not exist).
+    let kind = sim.world().kind("", "v1", "configmaps");
+    let owner = sim
+        .world_mut()
+        .create(
+            &kind,
+            "demo",
+            json!({"metadata": {"name": "web-controller"}}),
+            &client(),
+            None,
+        )
+        .unwrap();
+    let other = json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "web-controller",
+                       "uid": owner["metadata"]["uid"], "controller": true});
+    create_pod(
+        sim.world_mut(),
+        "web",
+        "n-1",
+        json!({"app": "logger"}),
+        Some(other.clone()),
+    );
+    apply(
+        sim.world_mut(),
+        logger("logger:1", rolling(1, 0), json!({})),
+    );
+    settle(&mut sim);
+    let w = sim.world();
+    let web = w.store.get("/pods", "demo", "web").unwrap().object.clone();
+    assert_eq!(web["metadata"]["ownerReferences"], json!([other]));
+    assert!(!web["metadata"]["deletionTimestamp"].is_string());
+    let ours = pods(w)
+        .into_iter()
+        .filter(|p| node_of(p) == "n-1" && p["metadata"]["name"] != "web")
+        .count();
+    assert_eq!(ours, 1, "the DaemonSet still runs its own pod there");
+}
+
+#[test]
+fn status_counts_pods_kept_on_a_node_that_no_longer_qualifies_as_misscheduled() {
+    let mut sim = cluster(&format!(
+        "{FOUR_NODES}
+churn:
+  - {{at: 30s, taint: {{node: n-4, taints: [{{key: dedicated, value: db, effect: NoSchedule}}]}}}}"
+    ));
+    apply(
+        sim.world_mut(),
+        logger("logger:1", rolling(1, 0), json!({})),
+    );
+    run_until(&mut sim, SignedDuration::from_mins(2), |w| {
+        w.nodes.nodes["n-4"]
+            .taints
+            .iter()
+            .any(|t| t.key == "dedicated")
+    });
+    settle(&mut sim);
+    let status = daemonset(sim.world())["status"].clone();
+    assert_eq!(status["desiredNumberScheduled"], 3);
+    assert_eq!(status["currentNumberScheduled"], 3);
+    assert_eq!(
+        status["numberMisscheduled"], 1,
+        "a NoSchedule taint keeps the running pod"
+    );
+    assert_eq!(pods(sim.world()).len(), 4);
+}
+
+#[test]
+fn a_rollback_reuses_its_revision_and_history_is_trimmed() {
+    let mut sim = cluster(FOUR_NODES);
+    let with_limit = |image: &str| {
+        let mut ds = logger(image, rolling(4, 0), json!({}));
+        ds["spec"]["revisionHistoryLimit"] = json!(1);
+        ds
+    };
+    for image in ["logger:1", "logger:2", "logger:3", "logger:2"] {
+        apply(sim.world_mut(), with_limit(image));
+        settle(&mut sim);
+    }
+    let w = sim.world();
+    let mut revisions: Vec<(i64, String)> = w
+        .store
+        .list("apps/controllerrevisions", Some("demo"))
+        .map(|e| {
+            (
+                e.object["revision"].as_i64().unwrap(),
+                e.object["data"]["spec"]["template"]["spec"]["containers"][0]["image"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            )
+        })
+        .collect();
+    revisions.sort();
+    // logger:2 came back: its revision is renumbered 4; one old revision is kept.
+    assert_eq!(
+        revisions,
+        [(3, "logger:3".to_string()), (4, "logger:2".to_string())]
+    );
+}
+
+#[test]
+fn the_registry_keeps_generations_and_the_selector_immutable() {
+    let mut sim = cluster(FOUR_NODES);
+    apply(
+        sim.world_mut(),
+        logger("logger:1", rolling(1, 0), json!({})),
+    );
+    // A strategy change is a spec change: generation moves, the template generation not.
+    apply(
+        sim.world_mut(),
+        logger("logger:1", rolling(2, 0), json!({})),
+    );
+    let ds = daemonset(sim.world());
+    assert_eq!(ds["metadata"]["generation"], 2);
+    assert_eq!(
+        ds["metadata"]["annotations"]["deprecated.daemonset.template.generation"],
+        "1"
+    );
+    let mut changed = ds.clone();
+    changed["spec"]["selector"] = json!({"matchLabels": {"app": "other"}});
+    changed["spec"]["template"]["metadata"]["labels"] = json!({"app": "other"});
+    let kind = sim.world().kind("apps", "v1", "daemonsets");
+    let err = sim
+        .world_mut()
+        .update(&kind, "demo", "logger", false, changed, &client(), None)
+        .unwrap_err();
+    assert_eq!(err.code, 422);
+    assert!(err.message.contains("spec.selector"), "{}", err.message);
+    assert!(
+        err.message.contains("field is immutable"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn a_pod_that_does_not_fit_stays_pending_with_the_schedulers_words() {
+    let mut sim = cluster(
+        "kubelet: {startLatency: {fixed: 2s}, terminationGrace: 1s}
+nodes:
+  - {name: full, load: {cpu: 3500m, memory: 12Gi, pods: 40}}
+  - {name: 'n-{i}', count: 2}",
+    );
+    let requests = json!({"containers": [{"name": "logger", "image": "logger:1",
+        "resources": {"requests": {"cpu": "600m", "memory": "1Gi"}}}]});
+    apply(
+        sim.world_mut(),
+        logger("logger:1", rolling(1, 0), requests.clone()),
+    );
+    settle(&mut sim);
+    let w = sim.world();
+    let pending: Vec<Value> = w
+        .store
+        .list("/pods", Some("demo"))
+        .map(|e| (*e.object).clone())
+        .filter(|p| p["status"]["phase"] == "Pending")
+        .collect();
+    assert_eq!(pending.len(), 1);
+    let scheduled = pending[0]["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "PodScheduled")
+        .unwrap()
+        .clone();
+    let words = "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match Pod's node \
+                 affinity/selector. preemption: 0/3 nodes are available: 1 No preemption \
+                 victims found for incoming pod, 2 Preemption is not helpful for scheduling.";
+    assert_eq!(scheduled["status"], "False");
+    assert_eq!(scheduled["reason"], "Unschedulable");
+    assert_eq!(scheduled["message"], words);
+    assert!(pending[0]["spec"].get("nodeName").is_none());
+    let event = w
+        .store
+        .list("/events", Some("demo"))
+        .find(|e| e.object["reason"] == "FailedScheduling")
+        .map(|e| e.object.clone())
+        .expect("a FailedScheduling event");
+    assert_eq!(event["message"], words);
+    assert_eq!(event["type"], "Warning");
+    assert_eq!(event["source"]["component"], "default-scheduler");
+    let ds = daemonset(w);
+    assert_eq!(ds["status"]["desiredNumberScheduled"], 3);
+    assert_eq!(ds["status"]["numberReady"], 2);
+    // Nodes report what the scheduler counts against.
+    let full = w.store.get("/nodes", "", "full").unwrap().object.clone();
+    assert_eq!(full["status"]["allocatable"]["cpu"], "4");
+    assert_eq!(full["status"]["capacity"]["pods"], "110");
+}
+
+#[test]
+fn a_pending_pod_is_bound_once_room_is_made_on_its_node() {
+    let mut sim = cluster(
+        "kubelet: {startLatency: {fixed: 2s}, terminationGrace: 1s}
+nodes:
+  - {name: n-1, allocatable: {cpu: '1'}}",
+    );
+    let hog = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "hog", "namespace": "demo"},
+        "spec": {"nodeName": "n-1", "containers": [{"name": "c", "image": "hog:1",
+                 "resources": {"requests": {"cpu": "800m"}}}]}});
+    let kind = sim.world().kind("", "v1", "pods");
+    sim.world_mut()
+        .create(&kind, "demo", hog, &client(), None)
+        .unwrap();
+    let requests = json!({"containers": [{"name": "logger", "image": "logger:1",
+        "resources": {"requests": {"cpu": "300m"}}}]});
+    apply(sim.world_mut(), logger("logger:1", rolling(1, 0), requests));
+    settle(&mut sim);
+    assert!(pods(sim.world())[0]["spec"].get("nodeName").is_none());
+    block_on(sim.delete_pod("demo", "hog")).unwrap();
+    settle(&mut sim);
+    let p = &pods(sim.world())[0];
+    assert_eq!(node_of(p), "n-1");
+    assert_eq!(p["status"]["phase"], "Running");
+}
+
+#[test]
+fn a_surge_pod_cannot_bind_a_host_port_its_old_pod_holds() {
+    let mut sim = cluster("nodes: [{name: n-1}]");
+    let ports = json!({"containers": [{"name": "logger", "image": "logger:1",
+                               "ports": [{"containerPort": 9100, "hostPort": 9100}]}]});
+    apply(
+        sim.world_mut(),
+        logger("logger:1", rolling(0, 1), ports.clone()),
+    );
+    settle(&mut sim);
+    let mut next = ports;
+    next["containers"][0]["image"] = json!("logger:2");
+    apply(sim.world_mut(), logger("logger:2", rolling(0, 1), next));
+    settle(&mut sim);
+    let w = sim.world();
+    let stuck = pods(w)
+        .into_iter()
+        .find(|p| p["spec"]["containers"][0]["image"] == "logger:2")
+        .expect("the surge pod");
+    let message = stuck["status"]["conditions"][0]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        message.starts_with(
+            "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod \
+             ports."
+        ),
+        "{message}"
+    );
+}
+
+fn taints(w: &World, node: &str) -> Vec<(String, String)> {
+    let mut t: Vec<(String, String)> =
+        w.store.get("/nodes", "", node).unwrap().object["spec"]["taints"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                (
+                    t["key"].as_str().unwrap().to_string(),
+                    t["effect"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+    t.sort();
+    t
+}
+
+fn ready_status(w: &World, node: &str) -> String {
+    w.store.get("/nodes", "", node).unwrap().object["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .unwrap()["status"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_not_ready_node_is_tainted_and_untainted() {
+    let mut sim = cluster(
+        "nodes: [{name: n-1}]
+churn:
+  - {at: 10s, ready: {node: n-1, ready: false}}
+  - {at: 20s, ready: {node: n-1, ready: true}}
+  - {at: 30s, ready: {node: n-1, ready: Unknown}}
+  - {at: 40s, ready: {node: n-1, ready: true}}",
+    );
+    let at = |sim: &mut Sim, secs: i64| {
+        let t = sim.start() + SignedDuration::from_secs(secs);
+        while sim.advance(t) {}
+    };
+    assert!(taints(sim.world(), "n-1").is_empty());
+    at(&mut sim, 15);
+    assert_eq!(ready_status(sim.world(), "n-1"), "False");
+    let not_ready = |effect: &str| {
+        (
+            "node.kubernetes.io/not-ready".to_string(),
+            effect.to_string(),
+        )
+    };
+    assert_eq!(
+        taints(sim.world(), "n-1"),
+        [not_ready("NoExecute"), not_ready("NoSchedule")]
+    );
+    at(&mut sim, 25);
+    assert_eq!(ready_status(sim.world(), "n-1"), "True");
+    assert!(taints(sim.world(), "n-1").is_empty());
+    at(&mut sim, 35);
+    assert_eq!(ready_status(sim.world(), "n-1"), "Unknown");
+    let unreachable = |effect: &str| {
+        (
+            "node.kubernetes.io/unreachable".to_string(),
+            effect.to_string(),
+        )
+    };
+    assert_eq!(
+        taints(sim.world(), "n-1"),
+        [unreachable("NoExecute"), unreachable("NoSchedule")]
+    );
+    at(&mut sim, 45);
+    assert!(taints(sim.world(), "n-1").is_empty());
+}
+
+#[test]
+fn no_execute_evicts_pods_after_their_toleration_seconds_but_never_daemon_pods() {
+    let mut sim = cluster(
+        "kubelet: {startLatency: {fixed: 1s}, terminationGrace: 1s}
+nodes: [{name: n-1}]
+churn:
+  - {at: 10s, ready: {node: n-1, ready: Unknown}}",
+    );
+    apply(
+        sim.world_mut(),
+        logger("logger:1", rolling(1, 0), json!({})),
+    );
+    // A plain pod: DefaultTolerationSeconds gives it 300 s on an unreachable node.
+    let web = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "demo"},
+        "spec": {"nodeName": "n-1", "containers": [{"name": "c", "image": "web:1"}]}});
+    let kind = sim.world().kind("", "v1", "pods");
+    let stored = sim
+        .world_mut()
+        .create(&kind, "demo", web, &client(), None)
+        .unwrap();
+    let seconds: Vec<i64> = stored["spec"]["tolerations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["tolerationSeconds"].as_i64())
+        .collect();
+    assert_eq!(seconds, [300, 300]);
+    let gone_by = |sim: &mut Sim, secs: i64| {
+        let t = sim.start() + SignedDuration::from_secs(secs);
+        while sim.advance(t) {}
+        let w = sim.world();
+        w.store
+            .get("/pods", "demo", "web")
+            .is_none_or(|e| e.object["metadata"]["deletionTimestamp"].is_string())
+    };
+    assert!(!gone_by(&mut sim, 309), "still within its 300 s");
+    assert!(gone_by(&mut sim, 311), "evicted once they ran out");
+    let evicted = sim
+        .world()
+        .store
+        .list("/events", Some("demo"))
+        .any(|e| e.object["reason"] == "TaintManagerEviction");
+    assert!(evicted);
+    // The daemon pod tolerates the taint for ever, as the DaemonSet controller makes it.
+    assert_eq!(pods(sim.world()).len(), 1);
+}
+
+#[test]
+fn a_privileged_pod_in_a_baseline_namespace_is_refused_with_upstreams_wording() {
+    let mut sim = Sim::new(
+        SimConfig::parse(
+            "nodes: [{name: n-1}]
+namespaces:
+  - {name: secure, labels: {pod-security.kubernetes.io/enforce: baseline}}",
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+        "metadata": {"name": "agent-x", "namespace": "secure"},
+        "spec": {"hostNetwork": true, "nodeName": "n-1",
+                 "containers": [{"name": "c", "image": "agent:1",
+                                 "securityContext": {"privileged": true}}]}}))
+    .unwrap();
+    let err = block_on(sim.create_pod(pod)).unwrap_err();
+    let ClusterError::Refused(message) = err else {
+        panic!("admission, not permissions: {err:?}");
+    };
+    assert_eq!(
+        message,
+        "pods \"agent-x\" is forbidden: violates PodSecurity \"baseline:latest\": host \
+         namespaces (hostNetwork=true), privileged (container \"c\" must not set \
+         securityContext.privileged=true)"
+    );
+}
+
+#[test]
+fn a_webhook_denial_names_the_webhook_and_its_message() {
+    let mut sim = cluster(
+        "nodes: [{name: n-1}]
+admission:
+  deny: ['create:pods:images must come from registry.example']",
+    );
+    let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+        "metadata": {"name": "x", "namespace": "demo"},
+        "spec": {"nodeName": "n-1", "containers": [{"name": "c", "image": "agent:1"}]}}))
+    .unwrap();
+    let err = block_on(sim.create_pod(pod)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "admission webhook \"deny.sim\" denied the request: images must come from \
+         registry.example"
+    );
+    let w = sim.world_mut();
+    let kind = w.kind("", "v1", "pods");
+    assert!(
+        w.delete(&kind, "demo", "x", &DeleteParams::default())
+            .is_err_and(|e| e.code == 404),
+        "nothing was created"
+    );
+}
