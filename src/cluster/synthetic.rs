@@ -63,6 +63,8 @@ pub fn fleet(nodes: usize, daemonsets: usize, seed: u64) -> (Vec<Desired>, Obser
         pods,
         daemonsets: live,
         rollouts: Vec::new(),
+        revisions: Vec::new(),
+        namespaces: Vec::new(),
     };
     (desired, observed)
 }
@@ -331,8 +333,8 @@ impl DsKind {
         labels.insert("tier".into(), "node".into());
         labels.insert(REVISION_HASH_LABEL.into(), hash.to_string());
         let controller = (state != PodState::Orphan).then(|| OwnerRef {
-            api_version: "apps/v1".into(),
-            kind: "DaemonSet".into(),
+            api_version: crate::plan::RECORD_API_VERSION.into(),
+            kind: crate::plan::RECORD_KIND.into(),
             name: self.name.clone(),
             uid: format!("uid-{}", self.index),
         });

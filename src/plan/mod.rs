@@ -24,6 +24,7 @@ pub mod inplace;
 mod inplace_tests;
 pub mod live;
 mod manage;
+pub mod ownership;
 mod pods;
 pub mod podsecurity;
 pub mod progressive;
@@ -46,6 +47,7 @@ mod waves;
 pub use classify::{NodeState, Reason};
 pub use daemonset::{DaemonSetSpec, IntOrPercent, UpdateStrategy};
 pub use live::{FieldDifference, LiveDiff};
+pub use ownership::{Handover, Mode, Ownership};
 pub use pods::{RECORD_API_VERSION, RECORD_GROUP, RECORD_KIND, is_pod_updated};
 pub use progressive::{Phase, Rollout, RolloutPolicy, RolloutRecord};
 pub use risks::{Risk, RiskKind};
@@ -101,6 +103,11 @@ pub struct Observed {
     pub daemonsets: Vec<DaemonSet>,
     /// What the records of managed DaemonSets say about their rollouts.
     pub rollouts: Vec<RolloutRecord>,
+    /// ControllerRevisions in the namespaces of the planned DaemonSets: the built-in
+    /// controller's revisions, which outlive a DaemonSet deleted with orphan propagation.
+    pub revisions: Vec<ownership::ControllerRevision>,
+    /// Namespaces, with the labels that set their Pod Security level.
+    pub namespaces: Vec<ownership::Namespace>,
 }
 
 /// Node names are shared between the many places of a plan that mention them.
@@ -186,6 +193,10 @@ pub struct DaemonSetPlan {
     /// Where pulling the new images ahead of the rollout stands (`daemonsync.io/pre-pull`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pre_pull: Option<PrePullPlan>,
+    /// Who runs its pods beside the built-in controller, and what must happen before the
+    /// rollout (absent for a managed DaemonSet with nothing to hand over).
+    #[serde(skip_serializing_if = "Ownership::is_plain")]
+    pub ownership: Ownership,
 }
 
 /// Pulling a DaemonSet's new images onto nodes before their turn.
@@ -440,11 +451,11 @@ pub fn plan_builtin(
     if let Some(a) = ds.metadata.annotations.as_mut() {
         a.retain(|k, _| !k.starts_with(progressive::ANNOTATION_PREFIX));
     }
-    let ctx = Context::new(observed);
+    let mut ctx = Context::new(observed);
+    ctx.builtin = true;
     let mut spec = DaemonSetSpec::compile(&ds);
     spec.revision = revision.to_string();
     let policy = Policy::default();
-    let mut ctx = ctx;
     ctx.pods = PodIndex::new(&observed.pods, &ctx.position);
     let eligibility = ctx
         .eligibility(std::slice::from_ref(&spec), &policy)
@@ -546,6 +557,8 @@ struct Context<'a> {
     manifest_only: bool,
     /// Pass manual pauses.
     auto_promote: bool,
+    /// Planning as the built-in controller (its own pods, no handover).
+    builtin: bool,
 }
 
 impl<'a> Context<'a> {
@@ -574,6 +587,7 @@ impl<'a> Context<'a> {
             pods: PodIndex::default(),
             manifest_only: false,
             auto_promote: false,
+            builtin: false,
         }
     }
 
@@ -655,6 +669,38 @@ impl<'a> Context<'a> {
                 budgets.max_unavailable
             ));
         }
+        let ownership = if self.manifest_only || self.builtin {
+            Ownership::of_manifest(ds)
+        } else {
+            ownership::decide(&ownership::Inputs {
+                ds,
+                spec: &spec,
+                choice: ownership::Choice::of(ds),
+                live,
+                daemonsets: &self.observed.daemonsets,
+                pods: &self.observed.pods,
+                revisions: &self.observed.revisions,
+            })
+        };
+        let mut ownership = ownership;
+        if ownership.mode == Mode::Native {
+            let paced = annotated.policy.as_ref().is_some_and(RolloutPolicy::paces);
+            ownership.builtin_rollout = budgets.max_surge > 0 && !paced;
+            if budgets.max_surge > 0 && paced {
+                warnings.push(format!(
+                    "maxSurge ({}) cannot work in native mode with a rollout policy: the \
+                     built-in controller runs the DaemonSet under OnDelete, so a new pod only \
+                     comes once its old one is deleted; maxUnavailable ({}) paces the rollout",
+                    budgets.max_surge, budgets.max_unavailable
+                ));
+            } else if ownership.builtin_rollout {
+                warnings.push(
+                    "native mode with maxSurge and no rollout policy: the built-in controller \
+                     rolls the DaemonSet out with its own RollingUpdate; daemonsync reports it"
+                        .to_string(),
+                );
+            }
+        }
         let frozen = frozen_reason(ds, live, &spec).or_else(|| {
             (!errors.is_empty()).then(|| {
                 format!(
@@ -663,10 +709,18 @@ impl<'a> Context<'a> {
                 )
             })
         });
+        // Blocked or waiting, nothing rolls; a take-over, a claim or a release happens first
+        // and the step is what follows it.
+        let frozen = frozen.or_else(|| match &ownership.handover {
+            // A risk says why, and what to do.
+            Handover::Blocked { .. } => Some(String::new()),
+            Handover::Waiting { why } => Some(why.clone()),
+            _ => None,
+        });
         let (phase, mut actions) = match &frozen {
             Some(why) => {
                 // Errors are reported as errors, not repeated as a warning.
-                if errors.is_empty() {
+                if errors.is_empty() && !why.is_empty() {
                     warnings.push(why.clone());
                 }
                 (StepPhase::None, Actions::default())
@@ -871,6 +925,12 @@ impl<'a> Context<'a> {
             nodes: &nodes,
             step: &step,
             manifest_only: self.manifest_only,
+            ownership: &ownership,
+            namespace: self
+                .observed
+                .namespaces
+                .iter()
+                .find(|n| n.name == spec.namespace),
         });
         DaemonSetPlan {
             namespace: spec.namespace.clone(),
@@ -894,6 +954,7 @@ impl<'a> Context<'a> {
             errors,
             in_place,
             pre_pull,
+            ownership,
         }
     }
 

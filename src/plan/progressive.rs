@@ -72,6 +72,8 @@ pub const KNOWN_ANNOTATIONS: &[&str] = &[
     UPDATE_STRATEGY,
     PRE_PULL,
     PRE_PULL_PARALLELISM,
+    super::ownership::ADOPT,
+    super::ownership::MODE,
 ];
 
 /// The prefix every daemonsync annotation shares.
@@ -241,6 +243,10 @@ impl RolloutPolicy {
             if !key.starts_with(PREFIX) {
                 break;
             }
+            if key == super::ownership::ADOPT || key == super::ownership::MODE {
+                // Not a rollout policy: who runs the pods (checked below).
+                continue;
+            }
             let path = annotation_path(key);
             let bad = |detail: &str| FieldError::invalid(&path, quoted(value), detail);
             let count = |what: &str| {
@@ -344,6 +350,7 @@ impl RolloutPolicy {
                 Err(e) => errs.push(e),
             }
         }
+        errs.extend(super::ownership::check(annotations));
         if policy.canary_selector.is_some() && policy.canary == Some(Count::Nodes(0)) {
             errs.push(FieldError::invalid(
                 annotation_path(CANARY),

@@ -28,6 +28,12 @@ pub enum RiskKind {
     OnDelete,
     /// No node qualifies: the DaemonSet runs nowhere.
     NoEligibleNodes,
+    /// The built-in DaemonSet controller runs it (or pods its selector matches): nothing is
+    /// written until the manifest takes it over or keeps it native.
+    BuiltinController,
+    /// Its pods violate the Pod Security level its namespace enforces: the API server will
+    /// refuse every one of them.
+    PodSecurity,
 }
 
 impl RiskKind {
@@ -40,6 +46,8 @@ impl RiskKind {
             RiskKind::AllAtOnce => "all-at-once",
             RiskKind::OnDelete => "on-delete",
             RiskKind::NoEligibleNodes => "no-eligible-nodes",
+            RiskKind::BuiltinController => "builtin-controller",
+            RiskKind::PodSecurity => "pod-security",
         }
     }
 }
@@ -72,6 +80,10 @@ pub(crate) struct Inputs<'a> {
     pub step: &'a Step,
     /// No cluster was read: only the risks visible in the manifest are reported.
     pub manifest_only: bool,
+    /// Its relation to the built-in controller.
+    pub ownership: &'a super::Ownership,
+    /// Its namespace, when the cluster has it.
+    pub namespace: Option<&'a super::ownership::Namespace>,
 }
 
 /// The risks of one DaemonSet's plan, in [`RiskKind`] order.
@@ -206,7 +218,43 @@ pub(crate) fn risks(i: &Inputs<'_>) -> Vec<Risk> {
             nodes: Vec::new(),
         });
     }
+
+    if let super::Handover::Blocked { why } = &i.ownership.handover {
+        out.push(Risk {
+            kind: RiskKind::BuiltinController,
+            message: why.clone(),
+            nodes: Vec::new(),
+        });
+    }
+
+    if let Some(message) = pod_security(i) {
+        out.push(Risk {
+            kind: RiskKind::PodSecurity,
+            message,
+            nodes: Vec::new(),
+        });
+    }
     out
+}
+
+/// The Pod Security checks the template fails at its namespace's enforce level, as a risk
+/// message (every pod the DaemonSet creates would be refused).
+fn pod_security(i: &Inputs<'_>) -> Option<String> {
+    use crate::plan::podsecurity::{Policy, check_template};
+    let policy = Policy::enforced_by_namespace_labels(&i.namespace?.labels)?;
+    let template = &i.desired.spec.as_ref()?.template;
+    let violations = check_template(&policy, template);
+    if violations.is_empty() {
+        return None;
+    }
+    let checks: Vec<String> = violations.iter().map(ToString::to_string).collect();
+    Some(format!(
+        "namespace {} enforces Pod Security \"{policy}\", which refuses every pod of this \
+         template: {}; label the namespace with a level the DaemonSet meets \
+         (pod-security.kubernetes.io/enforce: privileged), or change the template",
+        i.spec.namespace,
+        checks.join(", ")
+    ))
 }
 
 /// `a, b, c and N more`.
@@ -238,6 +286,8 @@ mod tests {
                 .collect(),
             daemonsets: Vec::new(),
             rollouts: Vec::new(),
+            revisions: Vec::new(),
+            namespaces: Vec::new(),
         }
     }
 

@@ -818,7 +818,12 @@ fn live_daemonset_with_equivalent_template_keeps_its_updated_pods_current() {
 
 #[test]
 fn live_daemonset_with_different_template_makes_every_pod_out_of_date() {
-    let git = ds("foo").image("foo/bar:2").build();
+    // Taken over (as a DaemonSet the built-in controller runs must be): the step is the
+    // rollout that follows the take-over.
+    let git = ds("foo")
+        .image("foo/bar:2")
+        .annotation(crate::plan::ownership::ADOPT, "true")
+        .build();
     let live = ds("foo")
         .annotation(crate::model::TEMPLATE_GENERATION_ANNOTATION, "3")
         .build();

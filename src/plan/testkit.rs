@@ -199,7 +199,8 @@ impl Cluster {
     }
 
     /// Adds a pod of `ds` bound to `node`: labels L1 plus the current revision hash,
-    /// controller ownerReference to the DaemonSet, not ready. Returns it for adjustment.
+    /// controller ownerReference to its record (a managed DaemonSet's pod), not ready. Returns
+    /// it for adjustment.
     pub fn pod(&mut self, ds: &DaemonSet, node: &str) -> &mut Pod {
         let spec = DaemonSetSpec::compile(ds);
         let mut labels: crate::model::Labels = serde_json::from_value(l1()).unwrap();
@@ -210,8 +211,8 @@ impl Cluster {
             name: format!("{}-{:05}", spec.name, self.counter),
             labels,
             controller: Some(OwnerRef {
-                api_version: "apps/v1".into(),
-                kind: "DaemonSet".into(),
+                api_version: crate::plan::RECORD_API_VERSION.into(),
+                kind: crate::plan::RECORD_KIND.into(),
                 name: spec.name.clone(),
                 uid: "uid-1".into(),
             }),
@@ -246,6 +247,8 @@ impl Cluster {
             pods: self.pods.clone(),
             daemonsets: self.live.clone(),
             rollouts: self.rollouts.clone(),
+            revisions: Vec::new(),
+            namespaces: Vec::new(),
         }
     }
 
@@ -468,5 +471,5 @@ fn plan_owns(plan: &DaemonSetPlan, pod: &Pod) -> bool {
         && pod
             .controller
             .as_ref()
-            .is_some_and(|o| o.kind == "DaemonSet" && o.name == plan.name)
+            .is_some_and(|o| o.kind == crate::plan::RECORD_KIND && o.name == plan.name)
 }

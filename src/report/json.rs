@@ -559,6 +559,8 @@ mod tests {
             RiskKind::AllAtOnce,
             RiskKind::OnDelete,
             RiskKind::NoEligibleNodes,
+            RiskKind::BuiltinController,
+            RiskKind::PodSecurity,
         ];
         for k in kinds {
             match k {
@@ -567,7 +569,9 @@ mod tests {
                 | RiskKind::PodsRemoved
                 | RiskKind::AllAtOnce
                 | RiskKind::OnDelete
-                | RiskKind::NoEligibleNodes => {}
+                | RiskKind::NoEligibleNodes
+                | RiskKind::BuiltinController
+                | RiskKind::PodSecurity => {}
             }
             assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
         }

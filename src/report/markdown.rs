@@ -729,6 +729,9 @@ fn section(ds: &DaemonSetPlan, diff: Option<&str>, manifest_only: bool) -> Strin
     if let Some(ip) = &ds.in_place {
         let _ = writeln!(out, "**Update:** {}\n", update_line(ip));
     }
+    if let Some(text) = crate::report::table::ownership_text(&ds.ownership) {
+        let _ = writeln!(out, "**Ownership:** {}\n", escape(&text));
+    }
     if let Some(pp) = &ds.pre_pull {
         let _ = writeln!(
             out,

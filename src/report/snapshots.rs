@@ -35,6 +35,8 @@ fn running(n: usize, hash: &str) -> Observed {
         pods,
         daemonsets: Vec::new(),
         rollouts: Vec::new(),
+        revisions: Vec::new(),
+        namespaces: Vec::new(),
     }
 }
 
@@ -200,7 +202,22 @@ fn live_daemonset_differs() {
         .into(),
     );
     let mut o = running(2, "old");
+    // The built-in controller runs them.
+    for p in &mut o.pods {
+        p.controller = Some(crate::model::OwnerRef {
+            api_version: "apps/v1".into(),
+            kind: "DaemonSet".into(),
+            name: "agent".into(),
+            uid: "uid-live".into(),
+        });
+    }
     o.daemonsets.push(live);
+    // Taken over: the step is the rollout that follows the take-over.
+    d.daemonset
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(crate::plan::ownership::ADOPT.into(), "true".into());
     let p = plan_of(d, &o);
     let diff = p.daemonsets[0].live_diff.as_ref().expect("differences");
     assert_eq!(diff.fields.len(), 1, "{diff:?}");

@@ -247,6 +247,13 @@ fn details(
             update_text(ip)
         );
     }
+    if let Some(text) = ownership_text(&ds.ownership) {
+        let _ = writeln!(
+            out,
+            "  {} {text}",
+            paint.style("Ownership:", Style::new().bold())
+        );
+    }
     if let Some(pp) = &ds.pre_pull {
         let _ = writeln!(
             out,
@@ -431,6 +438,47 @@ pub(crate) fn step_only_gates(step: &crate::plan::Step) -> bool {
 /// `in place (images agent:1 → agent:2, from revision X)`, or `recreate (why)`.
 /// Where pulling a DaemonSet's new images ahead of the rollout stands: `agent:2, 10 nodes
 /// at a time: 10 pulling, 30 waiting, 0 with the images`, and the failures.
+/// Who runs a DaemonSet's pods beside the built-in controller, and the handover that comes
+/// before its rollout, when there is something to say.
+pub(crate) fn ownership_text(o: &crate::plan::Ownership) -> Option<String> {
+    use crate::plan::{Handover, Mode};
+    let kept = |o: &crate::plan::Ownership| {
+        format!(
+            "{} kept (their template is git's: no restart), {} replaced within the budgets",
+            o.kept, o.replaced
+        )
+    };
+    match (&o.handover, o.mode) {
+        (Handover::TakeOver { .. }, _) => Some(format!(
+            "take over from the built-in controller: the apps/v1 DaemonSet {} is deleted with \
+             orphan propagation and its pods are claimed: {}",
+            o.builtin.as_deref().unwrap_or_default(),
+            kept(o)
+        )),
+        (Handover::Claim { pods }, _) => Some(format!(
+            "{} pod(s) without a controller are claimed by the record: {}",
+            pods.len(),
+            kept(o)
+        )),
+        (Handover::Release, _) => Some(
+            "going native: daemonsync's pods are handed to the built-in controller first (no \
+             restart)"
+                .to_string(),
+        ),
+        (_, Mode::Native) if o.builtin_rollout => Some(
+            "native: the built-in controller rolls it out with its own RollingUpdate (the \
+             only way to surge); daemonsync reports it"
+                .to_string(),
+        ),
+        (_, Mode::Native) => Some(
+            "native: an apps/v1 DaemonSet under OnDelete; daemonsync deletes old pods in its \
+             order and the built-in controller creates the new ones"
+                .to_string(),
+        ),
+        _ => None,
+    }
+}
+
 pub(crate) fn pre_pull_text(pp: &crate::plan::PrePullPlan) -> String {
     let mut text = format!(
         "{}, {} at a time: {} pulling, {} waiting, {} with the images",
@@ -1053,6 +1101,8 @@ mod tests {
             )],
             daemonsets: Vec::new(),
             rollouts: Vec::new(),
+            revisions: Vec::new(),
+            namespaces: Vec::new(),
         };
         let p = crate::plan::plan(
             &[d],
@@ -1157,13 +1207,49 @@ mod tests {
             source: "kube-flannel.yaml".into(),
             daemonset: serde_json::from_value(ds).unwrap(),
         };
-        let p = crate::plan::plan(
-            &[desired],
-            &observed,
-            &crate::plan::Policy::default(),
-            "2025-06-01T12:00:00Z".parse().unwrap(),
+        let plan_of = |desired: &crate::plan::Desired| {
+            let p = crate::plan::plan(
+                std::slice::from_ref(desired),
+                &observed,
+                &crate::plan::Policy::default(),
+                "2025-06-01T12:00:00Z".parse().unwrap(),
+            );
+            to_table(&p, &plain())
+        };
+        // The built-in controller runs it and git does not say what to do: nothing is written,
+        // and the plan says which choices there are.
+        let out = plan_of(&desired);
+        assert!(
+            out.contains("kube-flannel/kube-flannel-ds: no changes in the next step"),
+            "{out}"
         );
-        let out = to_table(&p, &plain());
+        assert!(
+            out.contains(
+                "  RISK: [builtin-controller] the built-in DaemonSet controller runs \
+                 kube-flannel/kube-flannel-ds: two controllers never converge"
+            ),
+            "{out}"
+        );
+        assert!(out.contains("daemonsync.io/adopt: \"true\""), "{out}");
+        assert!(out.contains("daemonsync.io/mode: native"), "{out}");
+        // Taken over: the pods are claimed, none of them runs git's template.
+        let mut adopted = desired.clone();
+        adopted
+            .daemonset
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(crate::plan::ownership::ADOPT.into(), "true".into());
+        let out = plan_of(&adopted);
+        assert!(
+            out.contains(
+                "  Ownership: take over from the built-in controller: the apps/v1 DaemonSet \
+                 kube-flannel/kube-flannel-ds is deleted with orphan propagation and its pods \
+                 are claimed: 0 kept (their template is git's: no restart), 6 replaced within \
+                 the budgets"
+            ),
+            "{out}"
+        );
         let row = columns(out.lines().nth(1).unwrap());
         assert_eq!(row[..2], ["kube-flannel", "kube-flannel-ds"], "{out}");
         assert_eq!(row[5], "0", "nothing is up to date: {out}");

@@ -53,8 +53,8 @@ pub(crate) fn pod(ns: &str, ds: &str, node: &str, hash: &str, ready: bool) -> Po
         name: format!("{ds}-{node}"),
         labels,
         controller: Some(OwnerRef {
-            api_version: "apps/v1".into(),
-            kind: "DaemonSet".into(),
+            api_version: crate::plan::RECORD_API_VERSION.into(),
+            kind: crate::plan::RECORD_KIND.into(),
             name: ds.into(),
             uid: "u".into(),
         }),
@@ -98,6 +98,8 @@ pub(crate) fn known_plan() -> Plan {
         pods,
         daemonsets: Vec::new(),
         rollouts: Vec::new(),
+        revisions: Vec::new(),
+        namespaces: Vec::new(),
     };
     plan(&[d], &observed, &Policy::default(), now())
 }
@@ -181,6 +183,8 @@ pub(crate) fn zoned_rollout(annotations: &[(&str, &str)], stable: bool) -> (Desi
         pods,
         daemonsets: Vec::new(),
         rollouts,
+        revisions: Vec::new(),
+        namespaces: Vec::new(),
     };
     (d, observed)
 }
@@ -341,6 +345,8 @@ pub(crate) fn in_place_rollout(edit: impl FnOnce(&mut Desired)) -> (Desired, Obs
         pods,
         daemonsets: Vec::new(),
         rollouts,
+        revisions: Vec::new(),
+        namespaces: Vec::new(),
     };
     (d, observed)
 }

@@ -615,6 +615,8 @@ impl Cluster for KubeCluster {
             pods: s.all_pods(),
             daemonsets: s.daemonsets.items.values().cloned().collect(),
             rollouts: records.iter().map(Record::rollout_record).collect(),
+            revisions: Vec::new(),
+            namespaces: Vec::new(),
         };
         Ok(ClusterState {
             observed,

@@ -394,6 +394,8 @@ impl NodeSim {
             pods: self.pods.values().map(SimPod::observed).collect(),
             daemonsets: Vec::new(),
             rollouts: Vec::new(),
+            revisions: Vec::new(),
+            namespaces: Vec::new(),
         }
     }
 

@@ -240,6 +240,8 @@ fn sync(w: &mut World, ns: &str, name: &str, boot: Option<Timestamp>) {
         pods,
         daemonsets: Vec::new(),
         rollouts: Vec::new(),
+        revisions: Vec::new(),
+        namespaces: Vec::new(),
     };
     let now = w.now();
     let plan = crate::plan::plan_builtin(&c.ds, &hash, &observed, now);
