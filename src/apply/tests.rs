@@ -712,6 +712,31 @@ impl Cluster for Faulty {
     async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {
         self.sim.wait_for_change(deadline).await
     }
+    async fn patch_pod_metadata(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        patch: &crate::cluster::MetadataPatch,
+    ) -> Result<(), ClusterError> {
+        self.sim.patch_pod_metadata(namespace, name, patch).await
+    }
+    async fn delete_daemonset(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+    ) -> Result<(), ClusterError> {
+        self.sim.delete_daemonset(namespace, name, uid).await
+    }
+    async fn apply_daemonset(
+        &mut self,
+        daemonset: &k8s_openapi::api::apps::v1::DaemonSet,
+    ) -> Result<(), ClusterError> {
+        self.sim.apply_daemonset(daemonset).await
+    }
+    async fn delete_record(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
+        self.sim.delete_record(namespace, name).await
+    }
     async fn patch_pod_images(
         &mut self,
         namespace: &str,

@@ -289,12 +289,72 @@ pub trait Cluster: Send {
         resource_version: Option<&str>,
     ) -> impl Future<Output = Result<String, ClusterError>> + Send;
 
+    /// Changes a pod's controller, labels and annotations (a strategic merge patch, as the
+    /// built-in controllers' ControllerRefManager sends), on the condition that the pod is
+    /// still the one and at the resourceVersion this client last observed.
+    /// [`ClusterError::Rejected`] when it changed meanwhile.
+    fn patch_pod_metadata(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        patch: &MetadataPatch,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send;
+
+    /// Deletes an `apps/v1` DaemonSet with orphan propagation (its pods and
+    /// ControllerRevisions keep running, their owner reference cleared by the garbage
+    /// collector), on the condition that it is still the one with `uid`.
+    fn delete_daemonset(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send;
+
+    /// Server-side applies an `apps/v1` DaemonSet (field manager daemonsync, forced: it owns
+    /// what it writes of a DaemonSet it keeps native).
+    fn apply_daemonset(
+        &mut self,
+        daemonset: &k8s_openapi::api::apps::v1::DaemonSet,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send;
+
+    /// Deletes a managed DaemonSet's record with orphan propagation (what it still owns keeps
+    /// running).
+    fn delete_record(
+        &mut self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send;
+
     /// Waits until something changes (a watch event; the sim's next scheduled event) or until
     /// `deadline`. Returns `true` when something changed, `false` when the deadline passed.
     fn wait_for_change(
         &mut self,
         deadline: Timestamp,
     ) -> impl Future<Output = Result<bool, ClusterError>> + Send;
+}
+
+/// A change of a pod's metadata: who controls it, and labels and annotations set.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MetadataPatch {
+    /// The new controller (daemonsync's record; its uid is filled in by the backend), or the
+    /// uid of a controller reference to remove.
+    pub owner: OwnerChange,
+    /// Labels set (others are kept).
+    pub labels: std::collections::BTreeMap<String, String>,
+    /// Annotations set (others are kept).
+    pub annotations: std::collections::BTreeMap<String, String>,
+}
+
+/// What a [`MetadataPatch`] does to a pod's controller reference.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum OwnerChange {
+    /// Leaves it.
+    #[default]
+    Keep,
+    /// Makes the record of this managed DaemonSet (by name) the controller.
+    Claim(String),
+    /// Removes the reference to the owner with this uid.
+    Release(String),
 }
 
 /// An in-place update of one pod.
@@ -381,6 +441,38 @@ impl Cluster for SnapshotCluster {
         _resource_version: Option<&str>,
     ) -> Result<String, ClusterError> {
         Self::refuse(format!("set {condition} on pod {namespace}/{name}"))
+    }
+
+    async fn patch_pod_metadata(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        _patch: &MetadataPatch,
+    ) -> Result<(), ClusterError> {
+        Self::refuse(format!("patch pod {namespace}/{name}"))
+    }
+
+    async fn delete_daemonset(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        _uid: &str,
+    ) -> Result<(), ClusterError> {
+        Self::refuse(format!("delete DaemonSet {namespace}/{name}"))
+    }
+
+    async fn apply_daemonset(
+        &mut self,
+        daemonset: &k8s_openapi::api::apps::v1::DaemonSet,
+    ) -> Result<(), ClusterError> {
+        Self::refuse(format!(
+            "apply DaemonSet {}",
+            daemonset.metadata.name.as_deref().unwrap_or_default()
+        ))
+    }
+
+    async fn delete_record(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
+        Self::refuse(format!("delete the record of {namespace}/{name}"))
     }
 
     async fn wait_for_change(&mut self, _deadline: Timestamp) -> Result<bool, ClusterError> {

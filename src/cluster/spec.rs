@@ -4,8 +4,8 @@ use super::kube::{KubeCluster, KubeOptions};
 use super::sim::Sim;
 use super::snapshot::load_snapshot;
 use super::{
-    Cluster, ClusterError, ClusterState, Event, ImagePatch, RecordSource, RecordStatus,
-    SnapshotCluster,
+    Cluster, ClusterError, ClusterState, Event, ImagePatch, MetadataPatch, RecordSource,
+    RecordStatus, SnapshotCluster,
 };
 use crate::model::Timestamp;
 use crate::plan::Observed;
@@ -239,6 +239,32 @@ impl Cluster for AnyCluster {
         resource_version: Option<&str>,
     ) -> Result<String, ClusterError> {
         forward!(self, c => c.set_pod_condition(namespace, name, condition, status, resource_version))
+    }
+
+    async fn patch_pod_metadata(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        patch: &MetadataPatch,
+    ) -> Result<(), ClusterError> {
+        forward!(self, c => c.patch_pod_metadata(namespace, name, patch))
+    }
+
+    async fn delete_daemonset(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+    ) -> Result<(), ClusterError> {
+        forward!(self, c => c.delete_daemonset(namespace, name, uid))
+    }
+
+    async fn apply_daemonset(&mut self, daemonset: &DaemonSet) -> Result<(), ClusterError> {
+        forward!(self, c => c.apply_daemonset(daemonset))
+    }
+
+    async fn delete_record(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
+        forward!(self, c => c.delete_record(namespace, name))
     }
 
     async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {

@@ -504,6 +504,36 @@ impl Cluster for Gated<'_, '_> {
         self.inner.emit_event(event).await
     }
 
+    async fn patch_pod_metadata(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        patch: &crate::cluster::MetadataPatch,
+    ) -> Result<(), ClusterError> {
+        self.gate.check()?;
+        self.inner.patch_pod_metadata(namespace, name, patch).await
+    }
+
+    async fn delete_daemonset(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+    ) -> Result<(), ClusterError> {
+        self.gate.check()?;
+        self.inner.delete_daemonset(namespace, name, uid).await
+    }
+
+    async fn apply_daemonset(&mut self, daemonset: &DaemonSet) -> Result<(), ClusterError> {
+        self.gate.check()?;
+        self.inner.apply_daemonset(daemonset).await
+    }
+
+    async fn delete_record(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
+        self.gate.check()?;
+        self.inner.delete_record(namespace, name).await
+    }
+
     async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {
         self.inner.wait_for_change(deadline).await
     }

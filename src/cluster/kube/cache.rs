@@ -1,5 +1,6 @@
 //! Watch-driven caches of the live backend: nodes, the pods of managed (and adopted)
-//! DaemonSets, live `apps/v1` DaemonSets and the ManagedDaemonSet records.
+//! DaemonSets, live `apps/v1` DaemonSets, their ControllerRevisions, namespaces (their Pod
+//! Security labels) and the ManagedDaemonSet records.
 //!
 //! Each kind is followed by one kube-runtime watcher (pods by one per label selector); objects
 //! are converted to the planner's small model values as they arrive, so a full `Pod` is never
@@ -133,6 +134,10 @@ pub struct State {
     pub managed: Option<usize>,
     /// Live `apps/v1` DaemonSets.
     pub daemonsets: Feed<DaemonSet>,
+    /// ControllerRevisions of DaemonSets (the built-in controller's history).
+    pub revisions: Feed<crate::plan::ownership::ControllerRevision>,
+    /// Namespaces, with their labels.
+    pub namespaces: Feed<crate::plan::ownership::Namespace>,
     /// ManagedDaemonSet records.
     pub records: Feed<CachedRecord>,
     /// Bumped on every change, so a reader can tell whether anything happened since it looked.
@@ -144,6 +149,8 @@ impl State {
     pub fn synced(&self) -> bool {
         self.nodes.synced
             && self.daemonsets.synced
+            && self.revisions.synced
+            && self.namespaces.synced
             && self.records.synced
             && self.pods.iter().all(|p| p.synced)
     }
@@ -155,6 +162,8 @@ impl State {
             ("nodes", self.nodes.error.as_ref()),
             ("pods", pods),
             ("daemonsets", self.daemonsets.error.as_ref()),
+            ("controllerrevisions", self.revisions.error.as_ref()),
+            ("namespaces", self.namespaces.error.as_ref()),
             ("manageddaemonsets", self.records.error.as_ref()),
         ]
         .into_iter()
@@ -379,6 +388,33 @@ pub fn start(
         watcher::Config::default(),
         |d| (key_of(&d.metadata), Some(slim_daemonset(d))),
         |s| &mut s.daemonsets,
+    );
+    follow(
+        runtime,
+        &cache,
+        Api::<k8s_openapi::api::apps::v1::ControllerRevision>::all(client.clone()),
+        watcher::Config::default(),
+        |r| {
+            (
+                key_of(&r.metadata),
+                crate::plan::ownership::ControllerRevision::from_k8s(r),
+            )
+        },
+        |s| &mut s.revisions,
+    );
+    follow(
+        runtime,
+        &cache,
+        Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone()),
+        watcher::Config::default(),
+        |n| {
+            let ns = crate::plan::ownership::Namespace {
+                name: n.metadata.name.clone().unwrap_or_default(),
+                labels: n.metadata.labels.clone().unwrap_or_default(),
+            };
+            (key_of(&n.metadata), Some(ns))
+        },
+        |s| &mut s.namespaces,
     );
     follow(
         runtime,

@@ -87,6 +87,9 @@ struct Expectations {
     /// Pods written in place (images, a status condition), with every resourceVersion they
     /// had before: the cache must show another one.
     updates: Vec<(Key, Vec<String>)>,
+    /// DaemonSets deleted (`None`: gone or terminating) or applied (`Some(resourceVersion
+    /// before)`: present at another one).
+    daemonsets: Vec<(Key, Option<Option<String>>)>,
 }
 
 /// A live cluster.
@@ -454,7 +457,9 @@ impl KubeCluster {
         let creates = std::mem::take(&mut self.expected.creates);
         let deletes = std::mem::take(&mut self.expected.deletes);
         let updates = std::mem::take(&mut self.expected.updates);
-        if creates.is_empty() && deletes.is_empty() && updates.is_empty() {
+        let daemonsets = std::mem::take(&mut self.expected.daemonsets);
+        if creates.is_empty() && deletes.is_empty() && updates.is_empty() && daemonsets.is_empty()
+        {
             return;
         }
         let met = move |s: &cache::State| {
@@ -466,6 +471,15 @@ impl KubeCluster {
                 && deletes.iter().all(|(k, uid)| {
                     s.pod(k)
                         .is_none_or(|p| &p.uid != uid || p.pod.deletion_timestamp.is_some())
+                })
+                && daemonsets.iter().all(|(k, expected)| {
+                    let live = s.daemonsets.items.get(k);
+                    match expected {
+                        None => live.is_none_or(|d| d.metadata.deletion_timestamp.is_some()),
+                        Some(before) => {
+                            live.is_some_and(|d| d.metadata.resource_version != *before)
+                        }
+                    }
                 })
         };
         let waited = self
@@ -615,8 +629,8 @@ impl Cluster for KubeCluster {
             pods: s.all_pods(),
             daemonsets: s.daemonsets.items.values().cloned().collect(),
             rollouts: records.iter().map(Record::rollout_record).collect(),
-            revisions: Vec::new(),
-            namespaces: Vec::new(),
+            revisions: s.revisions.items.values().cloned().collect(),
+            namespaces: s.namespaces.items.values().cloned().collect(),
         };
         Ok(ClusterState {
             observed,
@@ -844,6 +858,163 @@ impl Cluster for KubeCluster {
         .await
     }
 
+    async fn patch_pod_metadata(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        patch: &crate::cluster::MetadataPatch,
+    ) -> Result<(), ClusterError> {
+        let key = (namespace.to_string(), name.to_string());
+        let (uid, resource_version) = {
+            let s = self.cache.lock();
+            match s.pod(&key) {
+                Some(p) => (p.uid.clone(), p.resource_version.clone()),
+                None => {
+                    return Err(ClusterError::NotFound {
+                        kind: "pod",
+                        namespace: namespace.into(),
+                        name: name.into(),
+                    });
+                }
+            }
+        };
+        let record_uid = match &patch.owner {
+            crate::cluster::OwnerChange::Claim(record) => {
+                self.record_uid(namespace, record).ok_or_else(|| {
+                    ClusterError::Rejected(format!(
+                        "no record {namespace}/{record} to claim the pod yet"
+                    ))
+                })?
+            }
+            _ => String::new(),
+        };
+        let body = requests::metadata_patch(patch, &uid, &resource_version, &record_uid);
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let target = self.target.clone();
+        let n = name.to_string();
+        self.run(async move {
+            let params = PatchParams {
+                field_manager: Some(target.field_manager.clone()),
+                ..PatchParams::default()
+            };
+            let patch = Patch::Strategic(&body);
+            match with_retries(|| api.patch(&n, &params, &patch)).await {
+                Ok(_) => Ok(()),
+                Err(e) if is_code(&e, 404) => Err(ClusterError::NotFound {
+                    kind: "pod",
+                    namespace: api.namespace().unwrap_or_default().to_string(),
+                    name: n.clone(),
+                }),
+                Err(e) if is_code(&e, 409) => Err(ClusterError::Rejected(format!(
+                    "pod {n} changed since it was observed; the next step re-plans: {}",
+                    describe(&target, &e)
+                ))),
+                Err(e) => Err(refused(&target, "", &e)),
+            }
+        })
+        .await?;
+        self.expected.updates.push((key, vec![resource_version]));
+        Ok(())
+    }
+
+    async fn delete_daemonset(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+    ) -> Result<(), ClusterError> {
+        let api: Api<DaemonSet> = Api::namespaced(self.client.clone(), namespace);
+        let target = self.target.clone();
+        let params = DeleteParams {
+            propagation_policy: Some(kube::api::PropagationPolicy::Orphan),
+            preconditions: Some(Preconditions {
+                uid: Some(uid.into()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        let (ns, n) = (namespace.to_string(), name.to_string());
+        self.run(async move {
+            match with_retries(|| api.delete(&n, &params)).await {
+                Ok(_) => Ok(()),
+                Err(e) if is_code(&e, 404) => Err(ClusterError::NotFound {
+                    kind: "daemonset",
+                    namespace: ns,
+                    name: n,
+                }),
+                Err(e) if is_code(&e, 409) => Err(ClusterError::Rejected(format!(
+                    "DaemonSet {ns}/{n} is not the one observed (uid precondition failed); the \
+                     next step re-plans"
+                ))),
+                Err(e) => Err(refused(&target, "", &e)),
+            }
+        })
+        .await?;
+        self.expected
+            .daemonsets
+            .push(((namespace.to_string(), name.to_string()), None));
+        Ok(())
+    }
+
+    async fn apply_daemonset(&mut self, daemonset: &DaemonSet) -> Result<(), ClusterError> {
+        let namespace = daemonset
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let name = daemonset.metadata.name.clone().unwrap_or_default();
+        let key = (namespace.clone(), name.clone());
+        let before = self
+            .cache
+            .lock()
+            .daemonsets
+            .items
+            .get(&key)
+            .and_then(|d| d.metadata.resource_version.clone());
+        let body = requests::daemonset_apply_body(daemonset);
+        let api: Api<DaemonSet> = Api::namespaced(self.client.clone(), &namespace);
+        let target = self.target.clone();
+        self.run(async move {
+            let params = PatchParams::apply(&target.field_manager).force();
+            let patch = Patch::Apply(&body);
+            with_retries(|| api.patch(&name, &params, &patch))
+                .await
+                .map(|_| ())
+                .map_err(|e| {
+                    refused(
+                        &target,
+                        &format!("cannot apply the DaemonSet {namespace}/{name}: "),
+                        &e,
+                    )
+                })
+        })
+        .await?;
+        self.expected.daemonsets.push((key, Some(before)));
+        Ok(())
+    }
+
+    async fn delete_record(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
+        let api: Api<ManagedDaemonSet> = Api::namespaced(self.client.clone(), namespace);
+        let target = self.target.clone();
+        let params = DeleteParams {
+            propagation_policy: Some(kube::api::PropagationPolicy::Orphan),
+            ..DeleteParams::default()
+        };
+        let (ns, n) = (namespace.to_string(), name.to_string());
+        self.run(async move {
+            match with_retries(|| api.delete(&n, &params)).await {
+                Ok(_) => Ok(()),
+                Err(e) if is_code(&e, 404) => Err(ClusterError::NotFound {
+                    kind: "manageddaemonset",
+                    namespace: ns,
+                    name: n,
+                }),
+                Err(e) => Err(refused(&target, "", &e)),
+            }
+        })
+        .await
+    }
+
     async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {
         let wait = deadline
             .duration_since(Timestamp::now())
@@ -1018,6 +1189,55 @@ pub mod requests {
             patch["metadata"] = serde_json::json!({"resourceVersion": rv});
         }
         patch
+    }
+
+    /// The strategic merge patch of a pod's controller, labels and annotations, with the
+    /// pod's uid and resourceVersion as preconditions (as upstream's ControllerRefManager
+    /// sends it; owner references merge by uid). `record_uid` is the uid of the record a
+    /// [`OwnerChange::Claim`](crate::cluster::OwnerChange::Claim) names.
+    pub fn metadata_patch(
+        patch: &crate::cluster::MetadataPatch,
+        pod_uid: &str,
+        resource_version: &str,
+        record_uid: &str,
+    ) -> serde_json::Value {
+        use crate::cluster::OwnerChange;
+        let mut metadata = serde_json::json!({"uid": pod_uid, "resourceVersion": resource_version});
+        match &patch.owner {
+            OwnerChange::Keep => {}
+            OwnerChange::Claim(name) => {
+                metadata["ownerReferences"] = serde_json::json!([{
+                    "apiVersion": RECORD_API_VERSION, "kind": RECORD_KIND, "name": name,
+                    "uid": record_uid, "controller": true, "blockOwnerDeletion": true}]);
+            }
+            OwnerChange::Release(uid) => {
+                metadata["ownerReferences"] = serde_json::json!([{"$patch": "delete", "uid": uid}]);
+            }
+        }
+        if !patch.labels.is_empty() {
+            metadata["labels"] = serde_json::json!(patch.labels);
+        }
+        if !patch.annotations.is_empty() {
+            metadata["annotations"] = serde_json::json!(patch.annotations);
+        }
+        serde_json::json!({"metadata": metadata})
+    }
+
+    /// A DaemonSet as server-side applied: `apiVersion` and `kind` set, no status, no
+    /// server-owned metadata.
+    pub fn daemonset_apply_body(ds: &DaemonSet) -> serde_json::Value {
+        let mut ds = ds.clone();
+        ds.status = None;
+        let meta = &mut ds.metadata;
+        meta.resource_version = None;
+        meta.uid = None;
+        meta.creation_timestamp = None;
+        meta.generation = None;
+        meta.managed_fields = None;
+        let mut body = serde_json::to_value(&ds).unwrap_or_default();
+        body["apiVersion"] = serde_json::json!("apps/v1");
+        body["kind"] = serde_json::json!("DaemonSet");
+        body
     }
 
     /// Writes a record's status through the `status` subresource (server-side apply).

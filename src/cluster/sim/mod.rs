@@ -28,7 +28,8 @@ pub use nodes::{NodeSim, Probe, default_start};
 
 use super::kube::{ManagedDaemonSet, ManagedDaemonSetStatus, RecordSource};
 use super::{
-    Cluster, ClusterError, ClusterState, Event, EventType, ImagePatch, Record, RecordStatus,
+    Cluster, ClusterError, ClusterState, Event, EventType, ImagePatch, MetadataPatch, Record,
+    RecordStatus,
 };
 use crate::model::{PAUSED_ANNOTATION, Timestamp};
 use crate::plan::Observed;
@@ -557,6 +558,100 @@ impl Cluster for Sim {
             .as_str()
             .unwrap_or_default()
             .to_string())
+    }
+
+    async fn patch_pod_metadata(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        patch: &MetadataPatch,
+    ) -> Result<(), ClusterError> {
+        let Some(pod) = self.world.store.get("/pods", namespace, name) else {
+            return Err(ClusterError::NotFound {
+                kind: "pod",
+                namespace: namespace.into(),
+                name: name.into(),
+            });
+        };
+        let meta = &pod.object["metadata"];
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        let (uid, rv) = (text(&meta["uid"]), text(&meta["resourceVersion"]));
+        let record_uid = match &patch.owner {
+            super::OwnerChange::Claim(record) => {
+                self.record_uid(namespace, record.as_str()).ok_or_else(|| {
+                    ClusterError::Rejected(format!(
+                        "no record {namespace}/{record} to claim the pod yet"
+                    ))
+                })?
+            }
+            _ => String::new(),
+        };
+        let body = super::kube::requests::metadata_patch(patch, &uid, &rv, &record_uid);
+        let bytes = serde_json::to_vec(&body).unwrap_or_default();
+        let kind = self.pods_kind();
+        self.world
+            .patch(&kind, namespace, name, false, PatchType::Strategic, &bytes, &write_params())
+            .map_err(|e| cluster_error(e, "pod", namespace, name))?;
+        self.world.reconcile();
+        self.world.nodes.probed();
+        Ok(())
+    }
+
+    async fn delete_daemonset(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+    ) -> Result<(), ClusterError> {
+        let kind = self.world.kind("apps", "v1", "daemonsets");
+        let params = DeleteParams {
+            uid: Some(uid.to_string()),
+            propagation: api::world::Propagation::Orphan,
+            ..DeleteParams::default()
+        };
+        self.world
+            .delete(&kind, namespace, name, &params)
+            .map_err(|e| cluster_error(e, "daemonset", namespace, name))?;
+        self.world.reconcile();
+        Ok(())
+    }
+
+    async fn apply_daemonset(
+        &mut self,
+        daemonset: &k8s_openapi::api::apps::v1::DaemonSet,
+    ) -> Result<(), ClusterError> {
+        let namespace = daemonset
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let name = daemonset.metadata.name.clone().unwrap_or_default();
+        let body = serde_json::to_vec(&super::kube::requests::daemonset_apply_body(daemonset))
+            .unwrap_or_default();
+        let kind = self.world.kind("apps", "v1", "daemonsets");
+        let params = WriteParams {
+            force: true,
+            ..write_params()
+        };
+        self.world
+            .patch(&kind, &namespace, &name, false, PatchType::Apply, &body, &params)
+            .map_err(|e| cluster_error(e, "daemonset", &namespace, &name))?;
+        self.world.reconcile();
+        self.world.nodes.probed();
+        Ok(())
+    }
+
+    async fn delete_record(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
+        let kind = self.records_kind()?;
+        let params = DeleteParams {
+            propagation: api::world::Propagation::Orphan,
+            ..DeleteParams::default()
+        };
+        self.world
+            .delete(&kind, namespace, name, &params)
+            .map_err(|e| cluster_error(e, "manageddaemonset", namespace, name))?;
+        self.world.reconcile();
+        Ok(())
     }
 
     async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {

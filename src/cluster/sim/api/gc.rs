@@ -9,7 +9,7 @@
 //! a collection looks only at them.
 
 use super::store::{ObjectKey, owner_uids};
-use super::world::{DeleteParams, FOREGROUND, World};
+use super::world::{DeleteParams, FOREGROUND, ORPHAN, World};
 use serde_json::Value;
 
 /// An owner as a dependent sees it.
@@ -63,6 +63,10 @@ fn look_at(w: &mut World, key: &ObjectKey, attempted: &mut std::collections::Has
     let Some(obj) = w.store.get(storage, ns, name).map(|e| e.object.clone()) else {
         return;
     };
+    if is_orphaning(&obj) {
+        finish_orphaning(w, key, &obj);
+        return;
+    }
     if is_foreground_deleting(&obj) {
         finish_foreground(w, key, &obj);
         return;
@@ -80,6 +84,35 @@ fn look_at(w: &mut World, key: &ObjectKey, attempted: &mut std::collections::Has
     }
     if let Some(kind) = w.registry.by_storage(storage) {
         let _ = w.delete(&kind, ns, name, &DeleteParams::default());
+    }
+}
+
+fn is_orphaning(obj: &Value) -> bool {
+    obj["metadata"]["deletionTimestamp"].is_string()
+        && obj["metadata"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|x| x == ORPHAN))
+}
+
+/// An owner deleted with orphan propagation: its dependents lose their reference to it, then
+/// its `orphan` finalizer goes (and it, when no other finalizer holds it).
+fn finish_orphaning(w: &mut World, key: &ObjectKey, owner: &Value) {
+    let uid = owner["metadata"]["uid"].as_str().unwrap_or_default().to_string();
+    orphan(w, &uid);
+    let (storage, ns, name) = key;
+    let Some(kind) = w.registry.by_storage(storage) else {
+        return;
+    };
+    let mut next = owner.clone();
+    if let Some(f) = next["metadata"]["finalizers"].as_array_mut() {
+        f.retain(|x| x != ORPHAN);
+    }
+    let done = next["metadata"]["finalizers"]
+        .as_array()
+        .is_none_or(|f| f.is_empty());
+    w.store.put(storage, next, None);
+    if done {
+        w.remove(&kind, ns, name);
     }
 }
 

@@ -248,7 +248,7 @@ impl Store {
         let foreground = object["metadata"]["deletionTimestamp"].is_string()
             && object["metadata"]["finalizers"]
                 .as_array()
-                .is_some_and(|f| f.iter().any(|x| x == "foregroundDeletion"));
+                .is_some_and(|f| f.iter().any(|x| x == "foregroundDeletion" || x == "orphan"));
         if dangling || foreground {
             self.gc_queue.insert(key.clone());
         }

@@ -18,6 +18,8 @@ const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 /// Finalizer of an owner waiting for its blocking dependents (foreground deletion).
 pub const FOREGROUND: &str = "foregroundDeletion";
+/// Finalizer of an owner whose dependents lose their reference to it before it goes.
+pub const ORPHAN: &str = "orphan";
 
 /// Options of a write (`?fieldManager=&dryRun=All&force=true`).
 #[derive(Debug, Clone, Default)]
@@ -544,6 +546,18 @@ impl World {
                 "the name of the object ({body_name}) does not match the name on the URL ({name})"
             )));
         }
+        let body_uid = str_at(&written, &["metadata", "uid"]);
+        let uid = str_at(&current, &["metadata", "uid"]);
+        if !body_uid.is_empty() && body_uid != uid {
+            return Err(ApiError::conflict(
+                &kind.plural,
+                &kind.group,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {body_uid}, UID in object meta: {uid}"
+                ),
+            ));
+        }
         let body_rv = str_at(&written, &["metadata", "resourceVersion"]);
         if !body_rv.is_empty() && body_rv != str_at(&current, &["metadata", "resourceVersion"]) {
             return Err(ApiError::conflict(
@@ -829,14 +843,20 @@ impl World {
         if meta["deletionTimestamp"].is_string() && !force_pod {
             return Ok(current);
         }
-        let uid = str_at(meta, &["uid"]).to_string();
-        if params.propagation == Propagation::Orphan {
-            super::gc::orphan(self, &uid);
-        }
         let mut finalizers: Vec<Value> = meta["finalizers"].as_array().cloned().unwrap_or_default();
-        if params.propagation == Propagation::Foreground && !finalizers.contains(&json!(FOREGROUND))
+        // As the API server does, the propagation policy becomes a finalizer the garbage
+        // collector works off: `orphan` (it clears the dependents' references first) or
+        // `foregroundDeletion` (it deletes them first).
+        let finalizer = match params.propagation {
+            Propagation::Foreground => Some(FOREGROUND),
+            Propagation::Orphan => Some(ORPHAN),
+            Propagation::Background => None,
+        };
+        if let Some(f) = finalizer
+            && !finalizers.contains(&json!(f))
+            && !force_pod
         {
-            finalizers.push(json!(FOREGROUND));
+            finalizers.push(json!(f));
         }
         let last = if !finalizers.is_empty() && !force_pod {
             let mut next = (*current).clone();
