@@ -10,10 +10,12 @@
 //! Per step and DaemonSet: deletes first, then creates in slow-start batches 1, 2, 4, 8, …
 //! (the batch sequence stops at the first failed create, as upstream's `syncNodes` does).
 
+mod handover;
 mod health;
 #[cfg(test)]
 mod tests;
 
+pub use handover::{Work, native_form};
 pub use health::{FailedNode, Health};
 
 use crate::cluster::{
@@ -51,6 +53,9 @@ pub struct ApplyOptions {
     /// DaemonSets whose newest source could not be used (their last good version is the
     /// desired one meanwhile), with why: the records' `SourceError` condition.
     pub source_errors: BTreeMap<Key, String>,
+    /// Write the record of a blocked DaemonSet, with its `Blocked` condition and an event
+    /// (`sync`, which keeps watching it); `apply` writes nothing for it.
+    pub record_blocked: bool,
 }
 
 impl Default for ApplyOptions {
@@ -65,6 +70,7 @@ impl Default for ApplyOptions {
             stop_after_writes: None,
             source: RecordSource::default(),
             source_errors: BTreeMap::new(),
+            record_blocked: false,
         }
     }
 }
@@ -84,6 +90,10 @@ pub enum Outcome {
     /// Some DaemonSets' rollouts wait at a manual pause for `daemonsync promote`; every
     /// other DaemonSet converged.
     AwaitingPromotion,
+    /// Some DaemonSets are blocked: another controller runs them (the built-in DaemonSet
+    /// controller) and their manifest chose neither to take them over nor to keep them
+    /// native; nothing was written for them, every other DaemonSet converged.
+    Blocked,
     /// The timeout passed first.
     TimedOut,
     /// Nothing is left to do and nothing will change, yet the rollout is not complete.
@@ -132,6 +142,11 @@ pub struct ApplyReport {
     pub orphans: Vec<Orphan>,
     /// `namespace/name` of the DaemonSets that halted.
     pub halted: Vec<String>,
+    /// `namespace/name` of the DaemonSets halted because the cluster's admission refused
+    /// their pods (Pod Security, a webhook, a quota), with the refusal.
+    pub refused: Vec<(String, String)>,
+    /// `namespace/name` of the blocked DaemonSets, with why.
+    pub blocked: Vec<(String, String)>,
     /// `namespace/name` of the DaemonSets left alone because their record is paused.
     pub paused: Vec<String>,
     /// `namespace/name` of the DaemonSets whose rollout waits at a manual pause.
@@ -305,6 +320,13 @@ pub struct Assessment<'d> {
     pub awaiting: BTreeSet<Key>,
     /// `--prune` would remove several DaemonSets without `--allow-mass-prune`: their names.
     pub mass_prune: Option<Vec<String>>,
+    /// DaemonSets another controller runs, with why: nothing is written for them.
+    pub blocked: BTreeMap<Key, String>,
+    /// DaemonSets halted because the cluster's admission refused their pods, with the
+    /// refusal and what to do.
+    pub refused: BTreeMap<Key, String>,
+    /// The handover writes of this round, by DaemonSet (their step waits for the next).
+    pub handovers: BTreeMap<Key, Work>,
     specs: Specs<'d>,
 }
 
@@ -401,6 +423,25 @@ pub fn assess<'d>(
             .map(|o| format!("{}/{}", o.namespace, o.name))
             .collect()
     });
+    let blocked = plan
+        .daemonsets
+        .iter()
+        .filter_map(|ds| match &ds.ownership.handover {
+            plan::Handover::Blocked { why } => {
+                Some(((ds.namespace.clone(), ds.name.clone()), why.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    let handovers = plan
+        .daemonsets
+        .iter()
+        .filter_map(|ds| {
+            let key = (ds.namespace.clone(), ds.name.clone());
+            let (desired, _) = specs.get(&key)?;
+            handover::work(ds, desired, &state.observed).map(|w| (key, w))
+        })
+        .collect();
     Assessment {
         plan,
         health,
@@ -409,6 +450,9 @@ pub fn assess<'d>(
         paused,
         awaiting,
         mass_prune,
+        blocked,
+        refused: BTreeMap::new(),
+        handovers,
         specs,
     }
 }
@@ -417,7 +461,52 @@ impl Assessment<'_> {
     /// Whether the executor may write pods for this DaemonSet (neither halted nor paused).
     pub fn is_active(&self, namespace: &str, name: &str) -> bool {
         let key = (namespace.to_string(), name.to_string());
-        !self.halted.contains(&key) && !self.paused.contains(&key)
+        !self.halted.contains(&key)
+            && !self.paused.contains(&key)
+            && !self.blocked.contains_key(&key)
+    }
+
+    /// The handovers of the active DaemonSets.
+    fn active_handovers(&self) -> impl Iterator<Item = (&Key, &Work)> {
+        self.handovers
+            .iter()
+            .filter(|(k, _)| self.is_active(&k.0, &k.1))
+    }
+
+    /// Halts the DaemonSets whose pods the cluster's admission refused for their current
+    /// revision (the executor remembers the refusals: no pod was created to show them).
+    pub fn refused_by_admission(&mut self, refusals: &BTreeMap<Key, (String, String)>) {
+        for ds in &mut self.plan.daemonsets {
+            let key = (ds.namespace.clone(), ds.name.clone());
+            let Some((revision, why)) = refusals.get(&key) else {
+                continue;
+            };
+            if *revision != ds.revision {
+                continue;
+            }
+            if let Some(r) = &mut ds.rollout {
+                r.phase = plan::Phase::Halted;
+                r.pause = None;
+            }
+            self.halted.insert(key.clone());
+            self.refused.insert(key, why.clone());
+        }
+    }
+
+    /// `namespace/name` and why of the blocked DaemonSets.
+    pub fn blocked_names(&self) -> Vec<(String, String)> {
+        self.blocked
+            .iter()
+            .map(|((ns, n), why)| (format!("{ns}/{n}"), why.clone()))
+            .collect()
+    }
+
+    /// `namespace/name` and the refusal of the DaemonSets admission refused.
+    pub fn refused_names(&self) -> Vec<(String, String)> {
+        self.refused
+            .iter()
+            .map(|((ns, n), why)| (format!("{ns}/{n}"), why.clone()))
+            .collect()
     }
 
     /// The orphans' pods `--prune` deletes (none while a mass prune is refused).
@@ -437,6 +526,7 @@ impl Assessment<'_> {
             .daemonsets
             .iter()
             .any(|ds| !ds.step.is_empty() && self.is_active(&ds.namespace, &ds.name))
+            || self.active_handovers().next().is_some()
             || !self.prune_pods(opts).is_empty()
     }
 
@@ -507,6 +597,10 @@ pub struct Acted {
 pub struct Executor {
     counts: Counts,
     announced: BTreeSet<Key>,
+    /// Blocked DaemonSets whose `Blocked` event was recorded.
+    announced_blocked: BTreeSet<Key>,
+    /// Pods the cluster's admission refused, by DaemonSet: the revision and the refusal.
+    refused: BTreeMap<Key, (String, String)>,
     /// The write log, when kept (`apply`; a long-running `sync` keeps none).
     log: Option<Vec<Write>>,
 }
@@ -523,6 +617,19 @@ impl Executor {
     /// The writes so far, in order, if a log is kept.
     pub fn writes(&self) -> &[Write] {
         self.log.as_deref().unwrap_or_default()
+    }
+
+    /// [`assess`], with what this executor learned writing: DaemonSets whose pods the
+    /// cluster's admission refused halt (for the revision refused).
+    pub fn assess<'d>(
+        &self,
+        desired: &'d [Desired],
+        state: &ClusterState,
+        opts: &ApplyOptions,
+    ) -> Assessment<'d> {
+        let mut a = assess(desired, state, opts);
+        a.refused_by_admission(&self.refused);
+        a
     }
 
     /// Writes the record statuses, announces new halts, and executes the next step of the
@@ -543,6 +650,12 @@ impl Executor {
         for key in &a.halted {
             if self.announced.insert(key.clone()) {
                 announce_halt(cluster, a, key).await;
+            }
+        }
+        self.announced_blocked.retain(|k| a.blocked.contains_key(k));
+        for (key, why) in &a.blocked {
+            if opts.record_blocked && self.announced_blocked.insert(key.clone()) {
+                announce_blocked(cluster, key, why).await;
             }
         }
         if acted
@@ -567,7 +680,19 @@ impl Executor {
             time: state.now,
             entries: self.log.as_mut(),
         };
-        match execute(cluster, a, state, &prune, opts, &mut self.counts, &mut log).await {
+        let refusals = &mut self.refused;
+        match execute(
+            cluster,
+            a,
+            state,
+            &prune,
+            opts,
+            &mut self.counts,
+            &mut log,
+            refusals,
+        )
+        .await
+        {
             Ok(Executed::Done) => {}
             Ok(Executed::Interrupted) => acted.interrupted = true,
             Err(e) => {
@@ -590,13 +715,16 @@ fn active_steps<'a>(a: &'a Assessment<'_>) -> impl Iterator<Item = &'a plan::Dae
 /// One `RolloutHalted` warning per halted DaemonSet, naming its failing nodes (events are
 /// best effort: a failure is logged, never stops the rollout of the others).
 async fn announce_halt<C: Cluster>(cluster: &mut C, a: &Assessment<'_>, key: &Key) {
-    let failed: Vec<String> = a
-        .health
-        .failed
-        .iter()
-        .filter(|f| f.namespace == key.0 && f.daemonset == key.1)
-        .map(|f| format!("pod {} on node {}: {}", f.pod, f.node, f.reason))
-        .collect();
+    let failed: Vec<String> = match a.refused.get(key) {
+        Some(why) => vec![why.clone()],
+        None => a
+            .health
+            .failed
+            .iter()
+            .filter(|f| f.namespace == key.0 && f.daemonset == key.1)
+            .map(|f| format!("pod {} on node {}: {}", f.pod, f.node, f.reason))
+            .collect(),
+    };
     tracing::warn!(
         daemonset = %format!("{}/{}", key.0, key.1),
         nodes = failed.len(),
@@ -612,6 +740,25 @@ async fn announce_halt<C: Cluster>(cluster: &mut C, a: &Assessment<'_>, key: &Ke
     };
     if let Err(e) = cluster.emit_event(event).await {
         tracing::warn!(error = %e, "could not record the RolloutHalted event");
+    }
+}
+
+/// One `Blocked` warning per blocked DaemonSet on its record (events are best effort).
+async fn announce_blocked<C: Cluster>(cluster: &mut C, key: &Key, why: &str) {
+    tracing::warn!(
+        daemonset = %format!("{}/{}", key.0, key.1),
+        why,
+        "blocked: nothing is written for this DaemonSet"
+    );
+    let event = Event {
+        namespace: key.0.clone(),
+        name: key.1.clone(),
+        type_: EventType::Warning,
+        reason: "Blocked".into(),
+        message: why.chars().take(1000).collect(),
+    };
+    if let Err(e) = cluster.emit_event(event).await {
+        tracing::warn!(error = %e, "could not record the Blocked event");
     }
 }
 
@@ -639,7 +786,7 @@ pub async fn apply<C: Cluster>(
     let mut failing_status = 0;
     loop {
         let now = state.now;
-        let a = assess(desired, &state, opts);
+        let a = executor.assess(desired, &state, opts);
         progress.update(&ProgressUpdate {
             step: executor.counts.steps,
             elapsed: now.duration_since(started),
@@ -657,6 +804,8 @@ pub async fn apply<C: Cluster>(
             failed: a.health.failed.clone(),
             node_problems: a.health.node_problems.clone(),
             halted: a.halted_names(),
+            refused: a.refused_names(),
+            blocked: a.blocked_names(),
             paused: a.paused_names(),
             awaiting: a.awaiting_names(),
             writes: Vec::new(),
@@ -734,6 +883,8 @@ pub async fn apply<C: Cluster>(
             }
             let outcome = if !a.halted.is_empty() {
                 Outcome::Halted
+            } else if !a.blocked.is_empty() {
+                Outcome::Blocked
             } else if !a.paused.is_empty() {
                 Outcome::Paused
             } else if !a.awaiting.is_empty() {
@@ -839,7 +990,7 @@ struct Counts {
 /// pod the plan saw.
 async fn update_in_place<C: Cluster>(
     cluster: &mut C,
-    revision: &str,
+    labels: &BTreeMap<String, String>,
     u: &plan::InPlaceUpdate,
 ) -> Result<(), ClusterError> {
     let Some(detail) = u.detail.as_deref() else {
@@ -890,7 +1041,7 @@ async fn update_in_place<C: Cluster>(
     let patch = crate::cluster::ImagePatch {
         resource_version,
         images,
-        labels: [(REVISION_HASH_LABEL.to_string(), revision.to_string())].into(),
+        labels: labels.clone(),
     };
     let patched = cluster
         .patch_pod_images(&u.namespace, &u.name, &patch)
@@ -914,6 +1065,7 @@ enum Executed {
 
 /// Executes one step: for every active DaemonSet, its deletes, then its creates in
 /// slow-start batches; then the prune deletes.
+#[allow(clippy::too_many_arguments)]
 async fn execute<C: Cluster>(
     cluster: &mut C,
     a: &Assessment<'_>,
@@ -922,14 +1074,45 @@ async fn execute<C: Cluster>(
     opts: &ApplyOptions,
     counts: &mut Counts,
     log: &mut Log<'_>,
+    refusals: &mut BTreeMap<Key, (String, String)>,
 ) -> Result<Executed, ClusterError> {
     let interrupted = |counts: &Counts| {
         opts.stop_after_writes
             .is_some_and(|n| counts.creates + counts.deletes + counts.in_place >= n)
     };
     let mut first_error = None;
+    // Handovers first; a DaemonSet's step waits for the next round after its handover.
+    for (key, work) in a.active_handovers() {
+        if first_error.as_ref().is_some_and(ClusterError::stops_step) {
+            break;
+        }
+        let (Some(ds), Some((desired, _))) = (
+            a.plan
+                .daemonsets
+                .iter()
+                .find(|d| d.namespace == key.0 && d.name == key.1),
+            a.specs.get(key),
+        ) else {
+            continue;
+        };
+        let written = async {
+            cluster
+                .ensure_record(&desired.daemonset, &opts.source)
+                .await?;
+            handover::execute(cluster, ds, work, log).await
+        };
+        if let Err(e) = written.await {
+            keep_forbidden(&mut first_error, e);
+        }
+        if interrupted(counts) {
+            return Ok(Executed::Interrupted);
+        }
+    }
     for ds in active_steps(a) {
-        if ds.step.is_empty() {
+        if ds.step.is_empty()
+            || a.handovers
+                .contains_key(&(ds.namespace.clone(), ds.name.clone()))
+        {
             continue;
         }
         if first_error.as_ref().is_some_and(ClusterError::stops_step) {
@@ -969,6 +1152,10 @@ async fn execute<C: Cluster>(
             .rollout
             .as_ref()
             .map_or_else(|| "Rollout".to_string(), |r| r.phase.to_string());
+        // Native: the built-in controller creates the new pods (and with its own
+        // RollingUpdate, deletes the old ones too).
+        let native = ds.ownership.mode == plan::Mode::Native;
+        let controller_rolls = native && ds.ownership.builtin_rollout;
         let (mut created, mut deleted, mut failed_pods) = (Vec::new(), Vec::new(), Vec::new());
         let mut create_error = None;
         // Readiness gates of pods whose containers all run their images and are ready.
@@ -1030,11 +1217,21 @@ async fn execute<C: Cluster>(
             }
         }
         let mut updated = Vec::new();
+        // The revision labels an updated pod takes: daemonsync's, or in native mode those of
+        // the built-in controller's current revision (which it then counts as updated).
+        let in_place_labels = if native {
+            native_revision_labels(&state.observed, ds)
+        } else {
+            Some([(REVISION_HASH_LABEL.to_string(), ds.revision.clone())].into())
+        };
         for u in &ds.step.in_place {
             if first_error.as_ref().is_some_and(ClusterError::stops_step) {
                 break;
             }
-            match update_in_place(cluster, &ds.revision, u).await {
+            let Some(labels) = &in_place_labels else {
+                break;
+            };
+            match update_in_place(cluster, labels, u).await {
                 Ok(()) => {
                     counts.in_place += 1;
                     let from = &u.from_revision;
@@ -1055,7 +1252,7 @@ async fn execute<C: Cluster>(
                 return Ok(Executed::Interrupted);
             }
         }
-        for d in &ds.step.delete {
+        for d in ds.step.delete.iter().filter(|_| !controller_rolls) {
             match cluster.delete_pod(&d.namespace, &d.name).await {
                 Ok(()) | Err(ClusterError::NotFound { .. }) => {
                     counts.deletes += 1;
@@ -1102,6 +1299,7 @@ async fn execute<C: Cluster>(
                     .iter()
                     .flat_map(|(d, s)| ds.step.create_stable.iter().map(move |n| (n, *d, s))),
             )
+            .filter(|_| !native)
             .collect();
         let mut batch = 1;
         let mut next = 0;
@@ -1127,6 +1325,15 @@ async fn execute<C: Cluster>(
                     Err(e) => {
                         failed = true;
                         create_error.get_or_insert_with(|| e.to_string());
+                        if let ClusterError::Refused(why) = &e {
+                            // The DaemonSet's pods are at fault, not the client: it halts,
+                            // the others go on.
+                            refusals.insert(
+                                (ds.namespace.clone(), ds.name.clone()),
+                                (ds.revision.clone(), admission_hint(why, &ds.namespace)),
+                            );
+                            break 'batches;
+                        }
                         let forbidden = e.stops_step();
                         keep_forbidden(&mut first_error, e);
                         if forbidden {
@@ -1237,6 +1444,67 @@ async fn execute<C: Cluster>(
     }
 }
 
+/// The refusal of a pod by the cluster's admission, with what to do about it: the
+/// namespace's Pod Security level, the webhook that denied it, or the quota.
+fn admission_hint(message: &str, namespace: &str) -> String {
+    let hint = if message.contains("violates PodSecurity") {
+        format!(
+            "namespace {namespace} enforces this Pod Security level \
+             (pod-security.kubernetes.io/enforce): change the template, or label the namespace \
+             with a level the DaemonSet meets"
+        )
+    } else if let Some(rest) = message.split("admission webhook \"").nth(1) {
+        let webhook = rest.split('"').next().unwrap_or_default();
+        format!(
+            "the validating webhook {webhook} denied it: its policy decides (kubectl get \
+             validatingwebhookconfigurations)"
+        )
+    } else if message.contains("exceeded quota") {
+        format!(
+            "a ResourceQuota of namespace {namespace} is used up (kubectl describe \
+             resourcequota -n {namespace})"
+        )
+    } else {
+        "the cluster's admission refused it".to_string()
+    };
+    format!("{message}; {hint}")
+}
+
+/// The revision labels a native DaemonSet's pod takes when updated in place: the hash of the
+/// built-in controller's current ControllerRevision and the template generation; `None`
+/// until the controller has made that revision.
+fn native_revision_labels(
+    observed: &plan::Observed,
+    ds: &plan::DaemonSetPlan,
+) -> Option<BTreeMap<String, String>> {
+    let live = observed.daemonsets.iter().find(|d| {
+        d.metadata.namespace.as_deref().unwrap_or("default") == ds.namespace
+            && d.metadata.name.as_deref() == Some(ds.name.as_str())
+    })?;
+    let uid = live.metadata.uid.as_deref()?;
+    let generation = live
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(crate::model::TEMPLATE_GENERATION_ANNOTATION)?
+        .clone();
+    let current = observed
+        .revisions
+        .iter()
+        .filter(|r| r.controller.as_ref().is_some_and(|o| o.uid == uid))
+        .max_by_key(|r| r.revision)?;
+    Some(
+        [
+            (REVISION_HASH_LABEL.to_string(), current.hash.clone()),
+            (
+                crate::model::TEMPLATE_GENERATION_LABEL.to_string(),
+                generation,
+            ),
+        ]
+        .into(),
+    )
+}
+
 /// Keeps the first error of a step, unless a refusal (or a stop) comes later: that one
 /// decides.
 fn keep_forbidden(first: &mut Option<ClusterError>, e: ClusterError) {
@@ -1268,12 +1536,18 @@ async fn write_statuses<C: Cluster>(
     let mut first_error = None;
     for ds in &a.plan.daemonsets {
         let key = (ds.namespace.clone(), ds.name.clone());
-        let halted = a
-            .health
-            .failed
-            .iter()
-            .find(|f| f.namespace == ds.namespace && f.daemonset == ds.name)
-            .map(|f| format!("pod {} on node {}: {}", f.pod, f.node, f.reason));
+        let blocked = a.blocked.get(&key).cloned();
+        if blocked.is_some() && !opts.record_blocked {
+            // `apply` writes nothing for a DaemonSet another controller runs.
+            continue;
+        }
+        let halted = a.refused.get(&key).cloned().or_else(|| {
+            a.health
+                .failed
+                .iter()
+                .find(|f| f.namespace == ds.namespace && f.daemonset == ds.name)
+                .map(|f| format!("pod {} on node {}: {}", f.pod, f.node, f.reason))
+        });
         let current = state
             .records
             .iter()
@@ -1282,6 +1556,7 @@ async fn write_statuses<C: Cluster>(
         // A complete rollout makes its DaemonSet the stable one that nodes held back by the
         // next rollout run.
         let complete = ds.step.is_empty()
+            && blocked.is_none()
             && ds.status.updated_number_scheduled == ds.status.desired_number_scheduled
             && ds.status.number_available == ds.status.desired_number_scheduled
             && ds.status.number_misscheduled == 0;
@@ -1301,6 +1576,7 @@ async fn write_statuses<C: Cluster>(
                 progress: r.progress.clone(),
             }),
             stable,
+            blocked,
         };
         if current == Some(&status) {
             continue;

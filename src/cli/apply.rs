@@ -149,6 +149,7 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
         stop_after_writes: None,
         source: record,
         source_errors: Default::default(),
+        record_blocked: false,
     };
     if !args.dry_run {
         let names: Vec<&str> = desired
@@ -180,8 +181,13 @@ fn exit_code(report: &ApplyReport, daemonsets: usize) -> i32 {
         Outcome::Converged | Outcome::DryRun => EXIT_OK,
         Outcome::Paused => EXIT_PAUSED,
         Outcome::AwaitingPromotion => EXIT_AWAITING_PROMOTION,
+        // The cluster refuses a DaemonSet's pods: it cannot converge until the policy or
+        // the template changes, whatever the others did.
+        Outcome::Halted if !report.refused.is_empty() => EXIT_HALTED,
         // Others converged beside the halted ones: a partial apply, an error to look at.
         Outcome::Halted if report.halted.len() < daemonsets => super::EXIT_ERROR,
+        // Nothing was written for a DaemonSet another controller runs: an error to look at.
+        Outcome::Blocked => super::EXIT_ERROR,
         _ => EXIT_HALTED,
     }
 }
@@ -363,6 +369,22 @@ pub(crate) fn render_report(
                 r.failed.len(),
             )
         }
+        Outcome::Halted if !r.refused.is_empty() => {
+            let refused: Vec<String> = r
+                .refused
+                .iter()
+                .map(|(ds, why)| format!("{ds}: {why}"))
+                .collect();
+            format!(
+                "Halted after {time}: the cluster refuses the pods of {}{}. {totals}.",
+                refused.join("; "),
+                if r.halted.len() < r.plan.daemonsets.len() {
+                    "; every other DaemonSet converged"
+                } else {
+                    ""
+                },
+            )
+        }
         Outcome::Halted => format!(
             "Halted after {time}: new pods of {} stayed unavailable past the progress deadline \
              ({:#}) on {} node(s); nothing more of {} was replaced{}. {totals}.",
@@ -376,6 +398,18 @@ pub(crate) fn render_report(
                 ""
             },
         ),
+        Outcome::Blocked => {
+            let blocked: Vec<String> = r
+                .blocked
+                .iter()
+                .map(|(ds, why)| format!("{ds}: {why}"))
+                .collect();
+            format!(
+                "Converged in {time}, except what another controller runs; nothing was written \
+                 for it: {}. {totals}.",
+                blocked.join("; ")
+            )
+        }
         Outcome::Paused => format!(
             "Converged in {time}, except {}: paused by daemonsync.io/paused on the record, left \
              alone (`kubectl annotate manageddaemonset NAME daemonsync.io/paused-` resumes). \

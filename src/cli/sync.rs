@@ -180,6 +180,8 @@ impl SyncArgs {
                 policy: Policy::default(),
                 timeout: None,
                 stop_after_writes: None,
+                // The daemon keeps watching a blocked DaemonSet: its record says so.
+                record_blocked: true,
                 ..ApplyOptions::default()
             },
             leader,

@@ -154,6 +154,9 @@ pub struct RecordStatus {
     /// The DaemonSet the last complete rollout reached (`status.stable`): the revision nodes
     /// held back by a rollout policy run.
     pub stable: Option<serde_json::Value>,
+    /// Why nothing is written for the DaemonSet (another controller runs it): the `Blocked`
+    /// condition.
+    pub blocked: Option<String>,
 }
 
 impl RecordStatus {
@@ -178,6 +181,11 @@ impl RecordStatus {
                 .map(|c| c.message.clone()),
             rollout: status.rollout.clone(),
             stable: status.stable.clone(),
+            blocked: status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "Blocked" && c.status == "True")
+                .map(|c| c.message.clone()),
         }
     }
 }

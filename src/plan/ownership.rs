@@ -262,6 +262,17 @@ pub enum Handover {
     ApplyNative,
     /// Going native: the record's pods are handed to the built-in controller first.
     Release,
+    /// Native: pods the built-in controller adopted that run its current template take the
+    /// hash of its ControllerRevision and the template generation, so that it counts them
+    /// as updated (no restart).
+    Relabel {
+        /// The pods, by name.
+        pods: Vec<String>,
+        /// The ControllerRevision's hash.
+        hash: String,
+        /// The DaemonSet's template generation.
+        generation: i64,
+    },
 }
 
 impl Handover {
@@ -373,6 +384,36 @@ fn equivalent_hashes<'a>(i: &'a Inputs<'_>) -> Vec<&'a str> {
         .collect()
 }
 
+/// Native: the pods the live DaemonSet owns that run git's template under daemonsync's
+/// revision label (released to it, or adopted) and lack its ControllerRevision's hash.
+fn relabel(i: &Inputs<'_>, live: &DaemonSet, equivalent: &[&str]) -> Option<Handover> {
+    let uid = live.metadata.uid.as_deref()?;
+    let current = i
+        .revisions
+        .iter()
+        .filter(|r| r.controller.as_ref().is_some_and(|o| o.uid == uid))
+        .filter(|r| equivalent.contains(&r.hash.as_str()))
+        .max_by_key(|r| r.revision)?;
+    let generation: i64 = live
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(crate::model::TEMPLATE_GENERATION_ANNOTATION)?
+        .parse()
+        .ok()?;
+    let mut pods: Vec<String> = selected(i)
+        .filter(|p| p.controller.as_ref().is_some_and(|o| o.uid == uid))
+        .filter(|p| p.revision_hash() == Some(i.spec.revision.as_str()))
+        .map(|p| p.name.clone())
+        .collect();
+    pods.sort();
+    (!pods.is_empty()).then(|| Handover::Relabel {
+        pods,
+        hash: current.hash.clone(),
+        generation,
+    })
+}
+
 /// Decides a DaemonSet's ownership and handover.
 pub(crate) fn decide(i: &Inputs<'_>) -> Ownership {
     let live = i.live.filter(|l| l.metadata.deletion_timestamp.is_none());
@@ -407,7 +448,8 @@ pub(crate) fn decide(i: &Inputs<'_>) -> Ownership {
         let handover = if ours > 0 {
             Handover::Release
         } else {
-            Handover::ApplyNative
+            live.and_then(|l| relabel(i, l, &hashes))
+                .unwrap_or(Handover::ApplyNative)
         };
         return ownership(handover, (0, 0));
     }

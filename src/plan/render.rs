@@ -188,12 +188,21 @@ pub fn pod_for_node(ds: &DaemonSet, spec: &DaemonSetSpec, node: &str, owner: &Po
         labels.insert(MANAGED_BY_LABEL.to_string(), MANAGED_BY_VALUE.to_string());
     }
 
+    let mut annotations = template_meta.and_then(|m| m.annotations.clone());
+    if owner.is_record() {
+        // Cluster Autoscaler counts a pod of an unknown controller as a DaemonSet pod only
+        // with this annotation (else it never scales the node down).
+        annotations.get_or_insert_with(Default::default).insert(
+            crate::plan::ownership::AUTOSCALER_DAEMONSET_POD.to_string(),
+            "true".to_string(),
+        );
+    }
     Pod {
         metadata: ObjectMeta {
             generate_name: Some(pod_name_prefix(&spec.name)),
             namespace: Some(spec.namespace.clone()),
             labels: Some(labels),
-            annotations: template_meta.and_then(|m| m.annotations.clone()),
+            annotations,
             finalizers: template_meta.and_then(|m| m.finalizers.clone()),
             owner_references: Some(vec![owner.controller_reference()]),
             ..ObjectMeta::default()
@@ -262,6 +271,13 @@ pub fn pre_pull_pod(
             generate_name: Some(format!("{}pre-pull-", pod_name_prefix(&spec.name))),
             namespace: Some(spec.namespace.clone()),
             labels: Some(labels),
+            annotations: Some(
+                [(
+                    crate::plan::ownership::AUTOSCALER_DAEMONSET_POD.to_string(),
+                    "true".to_string(),
+                )]
+                .into(),
+            ),
             owner_references: Some(vec![owner.controller_reference()]),
             ..ObjectMeta::default()
         },

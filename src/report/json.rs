@@ -18,6 +18,12 @@ pub fn to_json(plan: &Plan) -> String {
 /// An apply's report as pretty-printed JSON (`daemonsync apply -o json`): how it ended, the
 /// cluster time it took, every write in order, and the plan of the final state.
 pub fn apply_to_json(r: &ApplyReport) -> String {
+    /// A DaemonSet and why (blocked, refused).
+    #[derive(serde::Serialize)]
+    struct Named<'a> {
+        daemonset: &'a str,
+        why: &'a str,
+    }
     #[derive(serde::Serialize)]
     #[serde(rename_all = "camelCase")]
     struct Report<'a> {
@@ -32,6 +38,10 @@ pub fn apply_to_json(r: &ApplyReport) -> String {
         deletes: usize,
         in_place: usize,
         halted: &'a [String],
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        refused: Vec<Named<'a>>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        blocked: Vec<Named<'a>>,
         paused: &'a [String],
         awaiting_promotion: &'a [String],
         writes: &'a [crate::apply::Write],
@@ -45,6 +55,7 @@ pub fn apply_to_json(r: &ApplyReport) -> String {
             Outcome::Halted => "Halted",
             Outcome::Paused => "Paused",
             Outcome::AwaitingPromotion => "AwaitingPromotion",
+            Outcome::Blocked => "Blocked",
             Outcome::TimedOut => "TimedOut",
             Outcome::Stalled => "Stalled",
             Outcome::Interrupted => "Interrupted",
@@ -58,6 +69,16 @@ pub fn apply_to_json(r: &ApplyReport) -> String {
         deletes: r.deletes,
         in_place: r.in_place,
         halted: &r.halted,
+        refused: r
+            .refused
+            .iter()
+            .map(|(daemonset, why)| Named { daemonset, why })
+            .collect(),
+        blocked: r
+            .blocked
+            .iter()
+            .map(|(daemonset, why)| Named { daemonset, why })
+            .collect(),
         paused: &r.paused,
         awaiting_promotion: &r.awaiting,
         writes: &r.writes,

@@ -11,7 +11,7 @@ use super::http::{self, HttpState, Readiness, Webhook};
 use super::leader::{LeaderOptions, Leadership};
 use super::metrics::{Metrics, PodVerb, ReconcileResult};
 use super::source::{Change, Follower, InEffect};
-use crate::apply::{ApplyOptions, Executor, Key, assess};
+use crate::apply::{ApplyOptions, Executor, Key};
 use crate::cluster::kube::{KubeCluster, KubeOptions, adoption_selectors};
 use crate::cluster::{Cluster, ClusterError, ClusterState, Event, RecordSource, RecordStatus};
 use crate::manifest::LoadOptions;
@@ -583,7 +583,7 @@ impl Reconciler {
         let mut opts = self.apply.clone();
         opts.source = effect.record.clone();
         opts.source_errors = effect.source_errors();
-        let a = assess(&effect.desired, &state, &opts);
+        let a = self.executor.assess(&effect.desired, &state, &opts);
         let mut seen = BTreeSet::new();
         for ds in &a.plan.daemonsets {
             let key = (ds.namespace.clone(), ds.name.clone());

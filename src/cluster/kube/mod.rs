@@ -458,8 +458,7 @@ impl KubeCluster {
         let deletes = std::mem::take(&mut self.expected.deletes);
         let updates = std::mem::take(&mut self.expected.updates);
         let daemonsets = std::mem::take(&mut self.expected.daemonsets);
-        if creates.is_empty() && deletes.is_empty() && updates.is_empty() && daemonsets.is_empty()
-        {
+        if creates.is_empty() && deletes.is_empty() && updates.is_empty() && daemonsets.is_empty() {
             return;
         }
         let met = move |s: &cache::State| {
@@ -650,10 +649,8 @@ impl Cluster for KubeCluster {
             .clone()
             .unwrap_or_else(|| "default".into());
         let name = daemonset.metadata.name.clone().unwrap_or_default();
-        let spec = ManagedDaemonSetSpec {
-            daemon_set: serde_json::to_value(daemonset).unwrap_or_default(),
-            source: Some(source.clone()),
-        };
+        let spec = ManagedDaemonSetSpec::of(daemonset, source);
+        let managed = spec.mode.as_deref() == Some("managed");
         let unchanged = {
             let s = self.cache.lock();
             s.records
@@ -665,10 +662,13 @@ impl Cluster for KubeCluster {
             return Ok(());
         }
         let api: Api<ManagedDaemonSet> = Api::namespaced(self.client.clone(), &namespace);
+        let templates: Api<k8s_openapi::api::core::v1::PodTemplate> =
+            Api::namespaced(self.client.clone(), &namespace);
         let target = self.target.clone();
         let record = ManagedDaemonSet::new(&name, spec);
         let cache = Arc::clone(&self.cache);
         let key = (namespace.clone(), name.clone());
+        let daemonset = daemonset.clone();
         self.run(async move {
             let params = PatchParams::apply(&target.field_manager).force();
             let patch = Patch::Apply(&record);
@@ -684,6 +684,21 @@ impl Cluster for KubeCluster {
             // The uid is what pods will name, and the spec what the next call compares
             // with: wait until the watch shows this write (an existing record keeps its uid).
             let uid = written.metadata.uid.unwrap_or_default();
+            if managed {
+                // Cluster Autoscaler's scale-up simulation counts this DaemonSet's overhead on
+                // new nodes from a PodTemplate labelled as a DaemonSet pod's.
+                let body = requests::pod_template_body(&daemonset, &uid);
+                let patch = Patch::Apply(&body);
+                with_retries(|| templates.patch(&name, &params, &patch))
+                    .await
+                    .map_err(|e| {
+                        refused(
+                            &target,
+                            &format!("cannot write the PodTemplate of {namespace}/{name}: "),
+                            &e,
+                        )
+                    })?;
+            }
             let spec = written.spec.daemon_set;
             let wait = cache.wait_until(|s| {
                 s.records
@@ -1221,6 +1236,31 @@ pub mod requests {
             metadata["annotations"] = serde_json::json!(patch.annotations);
         }
         serde_json::json!({"metadata": metadata})
+    }
+
+    /// The PodTemplate daemonsync keeps beside a managed DaemonSet's record (named after it,
+    /// owned by the record so it goes with it): its pod template, labelled as a DaemonSet
+    /// pod's for Cluster Autoscaler.
+    pub fn pod_template_body(ds: &DaemonSet, record_uid: &str) -> serde_json::Value {
+        let name = ds.metadata.name.clone().unwrap_or_default();
+        let template = ds
+            .spec
+            .as_ref()
+            .map(|s| s.template.clone())
+            .unwrap_or_default();
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "PodTemplate",
+            "metadata": {
+                "name": name,
+                "labels": {
+                    crate::plan::ownership::AUTOSCALER_DAEMONSET_POD: "true",
+                    crate::model::MANAGED_BY_LABEL: crate::model::MANAGED_BY_VALUE,
+                },
+                "ownerReferences": [{"apiVersion": RECORD_API_VERSION, "kind": RECORD_KIND,
+                                     "name": name, "uid": record_uid}],
+            },
+            "template": template,
+        })
     }
 
     /// A DaemonSet as server-side applied: `apiVersion` and `kind` set, no status, no

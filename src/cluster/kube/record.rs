@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name": "AVAILABLE", "type": "integer", "jsonPath": ".status.numberAvailable"}"#,
     printcolumn = r#"{"name": "MISSCHEDULED", "type": "integer", "jsonPath": ".status.numberMisscheduled"}"#,
     printcolumn = r#"{"name": "REVISION", "type": "string", "jsonPath": ".status.currentRevision"}"#,
+    printcolumn = r#"{"name": "MODE", "type": "string", "jsonPath": ".spec.mode"}"#,
     printcolumn = r#"{"name": "AGE", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -41,6 +42,26 @@ pub struct ManagedDaemonSetSpec {
     /// Where the DaemonSet was read from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<RecordSource>,
+    /// Who runs its pods: `managed` (this record owns them) or `native` (the built-in
+    /// controller's apps/v1 DaemonSet does, paced by daemonsync).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+}
+
+impl ManagedDaemonSetSpec {
+    /// The spec of the record of `daemonset` from `source`.
+    pub fn of(daemonset: &k8s_openapi::api::apps::v1::DaemonSet, source: &RecordSource) -> Self {
+        ManagedDaemonSetSpec {
+            daemon_set: serde_json::to_value(daemonset).unwrap_or_default(),
+            source: Some(source.clone()),
+            mode: Some(
+                crate::plan::ownership::Choice::of(daemonset)
+                    .mode
+                    .as_str()
+                    .to_string(),
+            ),
+        }
+    }
 }
 
 /// Where a managed DaemonSet was read from.
@@ -329,6 +350,16 @@ impl ManagedDaemonSetStatus {
         written.set_halted(status.halted.as_deref(), previous, now);
         written.set_paused(status.paused, previous, now);
         written.set_source_error(status.source_error.as_deref(), previous, now);
+        written.set_flag(
+            previous,
+            now,
+            "Blocked",
+            status
+                .blocked
+                .as_deref()
+                .map(|why| ("BuiltinController", why.to_string())),
+            ("Unblocked", "daemonsync drives this DaemonSet"),
+        );
         written.rollout = status.rollout.clone();
         written.stable = status.stable.clone();
         written
@@ -438,6 +469,7 @@ mod tests {
                 "AVAILABLE",
                 "MISSCHEDULED",
                 "REVISION",
+                "MODE",
                 "AGE"
             ]
         );

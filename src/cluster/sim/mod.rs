@@ -406,20 +406,17 @@ impl Cluster for Sim {
         if unchanged {
             return Ok(());
         }
-        let record = ManagedDaemonSet::new(
-            &name,
-            super::kube::ManagedDaemonSetSpec {
-                daemon_set: spec,
-                source: Some(source.clone()),
-            },
-        );
+        let record_spec = super::kube::ManagedDaemonSetSpec::of(daemonset, source);
+        let managed = record_spec.mode.as_deref() == Some("managed");
+        let record = ManagedDaemonSet::new(&name, record_spec);
         let body = serde_json::to_vec(&record).unwrap_or_default();
         let kind = self.records_kind()?;
         let params = WriteParams {
             force: true,
             ..write_params()
         };
-        self.world
+        let (written, _) = self
+            .world
             .patch(
                 &kind,
                 &namespace,
@@ -430,6 +427,25 @@ impl Cluster for Sim {
                 &params,
             )
             .map_err(|e| cluster_error(e, "manageddaemonset", &namespace, &name))?;
+        if managed {
+            // Cluster Autoscaler's scale-up simulation reads the DaemonSet's overhead here.
+            let uid = written["metadata"]["uid"].as_str().unwrap_or_default();
+            let body =
+                serde_json::to_vec(&super::kube::requests::pod_template_body(daemonset, uid))
+                    .unwrap_or_default();
+            let templates = self.world.kind("", "v1", "podtemplates");
+            self.world
+                .patch(
+                    &templates,
+                    &namespace,
+                    &name,
+                    false,
+                    PatchType::Apply,
+                    &body,
+                    &params,
+                )
+                .map_err(|e| cluster_error(e, "podtemplate", &namespace, &name))?;
+        }
         self.world.reconcile();
         Ok(())
     }
@@ -590,7 +606,15 @@ impl Cluster for Sim {
         let bytes = serde_json::to_vec(&body).unwrap_or_default();
         let kind = self.pods_kind();
         self.world
-            .patch(&kind, namespace, name, false, PatchType::Strategic, &bytes, &write_params())
+            .patch(
+                &kind,
+                namespace,
+                name,
+                false,
+                PatchType::Strategic,
+                &bytes,
+                &write_params(),
+            )
             .map_err(|e| cluster_error(e, "pod", namespace, name))?;
         self.world.reconcile();
         self.world.nodes.probed();
@@ -634,7 +658,15 @@ impl Cluster for Sim {
             ..write_params()
         };
         self.world
-            .patch(&kind, &namespace, &name, false, PatchType::Apply, &body, &params)
+            .patch(
+                &kind,
+                &namespace,
+                &name,
+                false,
+                PatchType::Apply,
+                &body,
+                &params,
+            )
             .map_err(|e| cluster_error(e, "daemonset", &namespace, &name))?;
         self.world.reconcile();
         self.world.nodes.probed();

@@ -97,7 +97,10 @@ fn is_orphaning(obj: &Value) -> bool {
 /// An owner deleted with orphan propagation: its dependents lose their reference to it, then
 /// its `orphan` finalizer goes (and it, when no other finalizer holds it).
 fn finish_orphaning(w: &mut World, key: &ObjectKey, owner: &Value) {
-    let uid = owner["metadata"]["uid"].as_str().unwrap_or_default().to_string();
+    let uid = owner["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     orphan(w, &uid);
     let (storage, ns, name) = key;
     let Some(kind) = w.registry.by_storage(storage) else {
