@@ -662,14 +662,15 @@ impl SimConfig {
         Ok(())
     }
 
-    /// Reads a sim file; relative `running.manifest` paths are resolved against its directory.
+    /// Reads a sim file; relative `running.manifest` and `builtin.manifest` paths are resolved
+    /// against its directory.
     pub fn load(path: &Path) -> Result<SimConfig> {
         let text = read_limited(path)
             .with_context(|| format!("cannot read sim file {}", path.display()))?;
         let mut cfg = SimConfig::parse(&text)
             .with_context(|| format!("invalid sim file {}", path.display()))?;
         let dir = path.parent().unwrap_or(Path::new("."));
-        for r in &mut cfg.running {
+        for r in cfg.running.iter_mut().chain(cfg.builtin.iter_mut()) {
             if r.manifest.is_relative() {
                 r.manifest = dir.join(&r.manifest);
             }
