@@ -29,6 +29,8 @@ pub enum TableKind {
     ConfigMaps,
     /// NAME TYPE DATA AGE.
     Secrets,
+    /// NAME SECRETS AGE.
+    ServiceAccounts,
     /// A custom resource's printer columns.
     Printer(Vec<PrinterColumn>),
     /// NAME CREATED AT.
@@ -367,7 +369,7 @@ pub fn builtins() -> Vec<Kind> {
             true,
             &["sa"],
             false,
-            TableKind::Generic,
+            TableKind::ServiceAccounts,
             &[],
             B::Plain,
         ),

@@ -398,6 +398,17 @@ pub fn columns(kind: &Kind) -> Vec<Value> {
             col("Data", "string", "", 0, "Data contains the secret data."),
             age_col(),
         ],
+        TableKind::ServiceAccounts => vec![
+            name_col(),
+            col(
+                "Secrets",
+                "string",
+                "",
+                0,
+                "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.",
+            ),
+            age_col(),
+        ],
         TableKind::Generic => vec![
             name_col(),
             col(
@@ -495,7 +506,22 @@ pub fn cells(kind: &Kind, obj: &Value, now: Timestamp) -> Vec<Value> {
                 json!(created),
             ]
         }
-        TableKind::Generic => vec![name, meta["creationTimestamp"].clone()],
+        TableKind::ServiceAccounts => vec![
+            name,
+            json!(obj["secrets"].as_array().map_or(0, Vec::len)),
+            json!(created),
+        ],
+        // Upstream's default table convertor: the creation time in RFC 3339, whole seconds.
+        TableKind::Generic => vec![
+            name,
+            json!(
+                meta["creationTimestamp"]
+                    .as_str()
+                    .and_then(|s| s.parse::<Timestamp>().ok())
+                    .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+                    .unwrap_or_default()
+            ),
+        ],
     }
 }
 
@@ -861,6 +887,28 @@ mod tests {
         for (secs, want) in cases {
             assert_eq!(human_duration(secs), want, "{secs}");
         }
+    }
+
+    #[test]
+    fn service_accounts_and_other_kinds_read_as_upstream_prints_them() {
+        let kinds = crate::cluster::sim::api::kinds::builtins();
+        let kind = |plural: &str| kinds.iter().find(|k| k.plural == plural).unwrap();
+        let now: Timestamp = "2026-01-01T00:01:00Z".parse().unwrap();
+        let created = "2026-01-01T00:00:00.123456789Z";
+        let sa = json!({"metadata": {"name": "robot", "creationTimestamp": created},
+                        "secrets": [{"name": "robot-token"}]});
+        let sa_kind = kind("serviceaccounts");
+        let headers: Vec<Value> = columns(sa_kind).iter().map(|c| c["name"].clone()).collect();
+        assert_eq!(headers, [json!("Name"), json!("Secrets"), json!("Age")]);
+        assert_eq!(
+            cells(sa_kind, &sa, now),
+            [json!("robot"), json!(1), json!("60s")]
+        );
+        let crd = json!({"metadata": {"name": "x.example.com", "creationTimestamp": created}});
+        assert_eq!(
+            cells(kind("customresourcedefinitions"), &crd, now),
+            [json!("x.example.com"), json!("2026-01-01T00:00:00Z")]
+        );
     }
 
     #[test]
