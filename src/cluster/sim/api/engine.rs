@@ -530,8 +530,57 @@ fn project_pod(w: &mut World, obj: &Value, key: &(String, String), grace_secs: u
             }
         }
     }
+    status["qosClass"] = json!(qos_class(&o["spec"]));
     o["status"] = status;
     o
+}
+
+/// The QoS class the API server gives a pod at creation (upstream `ComputePodQOS`, over cpu and
+/// memory of its containers and init containers): BestEffort without requests or limits,
+/// Guaranteed when every container limits both and the requests equal the limits, else
+/// Burstable.
+fn qos_class(spec: &Value) -> &'static str {
+    let amounts = |list: &Value| -> BTreeMap<String, i64> {
+        list.as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(name, _)| *name == "cpu" || *name == "memory")
+            .filter_map(|(name, q)| {
+                let text = match q {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let q = crate::model::Quantity::parse(&text).ok()?;
+                let v = if name == "cpu" {
+                    q.milli_value()
+                } else {
+                    q.value()
+                };
+                (v > 0).then(|| (name.clone(), v))
+            })
+            .collect()
+    };
+    let (mut requests, mut limits) = (BTreeMap::<String, i64>::new(), BTreeMap::new());
+    let mut guaranteed = true;
+    let containers = spec["containers"].as_array().into_iter().flatten();
+    let init = spec["initContainers"].as_array().into_iter().flatten();
+    for c in containers.chain(init) {
+        let limited = amounts(&c["resources"]["limits"]);
+        guaranteed &= limited.contains_key("cpu") && limited.contains_key("memory");
+        for (k, v) in amounts(&c["resources"]["requests"]) {
+            *requests.entry(k).or_default() += v;
+        }
+        for (k, v) in limited {
+            *limits.entry(k).or_default() += v;
+        }
+    }
+    if requests.is_empty() && limits.is_empty() {
+        "BestEffort"
+    } else if guaranteed && requests == limits {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
 }
 
 /// What upstream's pod update validation says of a change to other fields of a pod's spec.
@@ -701,4 +750,33 @@ pub fn pod_updated(
         w.engine.pods.insert(key.clone(), p.rv);
     }
     projected
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qos_class_follows_the_requests_and_limits_of_every_container() {
+        let pod = |resources: Value| json!({"containers": [{"name": "c", "resources": resources}]});
+        assert_eq!(qos_class(&pod(json!({}))), "BestEffort");
+        assert_eq!(
+            qos_class(&pod(json!({"requests": {"cpu": "5"}}))),
+            "Burstable"
+        );
+        let both = json!({"cpu": "500m", "memory": "1Gi"});
+        assert_eq!(
+            qos_class(&pod(json!({"requests": both, "limits": both}))),
+            "Guaranteed"
+        );
+        assert_eq!(
+            qos_class(&pod(
+                json!({"requests": {"cpu": "250m", "memory": "1Gi"}, "limits": both})
+            )),
+            "Burstable"
+        );
+        let mut with_init = pod(json!({"requests": both, "limits": both}));
+        with_init["initContainers"] = json!([{"name": "i", "resources": {}}]);
+        assert_eq!(qos_class(&with_init), "Burstable");
+    }
 }
