@@ -257,6 +257,7 @@ impl World {
             "/namespaces",
             super::daemonset::DAEMONSETS,
             super::daemonset::REVISIONS,
+            super::disruption::BUDGETS,
         ]
         .iter()
         .map(|s| self.store.last_change(s))
