@@ -404,6 +404,11 @@ impl World {
             super::admission::default_pod(&mut obj);
             super::admission::default_toleration_seconds(&mut obj);
         }
+        if kind.behaviour == Behaviour::Namespaces {
+            // The API server's defaulting labels every namespace with its name.
+            let name = str_at(&obj, &["metadata", "name"]).to_string();
+            obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(name);
+        }
         self.validate(kind, &obj)?;
         if kind.behaviour == Behaviour::DaemonSets {
             obj = super::daemonset::prepare_create(kind, obj)?;
@@ -638,6 +643,9 @@ impl World {
         };
         if kind.behaviour == Behaviour::Nodes {
             next = super::engine::cordon_taint(next);
+        }
+        if kind.behaviour == Behaviour::Namespaces {
+            next["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(name);
         }
         self.validate(kind, &next)?;
         if kind.behaviour == Behaviour::DaemonSets && !status_only {
