@@ -5,23 +5,12 @@
 //! kubectl then shows it. Skipped, with a reason, without kubectl.
 
 use crate::live::{daemonsync, text};
-use crate::serve_support::{ServeProcess, output_within_a_minute, sim_dir};
+use crate::serve_support::{ServeProcess, kubectl_available, output_within_a_minute, sim_dir};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-
-fn kubectl_available() -> bool {
-    let ok = Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipped: kubectl is not installed");
-    }
-    ok
-}
 
 /// Runs kubectl against the server (at most 60 s).
 fn kubectl(kubeconfig: &Path, cache: &Path, args: &[&str]) -> Output {

@@ -1,79 +1,10 @@
 //! kubectl against a `daemonsync sim serve` child process: the columns a kubectl user reads,
 //! node edits, deletions and the record cascade. Skipped, with a reason, without kubectl.
 
-use crate::serve_support::{ServeProcess, output_within_a_minute, sim_dir};
+use crate::serve_support::{Kubectl, ServeProcess, header, kubectl_available, row, sim_dir};
 use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-fn kubectl_available() -> bool {
-    let ok = Command::new("kubectl")
-        .arg("version")
-        .arg("--client")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipped: kubectl is not installed");
-    }
-    ok
-}
-
-struct Kubectl<'a> {
-    kubeconfig: &'a Path,
-    cache: &'a Path,
-}
-
-impl Kubectl<'_> {
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new("kubectl");
-        c.args(args)
-            .env("KUBECONFIG", self.kubeconfig)
-            .env("KUBECACHEDIR", self.cache)
-            .env("HOME", self.cache);
-        c
-    }
-
-    /// The names of the pods of `app` in namespace `demo`.
-    fn pods_of(&self, app: &str) -> Vec<String> {
-        let sel = format!("app={app}");
-        self.ok(&["get", "pods", "-n", "demo", "-l", &sel, "-o", "name"])
-            .lines()
-            .map(String::from)
-            .collect()
-    }
-
-    /// Runs kubectl (at most 60 s), asserts success and returns stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = output_within_a_minute(self.cmd(args), &format!("kubectl {args:?}"));
-        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}{}",
-            stdout,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout
-    }
-}
-
-/// The words of the line of `out` whose first word is `name` (or second, with a namespace).
-fn row<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
-    out.lines()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .find(|w| w.first() == Some(&name) || w.get(1) == Some(&name))
-        .unwrap_or_else(|| panic!("no row {name} in:\n{out}"))
-}
-
-fn header(out: &str) -> Vec<&str> {
-    out.lines()
-        .next()
-        .unwrap_or_default()
-        .split("  ")
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect()
-}
 
 #[test]
 fn kubectl_reads_and_changes_the_simulated_cluster() {

@@ -119,3 +119,92 @@ pub fn output_within_a_minute(mut cmd: Command, what: &str) -> Output {
     }
     child.wait_with_output().unwrap()
 }
+
+/// True when kubectl can be run; otherwise prints why the calling test is skipped.
+pub fn kubectl_available() -> bool {
+    let ok = Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: kubectl is not installed");
+    }
+    ok
+}
+
+/// kubectl pointed at a server's kubeconfig, with its discovery cache and home in `cache` (never
+/// the user's own).
+pub struct Kubectl<'a> {
+    pub kubeconfig: &'a Path,
+    pub cache: &'a Path,
+}
+
+impl Kubectl<'_> {
+    /// The kubectl command with `args`, not started.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("kubectl");
+        c.args(args)
+            .env("KUBECONFIG", self.kubeconfig)
+            .env("KUBECACHEDIR", self.cache)
+            .env("HOME", self.cache);
+        c
+    }
+
+    /// The names of the pods of `app` in namespace `demo`.
+    pub fn pods_of(&self, app: &str) -> Vec<String> {
+        let sel = format!("app={app}");
+        self.ok(&["get", "pods", "-n", "demo", "-l", &sel, "-o", "name"])
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+
+    /// Runs kubectl (at most 60 s) and returns what it did, success or not.
+    pub fn run(&self, args: &[&str]) -> Output {
+        output_within_a_minute(self.cmd(args), &format!("kubectl {args:?}"))
+    }
+
+    /// Runs kubectl (at most 60 s), asserts success and returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}{}",
+            stdout,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    }
+
+    /// Runs kubectl (at most 60 s), asserts that it fails and returns stderr.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            !out.status.success(),
+            "kubectl {args:?} succeeded: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stderr).to_string()
+    }
+}
+
+/// The words of the line of `out` whose first word is `name` (or second, with a namespace).
+pub fn row<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
+    out.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|w| w.first() == Some(&name) || w.get(1) == Some(&name))
+        .unwrap_or_else(|| panic!("no row {name} in:\n{out}"))
+}
+
+/// The column names of a table kubectl printed (its first line).
+pub fn header(out: &str) -> Vec<&str> {
+    out.lines()
+        .next()
+        .unwrap_or_default()
+        .split("  ")
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
+}
