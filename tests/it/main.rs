@@ -20,6 +20,7 @@ mod progressive;
 mod rbac;
 mod revision;
 mod rollout_cli;
+mod serve_cluster;
 mod serve_http;
 mod serve_inplace;
 mod serve_kube;
