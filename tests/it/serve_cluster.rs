@@ -231,38 +231,59 @@ fn typed_creates_of_namespaces_configmaps_secrets_and_serviceaccounts_show_in_ku
     let c = Cluster::start(FLEET, &[], &[]);
     let k = c.kubectl();
 
-    // kubectl sends these typed creates as protobuf.
-    assert_eq!(
-        k.ok(&["create", "namespace", "other"]),
-        "namespace/other created\n"
+    // kubectl sends these typed creates as protobuf (its -v=8 log shows the request headers).
+    let create = |args: &[&str], printed: &str| {
+        let mut all = args.to_vec();
+        all.push("-v=8");
+        let out = k.run(&all);
+        let (stdout, log) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "kubectl {args:?}: {stdout}{log}");
+        assert_eq!(stdout, printed);
+        // The request's headers follow its POST line; the server answers in JSON.
+        let post = log
+            .split_once("] POST http://127.0.0.1:")
+            .unwrap_or_else(|| panic!("kubectl {args:?} logs its POST:\n{log}"))
+            .1;
+        let request = post.split("Response Status").next().unwrap_or_default();
+        assert!(
+            request.contains("Content-Type: application/vnd.kubernetes.protobuf"),
+            "kubectl {args:?} sends protobuf:\n{log}"
+        );
+    };
+    create(
+        &["create", "namespace", "other"],
+        "namespace/other created\n",
     );
-    assert_eq!(
-        k.ok(&[
+    create(
+        &[
             "create",
             "configmap",
             "cfg",
             "-n",
             "other",
             "--from-literal=a=1",
-            "--from-literal=b=two"
-        ]),
-        "configmap/cfg created\n"
+            "--from-literal=b=two",
+        ],
+        "configmap/cfg created\n",
     );
-    assert_eq!(
-        k.ok(&[
+    create(
+        &[
             "create",
             "secret",
             "generic",
             "creds",
             "-n",
             "other",
-            "--from-literal=password=hunter2"
-        ]),
-        "secret/creds created\n"
+            "--from-literal=password=hunter2",
+        ],
+        "secret/creds created\n",
     );
-    assert_eq!(
-        k.ok(&["create", "serviceaccount", "robot", "-n", "other"]),
-        "serviceaccount/robot created\n"
+    create(
+        &["create", "serviceaccount", "robot", "-n", "other"],
+        "serviceaccount/robot created\n",
     );
 
     let namespaces = k.ok(&["get", "namespaces"]);
