@@ -294,6 +294,10 @@ impl Scope {
 /// A leaf set to a different value than the one another manager owns is a conflict (manager,
 /// path) unless `force`; leaves this manager applied before and now omits are removed unless
 /// another manager also owns them. Updates `owners`.
+///
+/// As upstream's managedFields, ownership is kept per manager *and operation*: fields a
+/// manager wrote by an update (a merge or JSON patch, a PUT) are not its applied fields, and
+/// an apply by the same manager that omits them leaves them in place.
 pub fn apply(
     current: Option<&Value>,
     owners: &mut Owners,
@@ -313,7 +317,8 @@ pub fn apply(
         }
         for other in owners.get(path).into_iter().flatten() {
             if other != manager {
-                conflicts.push((other.clone(), path.clone()));
+                let shown = other.strip_suffix(UPDATE_OPERATION).unwrap_or(other);
+                conflicts.push((shown.to_string(), path.clone()));
             }
         }
     }
@@ -338,7 +343,12 @@ pub fn apply(
     }
     for (path, value) in applied_leaves {
         let changed = at(&result, &path) != Some(value);
-        set(&mut result, &path, value.clone());
+        // An empty map applied over a map keeps what others put in it.
+        let empty_map = value.as_object().is_some_and(Map::is_empty)
+            && at(&result, &path).is_some_and(Value::is_object);
+        if !empty_map {
+            set(&mut result, &path, value.clone());
+        }
         let set_of = owners.entry(path).or_default();
         if force || changed {
             set_of.clear();
@@ -348,12 +358,18 @@ pub fn apply(
     Ok(result)
 }
 
-/// Ownership after a non-apply write by `manager`: changed leaves become its alone, removed
-/// leaves lose their owners. Only tracked for objects that have been applied.
+/// How an owner that wrote by an update (not an apply) is keyed: upstream's managedFields
+/// entries are per manager and operation.
+const UPDATE_OPERATION: &str = "\u{0}Update";
+
+/// Ownership after a non-apply write by `manager`: changed leaves become its alone (as its
+/// Update operation's), removed leaves lose their owners. Only tracked for objects that have
+/// been applied.
 pub fn record_update(owners: &mut Owners, before: &Value, after: &Value, manager: &str) {
     if owners.is_empty() {
         return;
     }
+    let manager = &format!("{manager}{UPDATE_OPERATION}");
     let old = leaves(before);
     let new = leaves(after);
     for (path, value) in &new {
@@ -425,6 +441,58 @@ mod tests {
         assert!(matches!(err, JsonPatchError::Failed(_)), "{err:?}");
         let err = json_patch(&mut v, &json!({"op": "test"})).unwrap_err();
         assert!(matches!(err, JsonPatchError::Invalid(_)), "{err:?}");
+    }
+
+    #[test]
+    fn fields_a_manager_patched_survive_its_next_apply_that_omits_them() {
+        let mut owners = Owners::new();
+        let record = |annotations: Value| {
+            json!({"metadata": {"name": "agent", "annotations": annotations},
+                   "spec": {"mode": "managed"}})
+        };
+        let v = apply(
+            None,
+            &mut owners,
+            &record(json!({})),
+            "daemonsync",
+            true,
+            Scope::Whole,
+        )
+        .unwrap();
+        // `daemonsync pause`: a merge patch by the same field manager.
+        let mut paused = v.clone();
+        merge(
+            &mut paused,
+            &json!({"metadata": {"annotations": {"daemonsync.io/paused": "true"}}}),
+        );
+        record_update(&mut owners, &v, &paused, "daemonsync");
+        let v = apply(
+            Some(&paused),
+            &mut owners,
+            &record(json!({})),
+            "daemonsync",
+            true,
+            Scope::Whole,
+        )
+        .unwrap();
+        assert_eq!(v["metadata"]["annotations"]["daemonsync.io/paused"], "true");
+        // Applying that field with another value is a conflict with the manager, as shown.
+        let conflicts = apply(
+            Some(&v),
+            &mut owners,
+            &record(json!({"daemonsync.io/paused": "false"})),
+            "daemonsync",
+            false,
+            Scope::Whole,
+        )
+        .unwrap_err();
+        assert_eq!(
+            conflicts,
+            [(
+                "daemonsync".to_string(),
+                ".metadata.annotations.daemonsync~1io/paused".to_string()
+            )]
+        );
     }
 
     #[test]
