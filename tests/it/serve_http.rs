@@ -497,6 +497,7 @@ async fn tables_carry_the_columns_kubectl_prints() {
             "AVAILABLE",
             "MISSCHEDULED",
             "REVISION",
+            "MODE",
             "AGE"
         ]
     );

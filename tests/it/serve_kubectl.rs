@@ -74,6 +74,7 @@ fn kubectl_reads_and_changes_the_simulated_cluster() {
             "AVAILABLE",
             "MISSCHEDULED",
             "REVISION",
+            "MODE",
             "AGE"
         ]
     );
@@ -81,6 +82,7 @@ fn kubectl_reads_and_changes_the_simulated_cluster() {
         row(&mds, "agent")[..8],
         ["demo", "agent", "4", "4", "4", "4", "4", "0"]
     );
+    assert_eq!(row(&mds, "agent")[9], "managed", "the MODE column");
 
     // An event on the record, written through events.k8s.io, read by describe and get events.
     let uid = k.ok(&[

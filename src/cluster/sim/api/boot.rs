@@ -125,7 +125,8 @@ impl World {
                 "apiVersion": crate::plan::RECORD_API_VERSION, "kind": crate::plan::RECORD_KIND,
                 "metadata": {"name": name, "namespace": ns},
                 "spec": {"daemonSet": d.daemonset,
-                         "source": {"repository": "", "path": path, "commit": ""}},
+                         "source": {"repository": "", "path": path, "commit": ""},
+                         "mode": crate::plan::ownership::Choice::of(&d.daemonset).mode.as_str()},
             });
             let stored = match self.store.get(&mds.storage, &ns, &name) {
                 Some(e) => e.object.clone(),
