@@ -337,7 +337,7 @@ fn plan_loaded(loaded: Loaded, observed: Option<&Observed>, opts: &PlanOptions) 
     add_warnings(&mut plan, &loaded.warnings);
     let exit_code = if report_cluster_errors(&plan) {
         super::EXIT_ERROR
-    } else if plan.has_changes() {
+    } else if plan.needs_action() {
         EXIT_CHANGES
     } else {
         EXIT_OK
@@ -484,7 +484,7 @@ fn pull_request(
     let manifests_differ = added + removed + changed > 0;
     let exit_code = if report_cluster_errors(&head_plan) {
         super::EXIT_ERROR
-    } else if manifests_differ || head_plan.has_changes() {
+    } else if manifests_differ || head_plan.needs_action() {
         EXIT_CHANGES
     } else {
         EXIT_OK

@@ -133,9 +133,19 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// True when any DaemonSet's next step has actions.
+    /// True when any DaemonSet's next step has actions: pod creates or deletes, or the writes
+    /// of a handover (a take-over, claims, a release's relabelling).
     pub fn has_changes(&self) -> bool {
-        self.daemonsets.iter().any(|d| !d.step.is_empty())
+        self.daemonsets.iter().any(|d| {
+            !d.step.is_empty() || d.ownership.handover.holds_the_rollout() && !d.is_blocked()
+        })
+    }
+
+    /// True when the cluster is not what git says and something is to be done about it: a
+    /// change ([`Plan::has_changes`]), or a DaemonSet blocked until its owner chooses how
+    /// daemonsync and the built-in controller share it. `plan` exits 2 for these.
+    pub fn needs_action(&self) -> bool {
+        self.has_changes() || self.daemonsets.iter().any(DaemonSetPlan::is_blocked)
     }
 }
 
@@ -258,6 +268,12 @@ impl DaemonSetPlan {
     /// The rollout phase, for a DaemonSet with a rollout policy.
     pub fn phase(&self) -> Option<&Phase> {
         self.rollout.as_ref().map(|r| &r.phase)
+    }
+
+    /// True when another controller runs it and the manifest chose neither take-over nor
+    /// native mode: nothing is written for it.
+    pub fn is_blocked(&self) -> bool {
+        matches!(self.ownership.handover, Handover::Blocked { .. })
     }
 }
 

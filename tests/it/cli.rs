@@ -54,7 +54,8 @@ fn flannel_revision() -> String {
     v["daemonsets"][0]["revision"].as_str().unwrap().to_string()
 }
 
-/// A snapshot of `n` Linux nodes, each running a ready flannel pod of revision `rev`.
+/// A snapshot of `n` Linux nodes, each running a ready flannel pod of revision `rev` that
+/// daemonsync's record owns.
 fn converged_snapshot(dir: &Path, n: usize, rev: &str) -> PathBuf {
     let mut items = Vec::new();
     for i in 0..n {
@@ -69,7 +70,7 @@ fn converged_snapshot(dir: &Path, n: usize, rev: &str) -> PathBuf {
             "metadata": {
                 "namespace": "kube-flannel", "name": format!("flannel-{node}"),
                 "labels": {"app": "flannel", "tier": "node", "controller-revision-hash": rev},
-                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                "ownerReferences": [{"apiVersion": "daemonsync.io/v1alpha1", "kind": "ManagedDaemonSet",
                     "name": "kube-flannel-ds", "uid": "u", "controller": true}],
                 "creationTimestamp": "2025-06-01T10:00:00Z",
             },

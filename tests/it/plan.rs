@@ -65,8 +65,28 @@ fn plan_table_shows_counters_and_the_nodes_that_need_attention() {
     assert!(out.get_output().stderr.is_empty());
 }
 
+/// The seven-node snapshot as daemonsync leaves it after taking flannel over: no `apps/v1`
+/// DaemonSet, the pods owned by the `ManagedDaemonSet` record.
+fn managed_snapshot(dir: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(repo_path("fixtures/snapshots/seven-nodes.yaml")).unwrap();
+    let daemonset = text
+        .find("\n- apiVersion: apps/v1\n  kind: DaemonSet\n")
+        .expect("the fixture ends with its DaemonSet");
+    let managed = text[..=daemonset].replace(
+        "    - apiVersion: apps/v1\n      blockOwnerDeletion: true\n      controller: true\n      kind: DaemonSet\n",
+        "    - apiVersion: daemonsync.io/v1alpha1\n      blockOwnerDeletion: true\n      controller: true\n      kind: ManagedDaemonSet\n",
+    );
+    assert!(
+        !managed.contains("kind: DaemonSet\n"),
+        "every owner rewritten"
+    );
+    let path = dir.join("managed.yaml");
+    std::fs::write(&path, managed).unwrap();
+    format!("snapshot:{}", path.display())
+}
+
 #[test]
-fn plan_json_is_the_versioned_plan_object() {
+fn a_daemonset_the_builtin_controller_runs_is_blocked_with_both_choices() {
     let out = daemonsync()
         .args([
             "plan",
@@ -76,6 +96,40 @@ fn plan_json_is_the_versioned_plan_object() {
             NOW,
             "--cluster",
             &snapshot_arg(),
+            "--manifests",
+        ])
+        .arg(repo_path("fixtures/manifests/kube-flannel.yaml"))
+        .assert()
+        .code(2);
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let ds = &v["daemonsets"][0];
+    assert_eq!(ds["step"]["phase"], "none", "nothing is written for it");
+    assert_eq!(ds["ownership"]["handover"]["state"], "blocked");
+    let risk = ds["risks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "builtin-controller")
+        .expect("a builtin-controller risk");
+    let text = risk["message"].as_str().unwrap();
+    assert!(
+        text.contains("daemonsync.io/adopt") && text.contains("daemonsync.io/mode: native"),
+        "{text}"
+    );
+}
+
+#[test]
+fn plan_json_is_the_versioned_plan_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = daemonsync()
+        .args([
+            "plan",
+            "-o",
+            "json",
+            "--now",
+            NOW,
+            "--cluster",
+            &managed_snapshot(dir.path()),
             "--manifests",
         ])
         .arg(repo_path("fixtures/manifests/kube-flannel.yaml"))
@@ -233,7 +287,7 @@ fn a_plan_with_nothing_to_do_exits_zero() {
             format!(
                 "apiVersion: v1\nkind: List\nitems:\n\
                  - {{apiVersion: v1, kind: Node, metadata: {{name: n1}}, status: {{conditions: [{{type: Ready, status: 'True'}}]}}}}\n\
-                 - apiVersion: v1\n  kind: Pod\n  metadata:\n    name: agent-x\n    namespace: ops\n    labels: {{app: agent, controller-revision-hash: '{hash}'}}\n    ownerReferences: [{{apiVersion: apps/v1, kind: DaemonSet, name: agent, uid: u1, controller: true}}]\n  spec: {{nodeName: n1, containers: [{{name: a, image: 'agent:1.0'}}]}}\n  status: {{phase: Running, conditions: [{{type: Ready, status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z'}}]}}\n"
+                 - apiVersion: v1\n  kind: Pod\n  metadata:\n    name: agent-x\n    namespace: ops\n    labels: {{app: agent, controller-revision-hash: '{hash}'}}\n    ownerReferences: [{{apiVersion: daemonsync.io/v1alpha1, kind: ManagedDaemonSet, name: agent, uid: u1, controller: true}}]\n  spec: {{nodeName: n1, containers: [{{name: a, image: 'agent:1.0'}}]}}\n  status: {{phase: Running, conditions: [{{type: Ready, status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z'}}]}}\n"
             ),
         )
         .unwrap()
