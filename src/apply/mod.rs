@@ -11,12 +11,16 @@
 //! (the batch sequence stops at the first failed create, as upstream's `syncNodes` does).
 
 mod handover;
+#[cfg(test)]
+mod handover_tests;
 mod health;
 #[cfg(test)]
 mod tests;
+mod writer;
 
-pub use handover::{Work, native_form};
+pub use handover::{ReleaseError, ReleaseOptions, Released, Work, native_form, release};
 pub use health::{FailedNode, Health};
+pub use writer::Standing;
 
 use crate::cluster::{
     Cluster, ClusterError, ClusterState, Event, EventType, RecordSource, RecordStatus,
@@ -56,6 +60,12 @@ pub struct ApplyOptions {
     /// Write the record of a blocked DaemonSet, with its `Blocked` condition and an event
     /// (`sync`, which keeps watching it); `apply` writes nothing for it.
     pub record_blocked: bool,
+    /// `apply --force`: write DaemonSets a `sync` daemon drives (pausing the daemon for
+    /// them) and DaemonSets whose record is paused.
+    pub force: bool,
+    /// The leader-election Leases (`NAMESPACE/NAME`) of other `sync` daemons that lapsed:
+    /// what they drove, this daemon may take.
+    pub expired_leases: BTreeSet<String>,
 }
 
 impl Default for ApplyOptions {
@@ -71,6 +81,8 @@ impl Default for ApplyOptions {
             source: RecordSource::default(),
             source_errors: BTreeMap::new(),
             record_blocked: false,
+            force: false,
+            expired_leases: BTreeSet::new(),
         }
     }
 }
@@ -327,6 +339,8 @@ pub struct Assessment<'d> {
     pub refused: BTreeMap<Key, String>,
     /// The handover writes of this round, by DaemonSet (their step waits for the next).
     pub handovers: BTreeMap<Key, Work>,
+    /// DaemonSets whose record names another writer, and how this run stands to it.
+    pub standings: BTreeMap<Key, Standing>,
     specs: Specs<'d>,
 }
 
@@ -391,14 +405,19 @@ pub fn assess<'d>(
             })
         })
         .collect();
+    let standings = writer::standings(&plan, &state.records, opts);
     let paused = plan
         .daemonsets
         .iter()
         .filter(|ds| {
-            let record = state
-                .records
-                .iter()
-                .any(|r| r.paused && r.namespace == ds.namespace && r.name == ds.name);
+            let key = (ds.namespace.clone(), ds.name.clone());
+            // `--force` writes through a pause; a daemon leaves what a forced apply took.
+            let record = !opts.force
+                && state
+                    .records
+                    .iter()
+                    .any(|r| r.paused && r.namespace == ds.namespace && r.name == ds.name)
+                || standings.get(&key) == Some(&Standing::Yielded);
             let aborted = ds
                 .rollout
                 .as_ref()
@@ -432,6 +451,10 @@ pub fn assess<'d>(
             }
             _ => None,
         })
+        .chain(standings.iter().filter_map(|(key, s)| match s {
+            Standing::Refused(why) => Some((key.clone(), why.clone())),
+            _ => None,
+        }))
         .collect();
     let handovers = plan
         .daemonsets
@@ -453,6 +476,7 @@ pub fn assess<'d>(
         blocked,
         refused: BTreeMap::new(),
         handovers,
+        standings,
         specs,
     }
 }
@@ -464,6 +488,23 @@ impl Assessment<'_> {
         !self.halted.contains(&key)
             && !self.paused.contains(&key)
             && !self.blocked.contains_key(&key)
+    }
+
+    /// The source the record of `key` is written with: this run's, or the daemon's when
+    /// `apply` writes alongside it.
+    fn record_source<'o>(&'o self, key: &Key, opts: &'o ApplyOptions) -> &'o RecordSource {
+        match self.standings.get(key) {
+            Some(Standing::Alongside(theirs)) => theirs,
+            _ => &opts.source,
+        }
+    }
+
+    /// Whether this run leaves the record of `key` alone: another writer drives it.
+    fn leaves_record(&self, key: &Key) -> bool {
+        matches!(
+            self.standings.get(key),
+            Some(Standing::Refused(_) | Standing::Yielded)
+        )
     }
 
     /// The handovers of the active DaemonSets.
@@ -642,6 +683,9 @@ impl Executor {
         state: &ClusterState,
         opts: &ApplyOptions,
     ) -> Acted {
+        if !opts.dry_run {
+            pause_daemons(cluster, a, state).await;
+        }
         let mut acted = Acted {
             status_error: write_statuses(cluster, a, state, opts).await.err(),
             ..Acted::default()
@@ -740,6 +784,54 @@ async fn announce_halt<C: Cluster>(cluster: &mut C, a: &Assessment<'_>, key: &Ke
     };
     if let Err(e) = cluster.emit_event(event).await {
         tracing::warn!(error = %e, "could not record the RolloutHalted event");
+    }
+}
+
+/// `apply --force` over a `sync` daemon: pauses the record for the daemon (as `daemonsync
+/// pause` does) and says so in a `Forced` event, before anything else is written for it.
+async fn pause_daemons<C: Cluster>(cluster: &mut C, a: &Assessment<'_>, state: &ClusterState) {
+    for (key, standing) in &a.standings {
+        let record = state
+            .records
+            .iter()
+            .find(|r| r.namespace == key.0 && r.name == key.1);
+        let (Standing::Forced, Some(record)) = (standing, record) else {
+            continue;
+        };
+        if record.paused {
+            continue;
+        }
+        let daemon = record
+            .source
+            .as_ref()
+            .and_then(|s| s.writer.as_ref())
+            .map_or_else(|| "the daemon".to_string(), |w| w.describe());
+        let paused = [(
+            crate::model::PAUSED_ANNOTATION.to_string(),
+            Some("true".to_string()),
+        )];
+        if let Err(e) = cluster
+            .annotate_record(&key.0, &key.1, &paused.into())
+            .await
+        {
+            tracing::warn!(error = %e, "could not pause the record for the daemon");
+            continue;
+        }
+        let message = format!(
+            "daemonsync apply --force took {}/{} by hand and paused {daemon} for it;              `daemonsync resume {} -n {}` gives it back",
+            key.0, key.1, key.1, key.0
+        );
+        tracing::warn!(daemonset = %format!("{}/{}", key.0, key.1), "{message}");
+        let event = Event {
+            namespace: key.0.clone(),
+            name: key.1.clone(),
+            type_: EventType::Warning,
+            reason: "Forced".into(),
+            message,
+        };
+        if let Err(e) = cluster.emit_event(event).await {
+            tracing::warn!(error = %e, "could not record the Forced event");
+        }
     }
 }
 
@@ -983,6 +1075,15 @@ struct Counts {
     creates: usize,
     deletes: usize,
     in_place: usize,
+    /// Writes of handovers (take-over, claims, releases, native applies, relabels).
+    handover: usize,
+}
+
+impl Counts {
+    /// Every write so far.
+    fn writes(&self) -> usize {
+        self.creates + self.deletes + self.in_place + self.handover
+    }
 }
 
 /// Updates one pod in place: its readiness gate goes False (so Services stop routing to it)
@@ -1076,10 +1177,8 @@ async fn execute<C: Cluster>(
     log: &mut Log<'_>,
     refusals: &mut BTreeMap<Key, (String, String)>,
 ) -> Result<Executed, ClusterError> {
-    let interrupted = |counts: &Counts| {
-        opts.stop_after_writes
-            .is_some_and(|n| counts.creates + counts.deletes + counts.in_place >= n)
-    };
+    let interrupted =
+        |counts: &Counts| opts.stop_after_writes.is_some_and(|n| counts.writes() >= n);
     let mut first_error = None;
     // Handovers first; a DaemonSet's step waits for the next round after its handover.
     for (key, work) in a.active_handovers() {
@@ -1097,9 +1196,12 @@ async fn execute<C: Cluster>(
         };
         let written = async {
             cluster
-                .ensure_record(&desired.daemonset, &opts.source)
+                .ensure_record(&desired.daemonset, a.record_source(key, opts))
                 .await?;
-            handover::execute(cluster, ds, work, log).await
+            let limit = opts
+                .stop_after_writes
+                .map(|n| n.saturating_sub(counts.writes() - counts.handover));
+            handover::execute(cluster, ds, work, log, &mut counts.handover, limit).await
         };
         if let Err(e) = written.await {
             keep_forbidden(&mut first_error, e);
@@ -1118,11 +1220,12 @@ async fn execute<C: Cluster>(
         if first_error.as_ref().is_some_and(ClusterError::stops_step) {
             break;
         }
-        let Some((desired, spec)) = a.specs.get(&(ds.namespace.clone(), ds.name.clone())) else {
+        let key = (ds.namespace.clone(), ds.name.clone());
+        let Some((desired, spec)) = a.specs.get(&key) else {
             continue;
         };
         if let Err(e) = cluster
-            .ensure_record(&desired.daemonset, &opts.source)
+            .ensure_record(&desired.daemonset, a.record_source(&key, opts))
             .await
         {
             // This DaemonSet cannot be written without its record; the others can.
@@ -1537,8 +1640,9 @@ async fn write_statuses<C: Cluster>(
     for ds in &a.plan.daemonsets {
         let key = (ds.namespace.clone(), ds.name.clone());
         let blocked = a.blocked.get(&key).cloned();
-        if blocked.is_some() && !opts.record_blocked {
-            // `apply` writes nothing for a DaemonSet another controller runs.
+        if blocked.is_some() && !opts.record_blocked || a.leaves_record(&key) {
+            // `apply` writes nothing for a DaemonSet another controller runs, and no one
+            // writes the record another daemonsync writer drives.
             continue;
         }
         let halted = a.refused.get(&key).cloned().or_else(|| {
@@ -1578,13 +1682,25 @@ async fn write_statuses<C: Cluster>(
             stable,
             blocked,
         };
-        if current == Some(&status) {
+        // A writer that replaces another (a daemon taking a DaemonSet back after `apply`)
+        // names itself on the record even when the status is unchanged.
+        let claim = opts.source.writer.is_some()
+            && state
+                .records
+                .iter()
+                .find(|r| r.namespace == ds.namespace && r.name == ds.name)
+                .is_some_and(|r| {
+                    !r.source
+                        .as_ref()
+                        .is_some_and(|s| s.same_writer(a.record_source(&key, opts)))
+                });
+        if current == Some(&status) && !claim {
             continue;
         }
         let written = async {
             if let Some((desired, _)) = a.specs.get(&key) {
                 cluster
-                    .ensure_record(&desired.daemonset, &opts.source)
+                    .ensure_record(&desired.daemonset, a.record_source(&key, opts))
                     .await?;
             }
             cluster.write_status(&ds.namespace, &ds.name, &status).await

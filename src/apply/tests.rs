@@ -737,6 +737,14 @@ impl Cluster for Faulty {
     async fn delete_record(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
         self.sim.delete_record(namespace, name).await
     }
+    async fn annotate_record(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        annotations: &std::collections::BTreeMap<String, Option<String>>,
+    ) -> Result<(), ClusterError> {
+        self.sim.annotate_record(namespace, name, annotations).await
+    }
     async fn patch_pod_images(
         &mut self,
         namespace: &str,

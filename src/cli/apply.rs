@@ -3,8 +3,8 @@
 use super::source::{Loaded, SourceArgs, load};
 use super::{EXIT_OK, parse_now};
 use crate::apply::{self, ApplyOptions, ApplyReport, Outcome, Progress, ProgressUpdate};
-use crate::cluster::ClusterSpec;
 use crate::cluster::sim::parse_duration;
+use crate::cluster::{ClusterSpec, RecordSource, RecordWriter};
 use crate::model::Timestamp;
 use crate::plan::Policy;
 use crate::report;
@@ -109,6 +109,35 @@ pub struct ApplyArgs {
     /// for demos and tests.
     #[arg(long)]
     pub auto_promote: bool,
+    /// Write DaemonSets that a `daemonsync sync` daemon drives from another source: the
+    /// daemon is paused for each of them first (as `daemonsync pause` does; an event on the
+    /// record says so) and `daemonsync resume` gives it back. Also writes through a paused
+    /// record. Without it, such a DaemonSet is refused and nothing is written for it.
+    #[arg(long)]
+    pub force: bool,
+}
+
+impl ApplyArgs {
+    /// The executor's options, the records naming `source` and `apply` as their writer.
+    pub fn options(&self, source: RecordSource) -> ApplyOptions {
+        ApplyOptions {
+            dry_run: self.dry_run,
+            progress_deadline: self.progress_deadline,
+            prune: self.prune,
+            allow_mass_prune: self.allow_mass_prune,
+            policy: Policy {
+                auto_promote: self.auto_promote,
+                ..Policy::default()
+            },
+            timeout: self.timeout,
+            source: RecordSource {
+                writer: Some(RecordWriter::apply()),
+                ..source
+            },
+            force: self.force,
+            ..ApplyOptions::default()
+        }
+    }
 }
 
 /// The desired DaemonSets of `apply`: from a git repository at a ref (`--repo`), or the
@@ -136,21 +165,7 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
     if cluster.is_read_only() && !args.dry_run {
         bail!("a snapshot cluster is read-only: add --dry-run, or use --cluster sim:FILE or kube");
     }
-    let opts = ApplyOptions {
-        dry_run: args.dry_run,
-        progress_deadline: args.progress_deadline,
-        prune: args.prune,
-        allow_mass_prune: args.allow_mass_prune,
-        policy: Policy {
-            auto_promote: args.auto_promote,
-            ..Policy::default()
-        },
-        timeout: args.timeout,
-        stop_after_writes: None,
-        source: record,
-        source_errors: Default::default(),
-        record_blocked: false,
-    };
+    let opts = args.options(record);
     if !args.dry_run {
         let names: Vec<&str> = desired
             .iter()

@@ -4,6 +4,7 @@
 mod apply;
 mod github;
 mod plan;
+mod release;
 mod render;
 mod rollout;
 mod sim;
@@ -16,6 +17,7 @@ pub use apply::{ApplyArgs, EXIT_HALTED, load_desired};
 pub use plan::{
     Output, PART_BREAK, PlanArgs, PlanOptions, PlanRun, ReportOptions, compute, execute, print,
 };
+pub use release::ReleaseArgs;
 pub use render::RenderArgs;
 pub use rollout::RolloutArgs;
 pub use sim::{ServeArgs, SimArgs, SimCommand};
@@ -84,6 +86,10 @@ pub enum Command {
     /// show which nodes run which revision.
     #[command(after_help = rollout::ABORT_HELP)]
     Abort(RolloutArgs),
+    /// Give a managed DaemonSet back to the built-in DaemonSet controller (an apps/v1
+    /// DaemonSet again), with no pod restarted.
+    #[command(after_help = release::RELEASE_HELP)]
+    Release(ReleaseArgs),
 }
 
 impl Cli {
@@ -146,6 +152,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Pause(args) => rollout::run(rollout::Verb::Pause, &args),
         Command::Resume(args) => rollout::run(rollout::Verb::Resume, &args),
         Command::Abort(args) => rollout::run(rollout::Verb::Abort, &args),
+        Command::Release(args) => release::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -172,24 +172,33 @@ struct Aborted {
 /// The kubeconfig context of a live `--cluster`; any other cluster is refused, saying why and
 /// what to do instead.
 fn live_context(verb: Verb, cluster: &ClusterSpec) -> Result<Option<String>> {
-    let what = verb.name();
+    let sim_hint = match (verb, cluster) {
+        (Verb::Promote, ClusterSpec::Sim(path)) => format!(
+            "`daemonsync apply --auto-promote --cluster sim:{}` passes manual pauses",
+            path.display()
+        ),
+        _ => "serve it with `daemonsync sim serve` and use --cluster kube against it".into(),
+    };
+    live_cluster_context(verb.name(), "rollout", cluster, &sim_hint)
+}
+
+/// The kubeconfig context of a live `--cluster` for `daemonsync what`, which acts on the
+/// `object` a live cluster keeps; any other cluster is refused with `sim_hint` for a sim:.
+pub(super) fn live_cluster_context(
+    what: &str,
+    object: &str,
+    cluster: &ClusterSpec,
+    sim_hint: &str,
+) -> Result<Option<String>> {
     match cluster {
         ClusterSpec::Kube(context) => Ok(context.clone()),
-        ClusterSpec::Sim(path) => bail!(
+        ClusterSpec::Sim(_) => bail!(
             "`daemonsync {what}` needs a live cluster (--cluster kube or kube:CONTEXT): a sim: \
-             cluster starts afresh each run, so it keeps no rollout to {what}; {}",
-            match verb {
-                Verb::Promote => format!(
-                    "`daemonsync apply --auto-promote --cluster sim:{}` passes manual pauses",
-                    path.display()
-                ),
-                _ => "serve it with `daemonsync sim serve` and use --cluster kube against it"
-                    .to_string(),
-            }
+             cluster starts afresh each run, so it keeps no {object} to {what}; {sim_hint}"
         ),
         ClusterSpec::Snapshot(_) => bail!(
             "`daemonsync {what}` needs a live cluster (--cluster kube or kube:CONTEXT): a \
-             snapshot: file is read-only and keeps no rollout to {what}"
+             snapshot: file is read-only and keeps no {object} to {what}"
         ),
         ClusterSpec::None => {
             bail!("`daemonsync {what}` needs a live cluster: use --cluster kube or kube:CONTEXT")
@@ -199,7 +208,7 @@ fn live_context(verb: Verb, cluster: &ClusterSpec) -> Result<Option<String>> {
 
 /// Refuses a name the API server could not hold (and that would not make a sound URL path):
 /// a lowercase RFC 1123 name of at most `max` characters.
-fn check_name(what: &str, name: &str, max: usize) -> Result<()> {
+pub(super) fn check_name(what: &str, name: &str, max: usize) -> Result<()> {
     let ok = !name.is_empty()
         && name.len() <= max
         && name

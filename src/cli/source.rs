@@ -182,18 +182,7 @@ pub fn load(source: &ManifestSource, opts: &LoadOptions) -> Result<Loaded> {
     print_notes(&rendered);
     let warnings = field_warnings(&rendered.manifests);
     print_warnings(&warnings);
-    let record = match source {
-        ManifestSource::Git(g) => crate::cluster::RecordSource {
-            repository: Some(crate::source::redact(&g.url)),
-            path: Some(g.path.clone()).filter(|p| !p.is_empty()),
-            commit: Some(rendered.revision.clone()),
-        },
-        ManifestSource::Local(_) => crate::cluster::RecordSource {
-            repository: None,
-            path: Some(crate::source::redact(&Source::describe(source))),
-            commit: None,
-        },
-    };
+    let record = crate::cluster::RecordSource::of(source, &rendered.revision);
     Ok(Loaded {
         desired: rendered.desired()?,
         warnings,

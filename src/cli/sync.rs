@@ -3,8 +3,8 @@
 use super::EXIT_OK;
 use super::source::SourceArgs;
 use crate::apply::ApplyOptions;
-use crate::cluster::ClusterSpec;
 use crate::cluster::sim::parse_duration;
+use crate::cluster::{ClusterSpec, RecordSource, RecordWriter};
 use crate::plan::Policy;
 use crate::source::ManifestSource;
 use crate::sync::SyncOptions;
@@ -182,6 +182,17 @@ impl SyncArgs {
                 stop_after_writes: None,
                 // The daemon keeps watching a blocked DaemonSet: its record says so.
                 record_blocked: true,
+                // The records name this daemon, by its Lease: another replica holding it is
+                // the same writer.
+                source: RecordSource {
+                    writer: Some(RecordWriter::sync(
+                        &identity,
+                        leader
+                            .as_ref()
+                            .map(|l| format!("{}/{}", l.namespace, l.name)),
+                    )),
+                    ..RecordSource::default()
+                },
                 ..ApplyOptions::default()
             },
             leader,

@@ -20,7 +20,7 @@ pub mod snapshot;
 pub mod spec;
 pub mod synthetic;
 
-pub use kube::RecordSource;
+pub use kube::{RecordSource, RecordWriter};
 pub use snapshot::{
     ItemId, MAX_SNAPSHOT_BYTES, Snapshot, SnapshotError, load_snapshot, observed_from_documents,
 };
@@ -82,7 +82,7 @@ impl ClusterError {
 }
 
 /// The in-cluster record of one managed DaemonSet (a small CRD in a live cluster).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Record {
     /// Namespace.
     pub namespace: String,
@@ -96,6 +96,15 @@ pub struct Record {
     pub promoted: Option<(String, u32)>,
     /// `daemonsync abort`: the record's `daemonsync.io/abort` (a revision).
     pub aborted: Option<String>,
+    /// The DaemonSet the record holds (its spec), when it reads as one.
+    pub daemonset: Option<k8s_openapi::api::apps::v1::DaemonSet>,
+    /// The record's uid: the controller reference of its pods names it.
+    pub uid: String,
+    /// The record is being deleted (it has a deletionTimestamp; orphan propagation first
+    /// clears its pods' owner references).
+    pub deleting: bool,
+    /// Where its DaemonSet was read from, and who writes it.
+    pub source: Option<RecordSource>,
 }
 
 impl Record {
@@ -325,6 +334,15 @@ pub trait Cluster: Send {
         daemonset: &k8s_openapi::api::apps::v1::DaemonSet,
     ) -> impl Future<Output = Result<(), ClusterError>> + Send;
 
+    /// Sets (`Some`) or removes (`None`) annotations of a managed DaemonSet's record, as
+    /// `daemonsync pause` does.
+    fn annotate_record(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        annotations: &std::collections::BTreeMap<String, Option<String>>,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send;
+
     /// Deletes a managed DaemonSet's record with orphan propagation (what it still owns keeps
     /// running).
     fn delete_record(
@@ -481,6 +499,15 @@ impl Cluster for SnapshotCluster {
 
     async fn delete_record(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
         Self::refuse(format!("delete the record of {namespace}/{name}"))
+    }
+
+    async fn annotate_record(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        _annotations: &std::collections::BTreeMap<String, Option<String>>,
+    ) -> Result<(), ClusterError> {
+        Self::refuse(format!("annotate the record of {namespace}/{name}"))
     }
 
     async fn wait_for_change(&mut self, _deadline: Timestamp) -> Result<bool, ClusterError> {

@@ -267,6 +267,15 @@ impl Cluster for AnyCluster {
         forward!(self, c => c.delete_record(namespace, name))
     }
 
+    async fn annotate_record(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        annotations: &std::collections::BTreeMap<String, Option<String>>,
+    ) -> Result<(), ClusterError> {
+        forward!(self, c => c.annotate_record(namespace, name, annotations))
+    }
+
     async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {
         forward!(self, c => c.wait_for_change(deadline))
     }

@@ -190,6 +190,16 @@ pub struct Namespace {
     pub labels: Labels,
 }
 
+impl Namespace {
+    /// The namespace an API object describes.
+    pub fn from_k8s(n: &k8s_openapi::api::core::v1::Namespace) -> Self {
+        Namespace {
+            name: n.metadata.name.clone().unwrap_or_default(),
+            labels: n.metadata.labels.clone().unwrap_or_default(),
+        }
+    }
+}
+
 /// How a DaemonSet from git relates to the built-in controller (the plan's `ownership`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

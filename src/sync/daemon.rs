@@ -21,7 +21,7 @@ use crate::source::short_revision;
 use anyhow::{Context, Result};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::Pod;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -193,6 +193,7 @@ pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Resu
         mass_prune_warned: false,
         rolling: BTreeSet::new(),
         unwritten: Vec::new(),
+        leases: BTreeMap::new(),
     };
     // The source whose DaemonSets the watches were last checked against.
     let mut watched_for: Option<Arc<InEffect>> = None;
@@ -534,6 +535,18 @@ impl Cluster for Gated<'_, '_> {
         self.inner.delete_record(namespace, name).await
     }
 
+    async fn annotate_record(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        annotations: &std::collections::BTreeMap<String, Option<String>>,
+    ) -> Result<(), ClusterError> {
+        self.gate.check()?;
+        self.inner
+            .annotate_record(namespace, name, annotations)
+            .await
+    }
+
     async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {
         self.inner.wait_for_change(deadline).await
     }
@@ -561,6 +574,60 @@ struct Reconciler {
     rolling: BTreeSet<Key>,
     /// The steps last logged as not written (dry run, standby), so each is logged once.
     unwritten: Vec<(Key, usize, usize)>,
+    /// Other daemons' Leases named by records, as last read: (when, lapsed).
+    leases: BTreeMap<String, (Instant, bool)>,
+}
+
+/// How long a read of another daemon's Lease is trusted.
+const LEASE_READ_TTL: Duration = Duration::from_secs(5);
+
+impl Reconciler {
+    /// The Leases of other `sync` daemons named by the records that lapsed: what they drove,
+    /// this daemon may take (read at most every [`LEASE_READ_TTL`]).
+    async fn expired_leases(
+        &mut self,
+        cluster: &KubeCluster,
+        state: &ClusterState,
+    ) -> BTreeSet<String> {
+        let ours = self
+            .apply
+            .source
+            .writer
+            .as_ref()
+            .and_then(|w| w.lease.clone());
+        let Some(ours) = ours else {
+            return BTreeSet::new();
+        };
+        let theirs: BTreeSet<String> = state
+            .records
+            .iter()
+            .filter_map(|r| r.source.as_ref()?.writer.as_ref())
+            .filter(|w| w.is_sync())
+            .filter_map(|w| w.lease.clone())
+            .filter(|l| *l != ours)
+            .collect();
+        self.leases.retain(|l, _| theirs.contains(l));
+        let mut expired = BTreeSet::new();
+        for lease in theirs {
+            let fresh = self
+                .leases
+                .get(&lease)
+                .filter(|(at, _)| at.elapsed() < LEASE_READ_TTL)
+                .map(|(_, lapsed)| *lapsed);
+            let lapsed = match fresh {
+                Some(l) => l,
+                None => {
+                    let l = super::leader::lapsed(&cluster.client(), &lease).await;
+                    self.leases.insert(lease.clone(), (Instant::now(), l));
+                    l
+                }
+            };
+            if lapsed {
+                expired.insert(lease);
+            }
+        }
+        expired
+    }
 }
 
 impl Reconciler {
@@ -581,8 +648,12 @@ impl Reconciler {
             }
         };
         let mut opts = self.apply.clone();
-        opts.source = effect.record.clone();
+        opts.source = RecordSource {
+            writer: self.apply.source.writer.clone(),
+            ..effect.record.clone()
+        };
         opts.source_errors = effect.source_errors();
+        opts.expired_leases = self.expired_leases(cluster, &state).await;
         let a = self.executor.assess(&effect.desired, &state, &opts);
         let mut seen = BTreeSet::new();
         for ds in &a.plan.daemonsets {

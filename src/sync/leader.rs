@@ -177,6 +177,34 @@ impl Seen {
     }
 }
 
+impl Seen {
+    /// Whether no one holds the Lease at `now`: no holder, or not renewed within its duration.
+    fn lapsed(&self, now: SystemTime) -> bool {
+        let held = self.holder.as_deref().is_some_and(|h| !h.is_empty());
+        match (held, self.renewed, self.duration) {
+            (true, Some(renewed), Some(duration)) => renewed + duration < now,
+            (held, _, _) => !held,
+        }
+    }
+}
+
+/// Whether the Lease `NAMESPACE/NAME` of another daemon lapsed: missing, held by no one, or
+/// not renewed within its duration. What that daemon drove, this one may take. An error
+/// reading it (no RBAC to, the API down) counts as held: nothing is taken on a guess.
+pub async fn lapsed(client: &kube::Client, lease: &str) -> bool {
+    let Some((namespace, name)) = lease.split_once('/') else {
+        return false;
+    };
+    let api: Api<Lease> = Api::namespaced(client.clone(), namespace);
+    match api.get_opt(name).await {
+        Ok(found) => Seen::of(found.as_ref()).lapsed(SystemTime::now()),
+        Err(e) => {
+            tracing::debug!(lease, error = %e, "cannot read another daemon's Lease: counted as held");
+            false
+        }
+    }
+}
+
 /// State shared by the handle and its tasks.
 #[derive(Debug)]
 struct Shared {
@@ -540,6 +568,36 @@ mod tests {
     use std::future::Future;
 
     const LEASE: &str = "daemonsync";
+
+    #[test]
+    fn another_daemons_lease_lapses_when_released_or_not_renewed_within_its_duration() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let held = |renewed_ago: u64| Seen {
+            holder: Some("pod-a".into()),
+            renewed: Some(now - Duration::from_secs(renewed_ago)),
+            duration: Some(Duration::from_secs(15)),
+            fetch_requested: None,
+        };
+        assert!(!held(5).lapsed(now), "renewed 5 s ago, valid 15 s");
+        assert!(
+            held(16).lapsed(now),
+            "not renewed for longer than its duration"
+        );
+        assert!(Seen::default().lapsed(now), "missing");
+        let released = Seen {
+            holder: Some(String::new()),
+            ..held(1)
+        };
+        assert!(released.lapsed(now), "released: no holder");
+        let no_renewal = Seen {
+            renewed: None,
+            ..held(0)
+        };
+        assert!(
+            !no_renewal.lapsed(now),
+            "a holder without a renewal time is taken at its word"
+        );
+    }
 
     fn sim_dir() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();

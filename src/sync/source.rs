@@ -169,18 +169,7 @@ impl Follower {
             }
             invalid.insert(key, why);
         }
-        let record = match self.tracked.source() {
-            ManifestSource::Git(g) => RecordSource {
-                repository: Some(redact(&g.url)),
-                path: Some(g.path.clone()).filter(|p| !p.is_empty()),
-                commit: Some(rendered.revision.clone()),
-            },
-            ManifestSource::Local(_) => RecordSource {
-                repository: None,
-                path: Some(self.describe.clone()),
-                commit: None,
-            },
-        };
+        let record = RecordSource::of(self.tracked.source(), &rendered.revision);
         self.in_effect = InEffect {
             desired: desired.into_values().collect(),
             invalid,

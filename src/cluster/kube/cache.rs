@@ -43,20 +43,16 @@ impl PartialEq for CachedPod {
 /// A cached record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CachedRecord {
-    /// `metadata.uid`: the controller ownerReference of its pods names it.
-    pub uid: String,
+    /// What the executor reads of it.
+    pub record: crate::cluster::Record,
     /// `metadata.generation`.
     pub generation: Option<i64>,
+    /// `metadata.resourceVersion`.
+    pub resource_version: Option<String>,
     /// The spec's DaemonSet, as last written.
     pub daemon_set: serde_json::Value,
     /// The status, as last written.
     pub status: Option<ManagedDaemonSetStatus>,
-    /// Carries `daemonsync.io/paused: "true"`.
-    pub paused: bool,
-    /// `daemonsync.io/promote`: revision and stage.
-    pub promoted: Option<(String, u32)>,
-    /// `daemonsync.io/abort`: a revision.
-    pub aborted: Option<String>,
 }
 
 /// What one watcher has seen: its objects, and whether its first list is complete.
@@ -408,11 +404,10 @@ pub fn start(
         Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone()),
         watcher::Config::default(),
         |n| {
-            let ns = crate::plan::ownership::Namespace {
-                name: n.metadata.name.clone().unwrap_or_default(),
-                labels: n.metadata.labels.clone().unwrap_or_default(),
-            };
-            (key_of(&n.metadata), Some(ns))
+            (
+                key_of(&n.metadata),
+                Some(crate::plan::ownership::Namespace::from_k8s(n)),
+            )
         },
         |s| &mut s.namespaces,
     );
@@ -422,15 +417,12 @@ pub fn start(
         Api::<ManagedDaemonSet>::all(client.clone()),
         watcher::Config::default(),
         |r| {
-            let commands = super::record::record_of(r);
             let record = CachedRecord {
-                uid: r.metadata.uid.clone().unwrap_or_default(),
+                record: super::record::record_of(r),
                 generation: r.metadata.generation,
+                resource_version: r.metadata.resource_version.clone(),
                 daemon_set: r.spec.daemon_set.clone(),
                 status: r.status.clone(),
-                paused: commands.paused,
-                promoted: commands.promoted,
-                aborted: commands.aborted,
             };
             (key_of(&r.metadata), Some(record))
         },

@@ -21,7 +21,9 @@ pub mod record;
 #[cfg(test)]
 mod tests;
 
-pub use record::{ManagedDaemonSet, ManagedDaemonSetSpec, ManagedDaemonSetStatus, RecordSource};
+pub use record::{
+    ManagedDaemonSet, ManagedDaemonSetSpec, ManagedDaemonSetStatus, RecordSource, RecordWriter,
+};
 
 use super::{Cluster, ClusterError, ClusterState, Event, EventType, Record, RecordStatus};
 use crate::model::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, Timestamp};
@@ -90,6 +92,9 @@ struct Expectations {
     /// DaemonSets deleted (`None`: gone or terminating) or applied (`Some(resourceVersion
     /// before)`: present at another one).
     daemonsets: Vec<(Key, Option<Option<String>>)>,
+    /// Records deleted (`None`: gone or terminating) or annotated (`Some(resourceVersion
+    /// before)`: present at another one, or gone).
+    records: Vec<(Key, Option<Option<String>>)>,
 }
 
 /// A live cluster.
@@ -458,7 +463,13 @@ impl KubeCluster {
         let deletes = std::mem::take(&mut self.expected.deletes);
         let updates = std::mem::take(&mut self.expected.updates);
         let daemonsets = std::mem::take(&mut self.expected.daemonsets);
-        if creates.is_empty() && deletes.is_empty() && updates.is_empty() && daemonsets.is_empty() {
+        let records = std::mem::take(&mut self.expected.records);
+        if creates.is_empty()
+            && deletes.is_empty()
+            && updates.is_empty()
+            && daemonsets.is_empty()
+            && records.is_empty()
+        {
             return;
         }
         let met = move |s: &cache::State| {
@@ -478,6 +489,13 @@ impl KubeCluster {
                         Some(before) => {
                             live.is_some_and(|d| d.metadata.resource_version != *before)
                         }
+                    }
+                })
+                && records.iter().all(|(k, expected)| {
+                    let r = s.records.items.get(k);
+                    match expected {
+                        None => r.is_none_or(|r| r.record.deleting),
+                        Some(before) => r.is_none_or(|r| r.resource_version != *before),
                     }
                 })
         };
@@ -512,7 +530,7 @@ impl KubeCluster {
         s.records
             .items
             .get(&(namespace.to_string(), name.to_string()))
-            .map(|r| r.uid.clone())
+            .map(|r| r.record.uid.clone())
     }
 }
 
@@ -610,19 +628,7 @@ impl Cluster for KubeCluster {
         self.await_expectations().await;
         let s = self.cache.lock();
         self.seen = s.version;
-        let records: Vec<Record> = s
-            .records
-            .items
-            .iter()
-            .map(|((namespace, name), r)| Record {
-                namespace: namespace.clone(),
-                name: name.clone(),
-                status: r.status.as_ref().map(RecordStatus::from_record),
-                paused: r.paused,
-                promoted: r.promoted.clone(),
-                aborted: r.aborted.clone(),
-            })
-            .collect();
+        let records: Vec<Record> = s.records.items.values().map(|r| r.record.clone()).collect();
         let observed = Observed {
             nodes: s.nodes.items.values().cloned().collect(),
             pods: s.all_pods(),
@@ -656,7 +662,13 @@ impl Cluster for KubeCluster {
             s.records
                 .items
                 .get(&(namespace.clone(), name.clone()))
-                .is_some_and(|r| r.daemon_set == spec.daemon_set)
+                .is_some_and(|r| {
+                    r.daemon_set == spec.daemon_set
+                        && r.record
+                            .source
+                            .as_ref()
+                            .map_or(source.writer.is_none(), |s| s.same_writer(source))
+                })
         };
         if unchanged {
             return Ok(());
@@ -704,7 +716,7 @@ impl Cluster for KubeCluster {
                 s.records
                     .items
                     .get(&key)
-                    .is_some_and(|r| r.uid == uid && r.daemon_set == spec)
+                    .is_some_and(|r| r.record.uid == uid && r.daemon_set == spec)
             });
             let _ = tokio::time::timeout(EXPECTATION_TIMEOUT, wait).await;
             Ok(())
@@ -1008,6 +1020,41 @@ impl Cluster for KubeCluster {
         Ok(())
     }
 
+    async fn annotate_record(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        annotations: &std::collections::BTreeMap<String, Option<String>>,
+    ) -> Result<(), ClusterError> {
+        let api: Api<ManagedDaemonSet> = Api::namespaced(self.client.clone(), namespace);
+        let target = self.target.clone();
+        let patch = serde_json::json!({"metadata": {"annotations": annotations}});
+        let n = name.to_string();
+        let key = (namespace.to_string(), name.to_string());
+        let before = self
+            .cache
+            .lock()
+            .records
+            .items
+            .get(&key)
+            .map(|r| r.resource_version.clone());
+        if let Some(before) = before {
+            self.expected.records.push((key, Some(before)));
+        }
+        self.run(async move {
+            let params = PatchParams {
+                field_manager: Some(target.field_manager.clone()),
+                ..PatchParams::default()
+            };
+            let patch = Patch::Merge(&patch);
+            with_retries(|| api.patch(&n, &params, &patch))
+                .await
+                .map(|_| ())
+                .map_err(|e| refused(&target, &format!("cannot annotate the record {n}: "), &e))
+        })
+        .await
+    }
+
     async fn delete_record(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
         let api: Api<ManagedDaemonSet> = Api::namespaced(self.client.clone(), namespace);
         let target = self.target.clone();
@@ -1016,6 +1063,7 @@ impl Cluster for KubeCluster {
             ..DeleteParams::default()
         };
         let (ns, n) = (namespace.to_string(), name.to_string());
+        self.expected.records.push(((ns.clone(), n.clone()), None));
         self.run(async move {
             match with_retries(|| api.delete(&n, &params)).await {
                 Ok(_) => Ok(()),

@@ -77,6 +77,112 @@ pub struct RecordSource {
     /// The commit, for a git source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
+    /// Who writes the DaemonSet: one writer at a time (a `sync` daemon, or `apply`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<RecordWriter>,
+}
+
+impl RecordSource {
+    /// Where DaemonSets read from `source` at `revision` come from (URLs redacted).
+    pub fn of(source: &crate::source::ManifestSource, revision: &str) -> Self {
+        use crate::source::{ManifestSource, Source, redact};
+        match source {
+            ManifestSource::Git(g) => RecordSource {
+                repository: Some(redact(&g.url)),
+                path: Some(g.path.clone()).filter(|p| !p.is_empty()),
+                commit: Some(revision.to_string()),
+                writer: None,
+            },
+            ManifestSource::Local(_) => RecordSource {
+                repository: None,
+                path: Some(redact(&Source::describe(source))),
+                commit: None,
+                writer: None,
+            },
+        }
+    }
+
+    /// Whether a record written from `self` and one written from `other` name the same
+    /// writer (see [`RecordWriter::same`]).
+    pub fn same_writer(&self, other: &RecordSource) -> bool {
+        match (&self.writer, &other.writer) {
+            (Some(a), Some(b)) => a.same(b),
+            (a, b) => a.is_none() && b.is_none(),
+        }
+    }
+
+    /// `REPOSITORY/PATH at COMMIT`, or the directory, for messages.
+    pub fn describe(&self) -> String {
+        let place = match (&self.repository, &self.path) {
+            (Some(r), Some(p)) => format!("{r} ({p})"),
+            (Some(r), None) => r.clone(),
+            (None, Some(p)) => p.clone(),
+            (None, None) => "an unnamed source".into(),
+        };
+        match &self.commit {
+            Some(c) => format!("{place} at commit {}", crate::source::short_revision(c)),
+            None => place,
+        }
+    }
+}
+
+/// The writer of a managed DaemonSet, as its record names it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordWriter {
+    /// `sync` (the daemon) or `apply`.
+    pub command: String,
+    /// The daemon's identity (its lease holder name, User-Agent and field manager).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+    /// The daemon's leader-election Lease, `NAMESPACE/NAME`: the same lease is the same
+    /// daemon, whichever replica holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<String>,
+}
+
+impl RecordWriter {
+    /// The `sync` daemon `identity`, electing its leader with `lease` (`NAMESPACE/NAME`).
+    pub fn sync(identity: &str, lease: Option<String>) -> Self {
+        RecordWriter {
+            command: "sync".into(),
+            identity: Some(identity.to_string()),
+            lease,
+        }
+    }
+
+    /// `daemonsync apply`.
+    pub fn apply() -> Self {
+        RecordWriter {
+            command: "apply".into(),
+            ..RecordWriter::default()
+        }
+    }
+
+    /// A `sync` daemon.
+    pub fn is_sync(&self) -> bool {
+        self.command == "sync"
+    }
+
+    /// Whether `self` and `other` are the same writer: the same command and lease.
+    pub fn same(&self, other: &RecordWriter) -> bool {
+        self.command == other.command && self.lease == other.lease
+    }
+
+    /// `the daemon IDENTITY (lease NS/NAME)` or `daemonsync apply`, for messages.
+    pub fn describe(&self) -> String {
+        if !self.is_sync() {
+            return format!("`daemonsync {}`", self.command);
+        }
+        let mut out = format!(
+            "the daemonsync sync daemon {}",
+            self.identity.as_deref().unwrap_or("(unnamed)")
+        );
+        if let Some(lease) = &self.lease {
+            out.push_str(&format!(" (lease {lease})"));
+        }
+        out
+    }
 }
 
 /// The status of a ManagedDaemonSet: upstream's DaemonSetStatus counters, the current
@@ -396,6 +502,10 @@ pub fn record_of(r: &ManagedDaemonSet) -> crate::cluster::Record {
         promoted: annotation(PROMOTE_ANNOTATION)
             .and_then(|v| crate::plan::RolloutRecord::parse_promote(v)),
         aborted: annotation(ABORT_ANNOTATION).cloned(),
+        daemonset: serde_json::from_value(r.spec.daemon_set.clone()).ok(),
+        uid: r.metadata.uid.clone().unwrap_or_default(),
+        deleting: r.metadata.deletion_timestamp.is_some(),
+        source: r.spec.source.clone(),
     }
 }
 

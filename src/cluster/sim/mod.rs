@@ -121,6 +121,17 @@ impl Sim {
         Ok(())
     }
 
+    /// Starts `desired` as the built-in DaemonSet controller runs it (the `apps/v1`
+    /// DaemonSets and their pods on every node they select, like `builtin:`).
+    pub fn install_builtin(&mut self, desired: &[crate::plan::Desired]) -> Result<()> {
+        let since = self.now();
+        for d in desired {
+            self.world.install_builtin(d, since)?;
+        }
+        self.world.reconcile();
+        Ok(())
+    }
+
     /// Sets the probe called after every change of the nodes and pods.
     pub fn set_probe(&mut self, probe: Probe) {
         self.world.nodes.set_probe(probe);
@@ -250,6 +261,26 @@ impl Sim {
                     serde_json::from_value((*e.object).clone()).ok()?;
                 ds.status = None;
                 Some(ds)
+            })
+            .collect();
+        observed.revisions = self
+            .world
+            .store
+            .list(api::daemonset::REVISIONS, None)
+            .filter_map(|e| {
+                let cr: k8s_openapi::api::apps::v1::ControllerRevision =
+                    serde_json::from_value((*e.object).clone()).ok()?;
+                crate::plan::ownership::ControllerRevision::from_k8s(&cr)
+            })
+            .collect();
+        observed.namespaces = self
+            .world
+            .store
+            .list("/namespaces", None)
+            .filter_map(|e| {
+                let ns: k8s_openapi::api::core::v1::Namespace =
+                    serde_json::from_value((*e.object).clone()).ok()?;
+                Some(crate::plan::ownership::Namespace::from_k8s(&ns))
             })
             .collect();
         observed.rollouts = self.records().iter().map(Record::rollout_record).collect();
@@ -402,7 +433,12 @@ impl Cluster for Sim {
             .world
             .store
             .get(RECORDS, &namespace, &name)
-            .is_some_and(|e| e.object["spec"]["daemonSet"] == spec);
+            .is_some_and(|e| {
+                let written: Option<RecordSource> =
+                    serde_json::from_value(e.object["spec"]["source"].clone()).ok();
+                e.object["spec"]["daemonSet"] == spec
+                    && written.map_or(source.writer.is_none(), |s| s.same_writer(source))
+            });
         if unchanged {
             return Ok(());
         }
@@ -670,6 +706,25 @@ impl Cluster for Sim {
             .map_err(|e| cluster_error(e, "daemonset", &namespace, &name))?;
         self.world.reconcile();
         self.world.nodes.probed();
+        Ok(())
+    }
+
+    async fn annotate_record(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        annotations: &std::collections::BTreeMap<String, Option<String>>,
+    ) -> Result<(), ClusterError> {
+        if self.world.store.get(RECORDS, namespace, name).is_none() {
+            return Err(ClusterError::NotFound {
+                kind: "manageddaemonset",
+                namespace: namespace.into(),
+                name: name.into(),
+            });
+        }
+        for (key, value) in annotations {
+            self.annotate(namespace, name, key, value.clone());
+        }
         Ok(())
     }
 
