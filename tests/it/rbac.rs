@@ -1,6 +1,7 @@
 //! examples/deploy/rbac.yaml against what daemonsync really asks of the API: `apply`, `plan`,
-//! `status` and `snapshot` over `--cluster kube` run against `sim serve --request-log` (one
-//! apply replacing pods, a later one updating them in place), and every request they make must
+//! `release`, `status` and `snapshot` over `--cluster kube` run against `sim serve
+//! --request-log` (one apply replacing pods, taking a DaemonSet over from the built-in
+//! controller and keeping one native, a later one updating pods in place, then a release), and every request they make must
 //! be granted by the ClusterRole, and every rule the ClusterRole grants must have been used
 //! (least privilege: a grant nothing needs is a grant too many).
 
@@ -122,11 +123,25 @@ fn granted() -> BTreeSet<Grant> {
 #[test]
 fn the_cluster_role_grants_exactly_what_apply_plan_status_and_snapshot_use() {
     let dir = sim_dir();
+    // `legacy` runs under the built-in controller: taken over, and later released.
+    std::fs::create_dir_all(dir.path().join("builtin")).unwrap();
+    std::fs::write(
+        dir.path().join("builtin/legacy.yaml"),
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: legacy, namespace: demo}\nspec:\n  selector: {matchLabels: {app: legacy}}\n  template:\n    metadata: {labels: {app: legacy}}\n    spec:\n      containers: [{name: legacy, image: 'legacy:1'}]\n",
+    )
+    .unwrap();
+    let sim = std::fs::read_to_string(dir.path().join("sim.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("sim.yaml"),
+        format!("{sim}builtin:\n  - manifest: builtin/\n"),
+    )
+    .unwrap();
     let log = dir.path().join("requests.jsonl");
     let server = ServeProcess::start(dir.path(), &["--request-log", log.to_str().unwrap()]);
     let kc = server.kubeconfig.clone();
-    // A changed DaemonSet (pods replaced), an unchanged one, and a new one (its record is
-    // created by a server-side apply).
+    // A changed DaemonSet (pods replaced), an unchanged one, a new one (its record is
+    // created by a server-side apply), one taken over from the built-in controller and one
+    // kept native (server-side applied as an apps/v1 DaemonSet under OnDelete).
     let ds = |name: &str, image: &str, annotations: &str| {
         format!(
             "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {{name: {name}, namespace: demo, annotations: {{{annotations}}}}}\nspec:\n  selector: {{matchLabels: {{app: {name}}}}}\n  updateStrategy: {{rollingUpdate: {{maxUnavailable: 1}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers: [{{name: {name}, image: '{image}'}}]\n"
@@ -144,6 +159,8 @@ fn the_cluster_role_grants_exactly_what_apply_plan_status_and_snapshot_use() {
             ds("agent", "agent:2", ""),
             ds("logger", "logger:1", ""),
             ds("newcomer", "newcomer:1", ""),
+            ds("legacy", "legacy:1", "daemonsync.io/adopt: 'true'"),
+            ds("native", "native:1", "daemonsync.io/mode: native"),
         ],
     );
     // Then, with agent stable at agent:2, a revision that differs only in its image under
@@ -155,10 +172,12 @@ fn the_cluster_role_grants_exactly_what_apply_plan_status_and_snapshot_use() {
             ds("agent", "agent:3", in_place),
             ds("logger", "logger:1", ""),
             ds("newcomer", "newcomer:1", ""),
+            ds("legacy", "legacy:1", "daemonsync.io/adopt: 'true'"),
+            ds("native", "native:1", "daemonsync.io/mode: native"),
         ],
     );
     let snap = dir.path().join("snap.yaml");
-    let runs: [(&[&str], i32); 7] = [
+    let runs: [(&[&str], i32); 8] = [
         (&["plan", "-m", &m, "--cluster", "kube"], 2),
         (
             &["apply", "-m", &m, "--cluster", "kube", "--timeout", "90s"],
@@ -180,6 +199,18 @@ fn the_cluster_role_grants_exactly_what_apply_plan_status_and_snapshot_use() {
             0,
         ),
         (&["plan", "-m", &m2, "--cluster", "kube"], 0),
+        // Give legacy back to the built-in controller.
+        (
+            &[
+                "release",
+                "demo/legacy",
+                "--cluster",
+                "kube",
+                "--timeout",
+                "90s",
+            ],
+            0,
+        ),
         (&["status", "--cluster", "kube"], 0),
         (
             &[
