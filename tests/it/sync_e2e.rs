@@ -9,7 +9,7 @@
 use crate::serve_support::ServeProcess;
 use crate::support::{GitDaemon, Repo, daemonsync, free_port};
 use crate::sync_support::{
-    Api, NS, Sync, condition, daemonset, fleet, git_available, sign, wait_for, wait_until,
+    Api, NS, Sync, condition, daemonset, fleet, git_available, name, sign, wait_for, wait_until,
 };
 use std::time::{Duration, Instant};
 
@@ -617,91 +617,110 @@ fn create(url: &str, path: &str, body: serde_json::Value) -> serde_json::Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// The uids of the live pods of `app`, sorted.
+fn pod_uids(world: &World, app: &str) -> Vec<String> {
+    let mut uids: Vec<String> = world
+        .api
+        .pods(app)
+        .iter()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .map(|p| {
+            p["metadata"]["uid"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    uids.sort();
+    uids
+}
+
 #[test]
-fn a_daemonset_added_to_the_source_adopts_the_pods_the_builtin_controller_runs() {
+fn a_builtin_daemonset_joining_the_source_is_blocked_until_adopted_then_taken_over_without_a_restart()
+ {
     if !git_available() {
         eprintln!("skipped: git is not installed");
         return;
     }
-    // agent is daemonsync's; logger runs under the built-in DaemonSet controller: its
-    // DaemonSet and one pod per node, created through the API as that controller would.
+    // agent is daemonsync's; logger is created through the API as an apps/v1 DaemonSet, and
+    // the simulated cluster's built-in DaemonSet controller runs its pods.
     let world = World::with(&daemonset("agent", "agent:1"), "");
     let (server, api) = (&world.server, &world.api);
     let live: serde_json::Value = serde_saphyr::from_str(&daemonset("logger", "logger:1")).unwrap();
-    let live = create(
+    create(
         &server.url,
         &format!("/apis/apps/v1/namespaces/{NS}/daemonsets"),
         live,
     );
-    for node in api.nodes() {
-        create(
-            &server.url,
-            &format!("/api/v1/namespaces/{NS}/pods"),
-            serde_json::json!({
-                "apiVersion": "v1", "kind": "Pod",
-                "metadata": {
-                    "name": format!("logger-{node}"), "namespace": NS,
-                    "labels": {"app": "logger"},
-                    "ownerReferences": [{
-                        "apiVersion": "apps/v1", "kind": "DaemonSet", "name": "logger",
-                        "uid": live["metadata"]["uid"], "controller": true
-                    }]
-                },
-                "spec": {"nodeName": node, "containers": [{"name": "logger", "image": "logger:1"}]}
-            }),
-        );
-    }
-    wait_for("the built-in logger pods run", 30, &[], || {
+    wait_for("the built-in controller runs logger", 30, &[], || {
         api.converged("logger", "logger:1")
     });
+    let before = pod_uids(&world, "logger");
     world.repo.remove("ds/logger.yaml");
     world.repo.commit("agent only");
     let sync = world.start(&[]);
-    // logger joins the source as it runs: the watches are restarted to see its pods, which
-    // are adopted; no node gets a second pod.
+
+    // logger joins the source with neither choice: blocked, nothing written for its pods.
     world
         .repo
         .write("ds/logger.yaml", &daemonset("logger", "logger:1"));
     world.repo.commit("manage logger");
     push(&sync);
-    // Its pods lack daemonsync's revision label, so they are replaced: within the budget,
-    // deletes first, never a second pod beside a running one.
-    wait_for("logger converged under daemonsync", 60, &[&sync], || {
-        api.converged("logger", "logger:1")?;
-        let managed = api
-            .pods("logger")
-            .iter()
-            .filter(|p| p["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "daemonsync")
-            .count();
-        if managed == NODES {
-            Ok(())
-        } else {
-            Err(format!("{managed} of {NODES} pods are daemonsync's"))
+    let records = format!("/apis/daemonsync.io/v1alpha1/namespaces/{NS}/manageddaemonsets");
+    wait_for("logger blocked on its record", 60, &[&sync], || {
+        let record = api
+            .items(&records)
+            .into_iter()
+            .find(|r| name(r) == "logger")
+            .ok_or("no record yet")?;
+        match condition(&record, "Blocked") {
+            Some((s, m)) if s == "True" && m.contains("daemonsync.io/adopt") => Ok(()),
+            other => Err(format!("{other:?}")),
         }
     });
-    let log = sync.log();
     assert!(
-        log.contains("existing pods were not watched; they are now"),
-        "{}",
-        sync.tail()
+        api.events()
+            .iter()
+            .any(|e| e["reason"] == "Blocked" && e["involvedObject"]["name"] == "logger"),
+        "a Blocked event on the record"
     );
-    let first = log
-        .lines()
-        .find(|l| l.contains("decision daemonset=demo/logger"))
-        .unwrap_or_else(|| panic!("a decision for logger\n{}", sync.tail()));
-    assert!(
-        first.contains("create_on= ") && first.contains("(RollingUpdate)"),
-        "the first step replaces within the budget, it does not add pods: {first}"
+    assert_eq!(pod_uids(&world, "logger"), before, "no logger pod touched");
+    let daemonset_path = format!("/apis/apps/v1/namespaces/{NS}/daemonsets/logger");
+    assert_eq!(api.status_of(&daemonset_path), Some(200));
+
+    // With daemonsync.io/adopt the DaemonSet is taken over: the apps/v1 DaemonSet deleted
+    // with orphan propagation, its pods claimed by the record and kept running.
+    world.repo.write(
+        "ds/logger.yaml",
+        &daemonset("logger", "logger:1").replace(
+            &format!("metadata: {{name: logger, namespace: {NS}}}"),
+            &format!(
+                "metadata: {{name: logger, namespace: {NS}, annotations: {{daemonsync.io/adopt: 'true'}}}}"
+            ),
+        ),
     );
-    let max_deletes = log
-        .lines()
-        .filter(|l| l.contains("decision daemonset=demo/logger"))
-        .map(|l| l.matches("(RollingUpdate)").count())
-        .max()
-        .unwrap_or(0);
-    assert!(
-        max_deletes <= 2,
-        "maxUnavailable 2: {max_deletes} replaced at once"
+    world.repo.commit("take logger over");
+    push(&sync);
+    wait_for("logger taken over", 60, &[&sync], || {
+        if api.status_of(&daemonset_path) != Some(404) {
+            return Err("the apps/v1 DaemonSet is still there".into());
+        }
+        api.converged("logger", "logger:1")?;
+        let owned = api
+            .pods("logger")
+            .iter()
+            .filter(|p| p["metadata"]["ownerReferences"][0]["kind"] == "ManagedDaemonSet")
+            .count();
+        if owned == NODES {
+            Ok(())
+        } else {
+            Err(format!("{owned} of {NODES} pods are owned by the record"))
+        }
+    });
+    assert_eq!(
+        pod_uids(&world, "logger"),
+        before,
+        "the same pods, none restarted"
     );
     assert!(sync.terminate().success());
 }
@@ -780,5 +799,99 @@ fn sync_holds_a_canary_at_its_manual_pause_until_promoted() {
             other => Err(format!("{other:?}")),
         }
     });
+    assert!(sync.terminate().success());
+}
+
+#[test]
+fn with_sync_running_apply_of_another_template_is_refused_and_force_pauses_the_daemon() {
+    if !git_available() {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let world = World::new();
+    let api = &world.api;
+    let sync = world.start(&[]);
+    // The daemon names itself on the records it drives.
+    wait_for("the daemon's name on agent's record", 30, &[&sync], || {
+        let writer = &api.record("agent")["spec"]["source"]["writer"];
+        if writer["command"] == "sync" {
+            Ok(())
+        } else {
+            Err(format!("writer {writer}"))
+        }
+    });
+    let local = tempfile::tempdir().unwrap();
+    std::fs::write(
+        local.path().join("agent.yaml"),
+        daemonset("agent", "agent:9"),
+    )
+    .unwrap();
+    let apply = |extra: &[&str]| {
+        let mut args = vec![
+            "apply",
+            "--manifests",
+            local.path().to_str().unwrap(),
+            "--cluster",
+            "kube",
+            "--timeout",
+            "60s",
+        ];
+        args.extend(extra);
+        crate::live::daemonsync(&world.server.kubeconfig, &args)
+    };
+
+    // Refused: nothing written, exit 1, the daemon and the way out named.
+    let refused = apply(&[]);
+    let out = format!(
+        "{}{}",
+        crate::live::text(&refused.stdout),
+        crate::live::text(&refused.stderr)
+    );
+    assert_eq!(refused.status.code(), Some(1), "{out}");
+    for part in [
+        "the daemonsync sync daemon",
+        "at commit",
+        "--force",
+        "daemonsync pause agent -n demo",
+    ] {
+        assert!(out.contains(part), "{part:?} in:\n{out}");
+    }
+    assert!(
+        images(&world, "agent").iter().all(|i| i == "agent:1"),
+        "no pod written: {:?}",
+        images(&world, "agent")
+    );
+    assert_eq!(
+        api.record("agent")["spec"]["source"]["writer"]["command"],
+        "sync"
+    );
+
+    // --force: the record paused for the daemon (an event says so), the rollout completes,
+    // and the daemon leaves it alone afterwards.
+    let forced = apply(&["--force"]);
+    assert_eq!(
+        forced.status.code(),
+        Some(0),
+        "{}{}",
+        crate::live::text(&forced.stdout),
+        crate::live::text(&forced.stderr)
+    );
+    api.converged("agent", "agent:9").unwrap();
+    let record = api.record("agent");
+    assert_eq!(
+        record["metadata"]["annotations"]["daemonsync.io/paused"],
+        "true"
+    );
+    assert_eq!(record["spec"]["source"]["writer"]["command"], "apply");
+    assert!(
+        api.events()
+            .iter()
+            .any(|e| e["reason"] == "Forced" && e["involvedObject"]["name"] == "agent"),
+        "a Forced event on the record"
+    );
+    push(&sync);
+    std::thread::sleep(Duration::from_secs(2));
+    api.converged("agent", "agent:9").unwrap();
+    api.converged("logger", "logger:1").unwrap();
     assert!(sync.terminate().success());
 }

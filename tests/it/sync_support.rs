@@ -355,6 +355,13 @@ impl Api {
         panic!("GET {path} kept failing");
     }
 
+    /// `GET path`'s status code (`None` when the API does not answer).
+    pub fn status_of(&self, path: &str) -> Option<u16> {
+        request("GET", &format!("{}{path}", self.url), &[], "")
+            .ok()
+            .map(|(code, _)| code)
+    }
+
     /// The names of the nodes.
     pub fn nodes(&self) -> Vec<String> {
         self.items("/api/v1/nodes")
