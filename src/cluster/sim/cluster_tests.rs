@@ -191,6 +191,61 @@ fn the_builtin_controller_runs_one_pod_per_eligible_node_with_its_own_revision()
     );
 }
 
+/// A cluster booted with `manifest` as its `builtin:` DaemonSets (the directory holds it).
+fn with_builtin(cfg: &str, manifest: &str) -> (tempfile::TempDir, Sim) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("builtin.yaml");
+    std::fs::write(&path, manifest).unwrap();
+    let sim = cluster(&format!(
+        "{cfg}\nbuiltin: [{{manifest: '{}'}}]",
+        path.display()
+    ));
+    (dir, sim)
+}
+
+const BUILTIN_LOGGER: &str = "apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: logger, namespace: demo}
+spec:
+  selector: {matchLabels: {app: logger}}
+  template:
+    metadata: {labels: {app: logger}}
+    spec: {containers: [{name: logger, image: 'logger:1'}]}
+";
+
+fn created(obj: &Value) -> Timestamp {
+    obj["metadata"]["creationTimestamp"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_builtin_daemonset_and_its_revision_are_no_younger_than_its_pods() {
+    let (_dir, sim) = with_builtin(FOUR_NODES, BUILTIN_LOGGER);
+    let w = sim.world();
+    let pods = pods(w);
+    assert_eq!(pods.len(), 4);
+    let oldest = pods.iter().map(created).min().unwrap();
+    assert!(
+        oldest < sim.now(),
+        "the pods have run since before the start"
+    );
+    let ds = created(&daemonset(w));
+    assert!(
+        ds <= oldest,
+        "the DaemonSet, created {ds}, is younger than its pods ({oldest})"
+    );
+    let revisions: Vec<Timestamp> = w
+        .store
+        .list("apps/controllerrevisions", Some("demo"))
+        .map(|e| created(&e.object))
+        .collect();
+    assert_eq!(revisions.len(), 1);
+    assert!(ds <= revisions[0] && revisions[0] <= oldest);
+}
+
 #[test]
 fn a_rolling_update_replaces_pods_within_max_unavailable() {
     let mut sim = cluster(&FOUR_NODES.replace("count: 4", "count: 6"));

@@ -184,7 +184,8 @@ impl World {
     }
 
     /// Starts `desired` as the built-in DaemonSet controller runs it: the `apps/v1`
-    /// DaemonSet, and its pods on every node it selects, ready since `since`.
+    /// DaemonSet, and its pods on every node it selects, ready since `since`. The DaemonSet
+    /// and its ControllerRevision date from `since` too, no younger than their pods.
     pub fn install_builtin(
         &mut self,
         desired: &Desired,
@@ -196,7 +197,7 @@ impl World {
         if let Some(m) = body["metadata"].as_object_mut() {
             m.remove("namespace");
         }
-        self.create(&kind, &ns, body, &boot_params(), None)
+        self.create_dated(since, &kind, &ns, body, &boot_params())
             .map_err(|e| anyhow!("builtin: creating DaemonSet {ns}/{}: {e}", name_of(desired)))?;
         super::daemonset::start_running(self, &ns, &name_of(desired), since)
             .with_context(|| format!("builtin: DaemonSet {ns}/{}", name_of(desired)))

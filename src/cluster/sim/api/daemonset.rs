@@ -231,7 +231,7 @@ fn sync(w: &mut World, ns: &str, name: &str, boot: Option<Timestamp>) {
     let Some(c) = context(w, ns, name) else {
         return;
     };
-    let Some(hash) = construct_history(w, &c) else {
+    let Some(hash) = construct_history(w, &c, boot) else {
         return;
     };
     let pods = claim_pods(w, &c);
@@ -257,8 +257,8 @@ fn sync(w: &mut World, ns: &str, name: &str, boot: Option<Timestamp>) {
 
 /// Upstream `constructHistory`: claims the namespace's ControllerRevisions, finds (or
 /// creates) the one of the current template, renumbers it when it comes back (a rollback),
-/// and returns its hash.
-fn construct_history(w: &mut World, c: &Context) -> Option<String> {
+/// and returns its hash. With `boot`, a revision it creates dates from then.
+fn construct_history(w: &mut World, c: &Context, boot: Option<Timestamp>) -> Option<String> {
     let kind = w.kind("apps", "v1", "controllerrevisions");
     let revisions = claim(w, c, &kind);
     let template = c.obj["spec"]["template"].clone();
@@ -302,7 +302,11 @@ fn construct_history(w: &mut World, c: &Context) -> Option<String> {
                      "ownerReferences": [controller_ref(c)]},
         "data": data, "revision": next,
     });
-    match w.create(&kind, &c.ns, revision, &params(), None) {
+    let created = match boot {
+        Some(at) => w.create_dated(at, &kind, &c.ns, revision, &params()),
+        None => w.create(&kind, &c.ns, revision, &params(), None),
+    };
+    match created {
         Ok(_) => Some(hash),
         Err(e) if e.reason == "AlreadyExists" => {
             // Another template hashed the same: the collision count salts the next hash.

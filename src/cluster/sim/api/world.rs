@@ -103,6 +103,8 @@ pub struct World {
     reconciled: u64,
     /// Events recorded by the cluster's components, by what makes them the same event.
     pub(crate) event_names: std::collections::HashMap<super::events::EventKey, String>,
+    /// The creation time a create gives instead of now ([`World::create_dated`]).
+    created_at: Option<Timestamp>,
 }
 
 impl std::fmt::Debug for World {
@@ -166,6 +168,7 @@ impl World {
             admission,
             reconciled: 0,
             event_names: Default::default(),
+            created_at: None,
         }
     }
 
@@ -422,7 +425,7 @@ impl World {
             return Err(ApiError::already_exists(&kind.plural, &kind.group, &name));
         }
         self.admit("create", kind, namespace, &obj, None)?;
-        let now = self.now();
+        let now = self.created_at.unwrap_or_else(|| self.now());
         let uid = self.new_uid();
         let meta = obj["metadata"].as_object_mut().expect("validated");
         meta.insert("uid".into(), json!(uid));
@@ -456,6 +459,22 @@ impl World {
                 Ok(self.store.put(&kind.storage, obj, owners))
             }
         }
+    }
+
+    /// A create dated `at` instead of now: what start-up creates as having existed before the
+    /// server started (a `builtin:` DaemonSet and its ControllerRevision, as old as their pods).
+    pub(crate) fn create_dated(
+        &mut self,
+        at: Timestamp,
+        kind: &Kind,
+        namespace: &str,
+        body: Value,
+        params: &WriteParams,
+    ) -> Result<Arc<Value>, ApiError> {
+        self.created_at = Some(at);
+        let created = self.create(kind, namespace, body, params, None);
+        self.created_at = None;
+        created
     }
 
     /// The validating admission plugins and webhooks for a write of `obj` (`subresource`:
