@@ -409,6 +409,63 @@ fn a_deleted_pod_is_recreated_as_soon_as_it_is_gone() {
     )));
 }
 
+#[test]
+fn a_deleted_pod_is_marked_for_the_end_of_its_grace_period() {
+    let mut sim = cluster(
+        "kubelet: {startLatency: {fixed: 1s}, terminationGrace: 2s}
+nodes: [{name: n-1}]",
+    );
+    let kind = sim.world().kind("", "v1", "pods");
+    for (name, grace) in [
+        ("web", json!(45)),
+        ("db", Value::Null),
+        ("cache", Value::Null),
+    ] {
+        let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "demo"},
+            "spec": {"nodeName": "n-1", "containers": [{"name": "c", "image": "web:1"}]}});
+        if !grace.is_null() {
+            pod["spec"]["terminationGracePeriodSeconds"] = grace;
+        }
+        sim.world_mut()
+            .create(&kind, "demo", pod, &client(), None)
+            .unwrap();
+    }
+    let at = |sim: &mut Sim, t: Timestamp| while sim.advance(t) {};
+    let started = sim.start() + SignedDuration::from_secs(5);
+    at(&mut sim, started);
+    let requested = sim.now();
+    let delete = |sim: &mut Sim, name: &str, grace: Option<i64>| {
+        let params = DeleteParams {
+            grace_period: grace,
+            ..DeleteParams::default()
+        };
+        let last = sim
+            .world_mut()
+            .delete(&kind, "demo", name, &params)
+            .unwrap();
+        let meta = &last["metadata"];
+        let at: Timestamp = meta["deletionTimestamp"].as_str().unwrap().parse().unwrap();
+        (at, meta["deletionGracePeriodSeconds"].as_i64().unwrap())
+    };
+    // The pod's own terminationGracePeriodSeconds, the default 30, or the request's.
+    let secs = |n: i64| requested + SignedDuration::from_secs(n);
+    assert_eq!(delete(&mut sim, "web", None), (secs(45), 45));
+    assert_eq!(delete(&mut sim, "db", None), (secs(30), 30));
+    assert_eq!(delete(&mut sim, "cache", Some(1)), (secs(1), 1));
+    // The kubelet is done before the grace periods end, and within a shorter one.
+    let gone = |sim: &Sim, name: &str| sim.world().store.get("/pods", "demo", name).is_none();
+    at(&mut sim, secs(1));
+    assert!(gone(&sim, "cache") && !gone(&sim, "web"));
+    at(&mut sim, secs(2) - SignedDuration::from_millis(1));
+    assert!(!gone(&sim, "web") && !gone(&sim, "db"));
+    at(&mut sim, secs(2));
+    assert!(
+        gone(&sim, "web") && gone(&sim, "db"),
+        "after the sim file's terminationGrace"
+    );
+}
+
 fn create_pod(w: &mut World, name: &str, node: &str, labels: Value, owner: Option<Value>) {
     let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": "demo", "labels": labels},

@@ -322,7 +322,8 @@ pub struct KubeletConfig {
     /// (default 0s).
     #[serde(default = "Latency::zero")]
     pub pod_setup_latency: Latency,
-    /// Time from deletion to the pod being gone.
+    /// Time from deletion to the pod being gone (a kubelet done before the pod's grace
+    /// period ends; at most that grace period).
     #[serde(default = "default_grace")]
     pub termination_grace: Dur,
 }

@@ -25,6 +25,9 @@ pub(crate) const KUBELET_CONDITIONS: &[&str] = &[
 /// A pod's namespace and name.
 pub(crate) type PodKey = (String, String);
 
+/// The API server's default `terminationGracePeriodSeconds`.
+const DEFAULT_TERMINATION_GRACE: i64 = 30;
+
 /// True for the waiting reasons of an image that cannot be pulled (`ErrImagePull`,
 /// `ImagePullBackOff`, `InvalidImageName`, ...): the container never ran.
 pub(crate) fn is_pull_reason(reason: &str) -> bool {
@@ -289,6 +292,10 @@ impl NodeSim {
             requests: super::scheduler::pod_requests(pod_spec),
             host_ports: super::scheduler::host_ports(pod_spec),
             unschedulable: None,
+            termination_grace: pod_spec
+                .termination_grace_period_seconds
+                .unwrap_or(DEFAULT_TERMINATION_GRACE),
+            deletion_grace: None,
             pod: model,
             starting: containers.iter().map(|c| c.name.clone()).collect(),
             containers,
@@ -642,26 +649,52 @@ impl NodeSim {
         }
     }
 
-    /// Graceful deletion: the pod is marked terminating and disappears after the grace period
-    /// (at once when it never got bound).
+    /// Graceful deletion with the pod's own grace period.
     pub(crate) fn delete(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
+        self.delete_with_grace(namespace, name, None)
+    }
+
+    /// Graceful deletion (`gracePeriodSeconds` of the request, else the pod's
+    /// `terminationGracePeriodSeconds`): the pod is marked terminating with the API server's
+    /// `deletionTimestamp`, the request's time plus the grace period, and disappears when its
+    /// kubelet is done, after the sim file's `terminationGrace` if that is shorter. As the API
+    /// server's pod strategy has it, a pod never bound or already terminal, or a grace period
+    /// of 0, goes at once, and a negative grace period counts as 1 s.
+    pub(crate) fn delete_with_grace(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        grace: Option<i64>,
+    ) -> Result<(), ClusterError> {
         let key = (namespace.to_string(), name.to_string());
         let now = self.now();
-        let grace = self.cfg.kubelet.termination_grace.millis();
+        let kubelet = self.cfg.kubelet.termination_grace.millis();
         let Some(p) = self.pods.get(&key) else {
             return Err(not_found(namespace, name));
         };
         if p.pod.deletion_timestamp.is_some() {
             return Ok(());
         }
-        if p.pod.node_name.is_none() || grace == 0 {
+        let mut period = grace.unwrap_or(p.termination_grace);
+        if p.pod.node_name.is_none() || p.pod.phase.is_terminal() {
+            period = 0;
+        }
+        if period < 0 {
+            period = 1;
+        }
+        if period == 0 || kubelet == 0 {
             self.remove_pod(&key);
             return Ok(());
         }
         if let Some(p) = self.pod_mut(&key) {
-            p.pod.deletion_timestamp = Some(now);
+            p.pod.deletion_timestamp = Some(crate::model::later(
+                now,
+                jiff::SignedDuration::from_secs(period),
+            ));
+            p.deletion_grace = Some(period);
         }
-        let at = self.clock().saturating_add(grace);
+        let grace_ms = u64::try_from(period).unwrap_or(0).saturating_mul(1000);
+        let at = self.clock().saturating_add(kubelet.min(grace_ms));
         self.schedule(
             at,
             SimEvent::PodGone {

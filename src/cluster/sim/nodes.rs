@@ -62,6 +62,10 @@ pub(crate) struct SimPod {
     pub(crate) host_ports: Vec<(String, String, i32)>,
     /// Why the scheduler could not bind it, while it cannot.
     pub(crate) unschedulable: Option<String>,
+    /// `spec.terminationGracePeriodSeconds` (the API server's default, 30, when unset).
+    pub(crate) termination_grace: i64,
+    /// The grace period of its deletion (`metadata.deletionGracePeriodSeconds`), once deleted.
+    pub(crate) deletion_grace: Option<i64>,
 }
 
 /// A container of a simulated pod.

@@ -120,7 +120,6 @@ pub fn project(w: &mut World) -> bool {
         w.store.remove(NODES, "", &name);
     }
 
-    let grace = w.nodes.cfg.kubelet.termination_grace.millis() / 1000;
     let mut dirty: Vec<(String, String)> = w.nodes.changed_pods.drain().collect();
     dirty.sort();
     let updates: Vec<((String, String), u64)> = dirty
@@ -136,7 +135,7 @@ pub fn project(w: &mut World) -> bool {
     for (k, rv) in updates {
         if let Some(e) = w.store.get(PODS, &k.0, &k.1) {
             let stored = e.object.clone();
-            let obj = project_pod(w, &stored, &k, grace);
+            let obj = project_pod(w, &stored, &k);
             if obj != *stored {
                 w.store.put(PODS, obj, None);
             }
@@ -236,9 +235,15 @@ pub fn pod_written(w: &mut World, stored: &Value) {
     }
 }
 
-/// Deletes a pod through the simulator (graceful termination; at once when unbound, or when
-/// `force`). Returns its last state.
-pub fn delete_pod(w: &mut World, namespace: &str, name: &str, force: bool) -> Arc<Value> {
+/// Deletes a pod through the simulator (graceful termination with the request's `grace`, else
+/// the pod's own; at once when unbound, or when `force`). Returns its last state.
+pub fn delete_pod(
+    w: &mut World,
+    namespace: &str,
+    name: &str,
+    force: bool,
+    grace: Option<i64>,
+) -> Arc<Value> {
     let k = (namespace.to_string(), name.to_string());
     let before = w
         .store
@@ -253,7 +258,7 @@ pub fn delete_pod(w: &mut World, namespace: &str, name: &str, force: bool) -> Ar
             w.store.remove(PODS, namespace, name);
         }
     } else {
-        let _ = w.nodes.delete(namespace, name);
+        let _ = w.nodes.delete_with_grace(namespace, name, grace);
         w.project();
     }
     w.store
@@ -476,7 +481,7 @@ fn apply_model(obj: &Value, node: &Node, readiness: Readiness, now: Timestamp) -
 /// A stored pod updated to what the simulator decided about it: binding, deletion, and the
 /// status its kubelet reports (with addresses). Conditions others wrote (readiness gates) stay
 /// as they wrote them.
-fn project_pod(w: &mut World, obj: &Value, key: &(String, String), grace_secs: u64) -> Value {
+fn project_pod(w: &mut World, obj: &Value, key: &(String, String)) -> Value {
     let mut o = obj.clone();
     let Some(p) = w.nodes.pods.get(key) else {
         return o;
@@ -489,7 +494,7 @@ fn project_pod(w: &mut World, obj: &Value, key: &(String, String), grace_secs: u
         && !o["metadata"]["deletionTimestamp"].is_string()
     {
         o["metadata"]["deletionTimestamp"] = json!(t.to_string());
-        o["metadata"]["deletionGracePeriodSeconds"] = json!(grace_secs);
+        o["metadata"]["deletionGracePeriodSeconds"] = json!(p.deletion_grace.unwrap_or(0));
     }
     let mut status = w.nodes.status_json(p);
     let node = model.node_name.clone();
@@ -744,8 +749,7 @@ pub fn pod_updated(
     } else if !images.is_empty() {
         w.nodes.change_images(key, images);
     }
-    let grace = w.nodes.cfg.kubelet.termination_grace.millis() / 1000;
-    let projected = project_pod(w, &next, key, grace);
+    let projected = project_pod(w, &next, key);
     if let Some(p) = w.nodes.pods.get(key) {
         w.engine.pods.insert(key.clone(), p.rv);
     }

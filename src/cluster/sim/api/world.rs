@@ -894,7 +894,9 @@ impl World {
             self.store.put(&kind.storage, next, None)
         } else {
             match kind.behaviour {
-                Behaviour::Pods => super::engine::delete_pod(self, &ns, name, force_pod),
+                Behaviour::Pods => {
+                    super::engine::delete_pod(self, &ns, name, force_pod, params.grace_period)
+                }
                 _ => self.remove(kind, &ns, name).unwrap_or(current),
             }
         };
