@@ -869,6 +869,120 @@ churn:
     assert!(taints(sim.world(), "n-1").is_empty());
 }
 
+/// `(key, effect, timeAdded)` of a node's taints, sorted.
+fn taints_added(w: &World, node: &str) -> Vec<(String, String, Option<Timestamp>)> {
+    let mut t: Vec<_> = w.store.get("/nodes", "", node).unwrap().object["spec"]["taints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            (
+                t["key"].as_str().unwrap().to_string(),
+                t["effect"].as_str().unwrap().to_string(),
+                t["timeAdded"].as_str().map(|a| a.parse().unwrap()),
+            )
+        })
+        .collect();
+    t.sort();
+    t
+}
+
+#[test]
+fn the_node_lifecycle_controller_stamps_the_taints_it_adds() {
+    let mut sim = cluster(
+        "nodes: [{name: n-1}, {name: n-2, ready: false}]
+churn:
+  - {at: 10s, ready: {node: n-1, ready: false}}
+  - {at: 20s, ready: {node: n-1, ready: Unknown}}
+  - {at: 30s, ready: {node: n-1, ready: true}}",
+    );
+    let secs = |sim: &Sim, n: i64| sim.start() + SignedDuration::from_secs(n);
+    let at = |sim: &mut Sim, n: i64| {
+        let t = secs(sim, n);
+        while sim.advance(t) {}
+    };
+    let both = |key: &str, added: Timestamp| {
+        let key = format!("node.kubernetes.io/{key}");
+        vec![
+            (key.clone(), "NoExecute".to_string(), Some(added)),
+            (key, "NoSchedule".to_string(), Some(added)),
+        ]
+    };
+    // NotReady from the start: tainted as long as its Ready condition has said so.
+    let n2 = sim
+        .world()
+        .store
+        .get("/nodes", "", "n-2")
+        .unwrap()
+        .object
+        .clone();
+    let ready = n2["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .unwrap()["lastTransitionTime"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(taints_added(sim.world(), "n-2"), both("not-ready", ready));
+    at(&mut sim, 15);
+    assert_eq!(
+        taints_added(sim.world(), "n-1"),
+        both("not-ready", secs(&sim, 10))
+    );
+    at(&mut sim, 25);
+    assert_eq!(
+        taints_added(sim.world(), "n-1"),
+        both("unreachable", secs(&sim, 20))
+    );
+    at(&mut sim, 35);
+    assert!(taints_added(sim.world(), "n-1").is_empty());
+
+    // Cordoned: the unschedulable taint is stamped when added, and keeps its stamp, as a
+    // taint a client wrote with one does.
+    let kind = sim.world().kind("", "v1", "nodes");
+    let write = |sim: &mut Sim, change: &dyn Fn(&mut Value)| {
+        let w = sim.world_mut();
+        let mut node = (*w.store.get("/nodes", "", "n-1").unwrap().object).clone();
+        change(&mut node);
+        w.update(&kind, "", "n-1", false, node, &client(), None)
+            .unwrap();
+    };
+    write(&mut sim, &|n| n["spec"]["unschedulable"] = json!(true));
+    let unschedulable = |added: Timestamp| {
+        (
+            "node.kubernetes.io/unschedulable".to_string(),
+            "NoSchedule".to_string(),
+            Some(added),
+        )
+    };
+    assert_eq!(
+        taints_added(sim.world(), "n-1"),
+        [unschedulable(secs(&sim, 35))]
+    );
+    at(&mut sim, 40);
+    let stamped = secs(&sim, 1).to_string();
+    write(&mut sim, &|n| {
+        n["spec"]["taints"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"key": "example.com/drain", "effect": "NoExecute", "timeAdded": stamped}))
+    });
+    assert_eq!(
+        taints_added(sim.world(), "n-1"),
+        [
+            (
+                "example.com/drain".to_string(),
+                "NoExecute".to_string(),
+                Some(secs(&sim, 1))
+            ),
+            unschedulable(secs(&sim, 35))
+        ]
+    );
+}
+
 #[test]
 fn no_execute_evicts_pods_after_their_toleration_seconds_but_never_daemon_pods() {
     let mut sim = cluster(

@@ -20,29 +20,56 @@ pub const NOT_READY: &str = "node.kubernetes.io/not-ready";
 /// The taint of a node whose kubelet stopped reporting.
 pub const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 
-/// `node` with the taints its Ready condition calls for, and its `ready` set.
-pub fn with_condition_taints(mut node: Node, readiness: Readiness, _since: Timestamp) -> Node {
-    node.taints
-        .retain(|t| t.key != NOT_READY && t.key != UNREACHABLE);
-    let key = match readiness {
+/// The key of the taints a Ready condition calls for, if any.
+fn condition_taint(readiness: Readiness) -> Option<&'static str> {
+    match readiness {
         Readiness::True => None,
         Readiness::False => Some(NOT_READY),
         Readiness::Unknown => Some(UNREACHABLE),
-    };
-    if let Some(key) = key {
-        for effect in [TaintEffect::NoSchedule, TaintEffect::NoExecute] {
-            node.taints.push(Taint {
-                key: key.to_string(),
-                value: String::new(),
-                effect,
-            });
-        }
     }
-    node.ready = Some(readiness.is_ready());
-    node
+}
+
+/// True for the taints the node lifecycle controller keeps for a node's Ready condition.
+pub fn is_condition_taint(key: &str) -> bool {
+    key == NOT_READY || key == UNREACHABLE
 }
 
 impl NodeSim {
+    /// `node` with the taints its Ready condition calls for, and its `ready` set. Taints the
+    /// node lacked are added at `since`: upstream stamps each taint it adds with `timeAdded`
+    /// (`SwapNodeControllerTaint`, for the NoSchedule and the NoExecute one alike); those the
+    /// node already carried keep theirs.
+    pub(crate) fn with_condition_taints(
+        &mut self,
+        mut node: Node,
+        readiness: Readiness,
+        since: Timestamp,
+    ) -> Node {
+        let key = condition_taint(readiness);
+        let carried = key.is_some_and(|k| node.taints.iter().any(|t| t.key == k));
+        match key {
+            None => {
+                self.condition_taints_added.remove(&node.name);
+            }
+            Some(_) if carried && self.condition_taints_added.contains_key(&node.name) => {}
+            Some(_) => {
+                self.condition_taints_added.insert(node.name.clone(), since);
+            }
+        }
+        node.taints.retain(|t| !is_condition_taint(&t.key));
+        if let Some(key) = key {
+            for effect in [TaintEffect::NoSchedule, TaintEffect::NoExecute] {
+                node.taints.push(Taint {
+                    key: key.to_string(),
+                    value: String::new(),
+                    effect,
+                });
+            }
+        }
+        node.ready = Some(readiness.is_ready());
+        node
+    }
+
     /// The Ready condition of a node the simulator knows.
     pub(crate) fn readiness(&self, node: &str) -> Readiness {
         match self.nodes.get(node).map(|n| n.ready != Some(false)) {
@@ -74,7 +101,8 @@ impl NodeSim {
         } else {
             self.unreachable.remove(&name);
         }
-        let node = with_condition_taints(node, readiness, self.now());
+        let now = self.now();
+        let node = self.with_condition_taints(node, readiness, now);
         if self.nodes.get(&name) != Some(&node) {
             self.touch_node(&name);
         }

@@ -196,6 +196,9 @@ pub struct NodeSim {
     pub(crate) resources: BTreeMap<String, super::scheduler::NodeResources>,
     /// Nodes whose kubelet stopped reporting (Ready `Unknown`).
     pub(crate) unreachable: std::collections::BTreeSet<String>,
+    /// When the node lifecycle controller added each node's current not-ready or unreachable
+    /// taints (their `timeAdded`).
+    pub(crate) condition_taints_added: BTreeMap<String, Timestamp>,
     /// Events the scheduler and the node controllers emitted, for the API to record.
     pub(crate) outbox: Vec<NodeEvent>,
     /// Pods changed (or gone) since the API last showed them.
@@ -293,6 +296,7 @@ impl NodeSim {
             bound: BTreeMap::new(),
             resources: BTreeMap::new(),
             unreachable: Default::default(),
+            condition_taints_added: BTreeMap::new(),
             outbox: Vec::new(),
             changed_pods: Default::default(),
             changed_nodes: Default::default(),
@@ -318,7 +322,9 @@ impl NodeSim {
                 if readiness == super::config::Readiness::Unknown {
                     sim.unreachable.insert(node.name.clone());
                 }
-                let node = super::lifecycle::with_condition_taints(node, readiness, start);
+                // As old as the node and its Ready condition: from the start of the history.
+                let since = sim.running_since();
+                let node = sim.with_condition_taints(node, readiness, since);
                 sim.touch_node(&node.name);
                 sim.nodes.insert(node.name.clone(), node);
             }

@@ -11,8 +11,9 @@ use super::store::Owners;
 use super::world::World;
 use crate::cluster::sim::config::Readiness;
 use crate::cluster::sim::kubelet::KUBELET_CONDITIONS;
+use crate::cluster::sim::lifecycle::is_condition_taint;
 use crate::cluster::sim::scheduler::NodeResources;
-use crate::model::{Node, Pod, Timestamp};
+use crate::model::{Node, Pod, Taint, Timestamp};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -91,8 +92,12 @@ pub fn project(w: &mut World) -> bool {
             .get(&node.name)
             .cloned()
             .unwrap_or_default();
+        let condition_since = w.nodes.condition_taints_added.get(&node.name).copied();
         let mut obj = match w.store.get(NODES, "", &node.name) {
-            Some(e) => apply_model(&e.object, &node, w.nodes.readiness(&node.name), now),
+            Some(e) => {
+                let readiness = w.nodes.readiness(&node.name);
+                apply_model(&e.object, &node, readiness, now, condition_since)
+            }
             None => {
                 let created = w.engine.boot_time.unwrap_or(now);
                 let readiness = w.nodes.readiness(&node.name);
@@ -103,6 +108,9 @@ pub fn project(w: &mut World) -> bool {
                     .cloned()
                     .unwrap_or_else(NodeResources::default_node);
                 let mut obj = node_object(&mut w.engine, &node, readiness, &resources, created);
+                if !node.taints.is_empty() {
+                    obj["spec"]["taints"] = taints_json(&node, &Value::Null, condition_since);
+                }
                 obj["metadata"]["uid"] = json!(w.new_uid());
                 obj
             }
@@ -293,6 +301,7 @@ pub fn node_removed(w: &mut World, name: &str) {
 /// A node created through the API without a Ready condition is registered by a simulated
 /// kubelet: Ready, with node info and addresses, as a joining node would be.
 pub fn kubelet_registers(w: &mut World, mut obj: Value) -> Value {
+    let now = w.now();
     let has_ready = obj["status"]["conditions"]
         .as_array()
         .into_iter()
@@ -305,7 +314,6 @@ pub fn kubelet_registers(w: &mut World, mut obj: Value) -> Value {
             ready: Some(true),
             ..Node::default()
         };
-        let now = w.now();
         let template = node_object(
             &mut w.engine,
             &model,
@@ -318,11 +326,12 @@ pub fn kubelet_registers(w: &mut World, mut obj: Value) -> Value {
             obj["spec"]["podCIDR"] = template["spec"]["podCIDR"].clone();
         }
     }
-    cordon_taint(obj)
+    cordon_taint(obj, now)
 }
 
-/// The node lifecycle controller's taint for `spec.unschedulable` (cordon), added or removed.
-pub fn cordon_taint(mut obj: Value) -> Value {
+/// The node lifecycle controller's taint for `spec.unschedulable` (cordon), added (with
+/// `timeAdded`, as it stamps every taint it adds) or removed.
+pub fn cordon_taint(mut obj: Value, now: Timestamp) -> Value {
     let cordoned = obj["spec"]["unschedulable"] == Value::Bool(true);
     let mut taints = obj["spec"]["taints"]
         .as_array()
@@ -330,7 +339,8 @@ pub fn cordon_taint(mut obj: Value) -> Value {
         .unwrap_or_default();
     let has = taints.iter().any(|t| t["key"] == UNSCHEDULABLE_TAINT);
     if cordoned && !has {
-        taints.push(json!({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}));
+        taints.push(json!({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule",
+                           "timeAdded": now.to_string()}));
     } else if !cordoned && has {
         taints.retain(|t| t["key"] != UNSCHEDULABLE_TAINT);
     } else {
@@ -346,7 +356,24 @@ pub fn cordon_taint(mut obj: Value) -> Value {
     obj
 }
 
-fn taints_json(node: &Node) -> Value {
+/// A node's taints as its object shows them: the node lifecycle controller's not-ready and
+/// unreachable taints with the time it added them (`condition_since`), the others with the
+/// `timeAdded` their writer gave them in `shown` (the taints the object showed), if any.
+fn taints_json(node: &Node, shown: &Value, condition_since: Option<Timestamp>) -> Value {
+    let written = |t: &Taint| {
+        shown
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|s| {
+                s["key"] == t.key.as_str()
+                    && s["effect"] == t.effect.as_str()
+                    && s["value"].as_str().unwrap_or_default() == t.value
+            })
+            .and_then(|s| s.get("timeAdded"))
+            .filter(|a| !a.is_null())
+            .cloned()
+    };
     Value::Array(
         node.taints
             .iter()
@@ -354,6 +381,14 @@ fn taints_json(node: &Node) -> Value {
                 let mut v = json!({"key": t.key, "effect": t.effect.as_str()});
                 if !t.value.is_empty() {
                     v["value"] = json!(t.value);
+                }
+                let added = if is_condition_taint(&t.key) {
+                    condition_since.map(|since| json!(since.to_string()))
+                } else {
+                    written(t)
+                };
+                if let Some(added) = added {
+                    v["timeAdded"] = added;
                 }
                 v
             })
@@ -421,9 +456,6 @@ fn node_object(
     let kubelet = engine.kubelet_version.clone();
     let mut spec = json!({"podCIDR": format!("10.{}.{}.0/24", 128 + i / 256, i % 256),
                           "providerID": format!("daemonsync-sim://{}", node.name)});
-    if !node.taints.is_empty() {
-        spec["taints"] = taints_json(node);
-    }
     if node.unschedulable {
         spec["unschedulable"] = json!(true);
     }
@@ -453,7 +485,13 @@ fn node_object(
 }
 
 /// A stored node updated to a simulator change (churn: labels, taints, readiness).
-fn apply_model(obj: &Value, node: &Node, readiness: Readiness, now: Timestamp) -> Value {
+fn apply_model(
+    obj: &Value,
+    node: &Node,
+    readiness: Readiness,
+    now: Timestamp,
+    condition_since: Option<Timestamp>,
+) -> Value {
     let mut o = obj.clone();
     o["metadata"]["labels"] = json!(node.labels);
     if node.taints.is_empty() {
@@ -461,7 +499,7 @@ fn apply_model(obj: &Value, node: &Node, readiness: Readiness, now: Timestamp) -
             spec.remove("taints");
         }
     } else {
-        o["spec"]["taints"] = taints_json(node);
+        o["spec"]["taints"] = taints_json(node, &obj["spec"]["taints"], condition_since);
     }
     let conditions = o["status"]["conditions"]
         .as_array()

@@ -661,7 +661,7 @@ impl World {
             Vec::new()
         };
         if kind.behaviour == Behaviour::Nodes {
-            next = super::engine::cordon_taint(next);
+            next = super::engine::cordon_taint(next, self.now());
         }
         if kind.behaviour == Behaviour::Namespaces {
             next["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(name);
