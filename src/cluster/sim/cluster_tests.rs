@@ -330,6 +330,93 @@ fn max_surge_starts_the_new_pod_before_the_old_one_goes() {
     );
 }
 
+/// Every string of `v` that reads as a timestamp, with where it is.
+fn timestamps(v: &Value, path: &str, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::String(s) if s.parse::<Timestamp>().is_ok() => out.push((path.into(), s.clone())),
+        Value::Object(m) => m
+            .iter()
+            .for_each(|(k, v)| timestamps(v, &format!("{path}.{k}"), out)),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .for_each(|(i, v)| timestamps(v, &format!("{path}[{i}]"), out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn times_show_in_whole_seconds_and_availability_counts_from_them() {
+    // A start and a start latency off the second: the pod is ready at 00:00:01.750.
+    let mut sim = cluster(
+        "start: '2026-01-01T00:00:00.250Z'
+kubelet: {startLatency: {fixed: 1500ms}, terminationGrace: 1s}
+nodes: [{name: n-1}]",
+    );
+    let mut ds = logger("logger:1", rolling(1, 0), json!({}));
+    ds["spec"]["minReadySeconds"] = json!(5);
+    apply(sim.world_mut(), ds);
+    let at = |sim: &mut Sim, t: &str| {
+        let t: Timestamp = t.parse().unwrap();
+        while sim.advance(t) {}
+    };
+    at(&mut sim, "2026-01-01T00:00:02Z");
+    let pod = pods(sim.world()).remove(0);
+    let ready = pod["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .unwrap();
+    assert_eq!(ready["status"], "True");
+    assert_eq!(ready["lastTransitionTime"], "2026-01-01T00:00:01Z");
+    // Upstream's controller reads that time from the API: available 5 s after it.
+    let available = |sim: &Sim| daemonset(sim.world())["status"]["numberAvailable"].clone();
+    at(&mut sim, "2026-01-01T00:00:05.999Z");
+    assert_eq!(available(&sim), Value::Null);
+    at(&mut sim, "2026-01-01T00:00:06Z");
+    assert_eq!(available(&sim), 1);
+
+    let pods_kind = sim.world().kind("", "v1", "pods");
+    let name = pod["metadata"]["name"].as_str().unwrap().to_string();
+    sim.world_mut()
+        .delete(&pods_kind, "demo", &name, &DeleteParams::default())
+        .unwrap();
+    let w = sim.world();
+    let mut seen = Vec::new();
+    for storage in [
+        "/pods",
+        "/nodes",
+        "/events",
+        "/namespaces",
+        "apps/daemonsets",
+    ] {
+        for e in w.store.list(storage, None) {
+            timestamps(
+                &e.object,
+                &format!("{storage}/{}", e.object["metadata"]["name"]),
+                &mut seen,
+            );
+        }
+    }
+    for field in [
+        ".metadata.creationTimestamp",
+        ".metadata.deletionTimestamp",
+        ".status.startTime",
+        ".lastTransitionTime",
+        ".startedAt",
+        ".lastTimestamp",
+        ".lastHeartbeatTime",
+    ] {
+        assert!(
+            seen.iter().any(|(path, _)| path.ends_with(field)),
+            "{field} in {seen:?}"
+        );
+    }
+    let fractional: Vec<&(String, String)> = seen.iter().filter(|(_, t)| t.contains('.')).collect();
+    assert!(fractional.is_empty(), "{fractional:?}");
+}
+
 #[test]
 fn on_delete_waits_for_pods_to_be_deleted() {
     let mut sim = cluster(FOUR_NODES);

@@ -7,7 +7,7 @@ use crate::model::{PodPhase, Timestamp};
 use serde_json::{Value, json};
 
 fn time(t: Timestamp) -> Value {
-    json!(t.to_string())
+    json!(super::api::api_time(t))
 }
 
 fn condition(type_: &str, status: bool, at: &Value) -> Value {

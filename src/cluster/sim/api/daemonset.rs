@@ -371,14 +371,23 @@ fn claim(w: &mut World, c: &Context, kind: &Kind) -> Vec<Arc<Value>> {
     claimed
 }
 
-/// The DaemonSet's pods after claiming, as the planner models them.
+/// The DaemonSet's pods after claiming, as the planner models them, with their times as the
+/// controller reads them from the API: in whole seconds. So a pod is available once the
+/// Ready condition's `lastTransitionTime` the API shows is `minReadySeconds` old, as upstream's
+/// `IsPodAvailable` judges the pods of its informer.
 fn claim_pods(w: &mut World, c: &Context) -> Vec<Pod> {
     let kind = w.kind("", "v1", "pods");
     claim(w, c, &kind)
         .iter()
         .filter_map(|obj| {
             let key = super::store::key_of(obj);
-            w.nodes.pods.get(&key).map(|p| p.pod.clone())
+            let mut pod = w.nodes.pods.get(&key)?.pod.clone();
+            pod.creation_timestamp = pod.creation_timestamp.map(super::whole_seconds);
+            pod.deletion_timestamp = pod.deletion_timestamp.map(super::whole_seconds);
+            if let Some(ready) = &mut pod.ready {
+                ready.last_transition = ready.last_transition.map(super::whole_seconds);
+            }
+            Some(pod)
         })
         .collect()
 }

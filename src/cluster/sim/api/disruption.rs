@@ -52,7 +52,7 @@ fn budget_status(w: &World, namespace: &str, budget: &Value) -> Value {
         .filter(|p| !p.is_terminating() && p.is_ready())
         .count() as i64;
     let generation = budget["metadata"]["generation"].as_i64().unwrap_or(1);
-    let now = w.now().to_string();
+    let now = super::api_time(w.now());
     let min_available = &budget["spec"]["minAvailable"];
     let (expected, desired, error) = match min_available.as_i64() {
         Some(min) if budget["spec"]["maxUnavailable"].is_null() => (pods.len() as i64, min, None),
@@ -197,7 +197,7 @@ impl World {
         let mut next = (*budget).clone();
         next["status"]["disruptionsAllowed"] = json!(allowed - 1);
         next["status"]["disruptedPods"][str_at(pod, &["metadata", "name"])] =
-            json!(self.now().to_string());
+            json!(super::api_time(self.now()));
         let kind = self.kind("policy", "v1", "poddisruptionbudgets");
         self.update(
             &kind,

@@ -5,6 +5,7 @@
 //! failures, termination, churn, pod garbage collection) is projected onto the stored objects
 //! as the kubelet and controllers of a real cluster would write it.
 
+use super::api_time;
 use super::error::ApiError;
 use super::kinds::Kind;
 use super::store::Owners;
@@ -220,7 +221,7 @@ pub fn insert_running(
     let name = w.nodes.insert_running(pod, since)?;
     obj["metadata"]["name"] = json!(name);
     obj["metadata"]["uid"] = json!(w.new_uid());
-    obj["metadata"]["creationTimestamp"] = json!(since.to_string());
+    obj["metadata"]["creationTimestamp"] = json!(api_time(since));
     obj["metadata"]["generation"] = json!(1);
     obj["apiVersion"] = json!("v1");
     obj["kind"] = json!("Pod");
@@ -340,7 +341,7 @@ pub fn cordon_taint(mut obj: Value, now: Timestamp) -> Value {
     let has = taints.iter().any(|t| t["key"] == UNSCHEDULABLE_TAINT);
     if cordoned && !has {
         taints.push(json!({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule",
-                           "timeAdded": now.to_string()}));
+                           "timeAdded": api_time(now)}));
     } else if !cordoned && has {
         taints.retain(|t| t["key"] != UNSCHEDULABLE_TAINT);
     } else {
@@ -383,7 +384,7 @@ fn taints_json(node: &Node, shown: &Value, condition_since: Option<Timestamp>) -
                     v["value"] = json!(t.value);
                 }
                 let added = if is_condition_taint(&t.key) {
-                    condition_since.map(|since| json!(since.to_string()))
+                    condition_since.map(|since| json!(api_time(since)))
                 } else {
                     written(t)
                 };
@@ -399,7 +400,7 @@ fn taints_json(node: &Node, shown: &Value, condition_since: Option<Timestamp>) -
 /// The Ready condition as the kubelet (True, False) or the node lifecycle controller
 /// (Unknown) writes it.
 fn ready_condition(readiness: Readiness, since: Timestamp) -> Value {
-    let t = since.to_string();
+    let t = api_time(since);
     let (status, reason, message) = match readiness {
         Readiness::True => ("True", "KubeletReady", "kubelet is posting ready status"),
         Readiness::False => (
@@ -449,7 +450,7 @@ fn node_object(
             .unwrap_or_else(|| default.to_string())
     };
     let i = engine.index(&node.name);
-    let t = created.to_string();
+    let t = api_time(created);
     let pressure = |kind: &str, reason: &str, message: &str| json!({"type": kind, "status": "False", "reason": reason, "message": message, "lastHeartbeatTime": t, "lastTransitionTime": t});
     let capacity = NodeResources::to_json(&resources.capacity);
     let allocatable = NodeResources::to_json(&resources.allocatable);
@@ -531,7 +532,7 @@ fn project_pod(w: &mut World, obj: &Value, key: &(String, String)) -> Value {
     if let Some(t) = model.deletion_timestamp
         && !o["metadata"]["deletionTimestamp"].is_string()
     {
-        o["metadata"]["deletionTimestamp"] = json!(t.to_string());
+        o["metadata"]["deletionTimestamp"] = json!(api_time(t));
         o["metadata"]["deletionGracePeriodSeconds"] = json!(p.deletion_grace.unwrap_or(0));
     }
     let mut status = w.nodes.status_json(p);

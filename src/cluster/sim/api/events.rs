@@ -55,7 +55,7 @@ pub fn emit(
         involved.namespace.clone()
     };
     let kind = w.kind("", "v1", "events");
-    let now = w.now().to_string();
+    let now = super::api_time(w.now());
     let key = (
         namespace.clone(),
         involved.kind.clone(),

@@ -30,3 +30,20 @@ pub mod patch;
 pub mod select;
 pub mod store;
 pub mod world;
+
+use crate::model::Timestamp;
+
+/// `t` as a `metav1.Time` field (`creationTimestamp`, a condition's `lastTransitionTime`, a
+/// container's `startedAt`, ...) shows it: RFC 3339 in whole seconds, as the API server
+/// serializes it. `MicroTime` fields (an event's `eventTime`, a lease's `renewTime`) keep
+/// their microseconds; the cluster writes none of them.
+pub fn api_time(t: Timestamp) -> String {
+    whole_seconds(t).to_string()
+}
+
+/// `t` without its fraction of a second (towards the past): what reading a `metav1.Time`
+/// back from the API gives, so what upstream's controllers compare.
+pub fn whole_seconds(t: Timestamp) -> Timestamp {
+    let second = t.as_second() - i64::from(t.subsec_nanosecond() < 0);
+    Timestamp::from_second(second).unwrap_or(t)
+}

@@ -429,7 +429,7 @@ impl World {
         let uid = self.new_uid();
         let meta = obj["metadata"].as_object_mut().expect("validated");
         meta.insert("uid".into(), json!(uid));
-        meta.insert("creationTimestamp".into(), json!(now.to_string()));
+        meta.insert("creationTimestamp".into(), json!(super::api_time(now)));
         meta.insert("generation".into(), json!(1));
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
@@ -523,7 +523,7 @@ impl World {
             ));
         }
         let storage = kinds[0].storage.clone();
-        let now = self.now().to_string();
+        let now = super::api_time(self.now());
         let condition = |t: &str, reason: &str, message: &str| json!({"type": t, "status": "True", "reason": reason, "message": message, "lastTransitionTime": now});
         let stored_version = obj["spec"]["versions"]
             .as_array()
@@ -889,7 +889,7 @@ impl World {
         let last = if !finalizers.is_empty() && !force_pod {
             let mut next = (*current).clone();
             next["metadata"]["finalizers"] = Value::Array(finalizers);
-            next["metadata"]["deletionTimestamp"] = json!(self.now().to_string());
+            next["metadata"]["deletionTimestamp"] = json!(super::api_time(self.now()));
             next["metadata"]["deletionGracePeriodSeconds"] = json!(0);
             self.store.put(&kind.storage, next, None)
         } else {
