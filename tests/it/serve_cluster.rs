@@ -992,6 +992,11 @@ fn pod_security_forbids_privileged_pods_and_the_daemonset_controller_reports_fai
             "{line}"
         );
         let message = line.split_once("daemonset/node-exporter").unwrap().1.trim();
+        // The controller keeps retrying; after ten refusals naming ten pods within ten
+        // minutes, client-go's correlator combines them into one event.
+        let message = message
+            .strip_prefix("(combined from similar events): ")
+            .unwrap_or(message);
         let name = message
             .strip_prefix("Error creating: pods \"node-exporter-")
             .and_then(|m| m.strip_suffix("\" is forbidden: violates PodSecurity \"baseline:latest\": host namespaces (hostNetwork=true), privileged (container \"exporter\" must not set securityContext.privileged=true)"))

@@ -1118,6 +1118,142 @@ churn:
     assert_eq!(pods(sim.world()).len(), 1);
 }
 
+/// The DaemonSet controller's events of `reason` about the logger: (message, count).
+fn controller_events(w: &World, reason: &str) -> Vec<(String, i64)> {
+    w.store
+        .list("/events", Some("demo"))
+        .filter(|e| e.object["reason"] == reason && e.object["involvedObject"]["name"] == "logger")
+        .map(|e| {
+            (
+                e.object["message"].as_str().unwrap().to_string(),
+                e.object["count"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_refused_pod_create_is_retried_with_the_work_queues_backoff() {
+    let mut sim = cluster(
+        "nodes: [{name: n-1}]
+admission:
+  deny: ['create:pods:no pods today']",
+    );
+    apply(
+        sim.world_mut(),
+        logger("logger:1", rolling(1, 0), json!({})),
+    );
+    // Every attempt is the same event, counted: when the count moves is when the controller
+    // tried again.
+    let attempts = |sim: &mut Sim, until: SignedDuration| {
+        let mut at = Vec::new();
+        let mut seen = 0;
+        let end = sim.start() + until;
+        loop {
+            let events = controller_events(sim.world(), "FailedCreate");
+            assert!(events.len() <= 1, "{events:?}");
+            let count = events.first().map_or(0, |e| e.1);
+            if count != seen {
+                assert_eq!(count, seen + 1, "one attempt at a time");
+                at.push(sim.elapsed());
+                seen = count;
+            }
+            if !sim.advance(end) {
+                return at;
+            }
+        }
+    };
+    let at = attempts(&mut sim, SignedDuration::from_mins(30));
+    let gaps: Vec<i64> = at
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_millis() as i64)
+        .collect();
+    // 5 ms, doubling with every failure, at most 1000 s: 18 gaps within half an hour.
+    let mut backoff = vec![5];
+    while backoff.len() < 18 {
+        backoff.push((backoff.last().unwrap() * 2).min(1_000_000));
+    }
+    assert_eq!(at[0], SignedDuration::ZERO);
+    assert_eq!(gaps, backoff);
+    assert_eq!(
+        controller_events(sim.world(), "FailedCreate")[0],
+        (
+            "Error creating: admission webhook \"deny.sim\" denied the request: no pods today"
+                .to_string(),
+            19
+        )
+    );
+    assert!(pods(sim.world()).is_empty());
+    // Once admitted, the next retry creates the pod, with nothing else changing meanwhile.
+    sim.world_mut().admission.deny.clear();
+    let retry = sim.start() + at[18] + SignedDuration::from_secs(1000);
+    while sim.advance(retry - SignedDuration::from_millis(1)) {}
+    assert!(pods(sim.world()).is_empty(), "not before the retry");
+    while sim.advance(retry) {}
+    assert_eq!(pods(sim.world()).len(), 1);
+    assert_eq!(controller_events(sim.world(), "SuccessfulCreate").len(), 1);
+    assert_eq!(controller_events(sim.world(), "FailedCreate")[0].1, 19);
+}
+
+#[test]
+fn similar_failures_are_combined_and_a_source_is_held_to_its_allowance() {
+    let mut sim = Sim::new(
+        SimConfig::parse(
+            "nodes: [{name: n-1}]
+namespaces: [{name: demo, labels: {pod-security.kubernetes.io/enforce: baseline}}]",
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    apply(
+        sim.world_mut(),
+        logger("logger:1", rolling(1, 0), json!({"hostNetwork": true})),
+    );
+    // Fourteen attempts within a minute, each refused naming its own generated pod.
+    let end = sim.start() + SignedDuration::from_mins(1);
+    while sim.advance(end) {}
+    let events = controller_events(sim.world(), "FailedCreate");
+    let (combined, single): (Vec<_>, Vec<_>) = events
+        .iter()
+        .partition(|(m, _)| m.starts_with("(combined from similar events): "));
+    assert_eq!(single.len(), 9, "{events:?}");
+    assert!(single.iter().all(|(m, count)| *count == 1
+        && m.starts_with("Error creating: pods \"logger-")
+        && m.ends_with(
+            "violates PodSecurity \"baseline:latest\": host namespaces (hostNetwork=true)"
+        )));
+    assert_eq!(combined.len(), 1, "{events:?}");
+    assert_eq!(combined[0].1, 5);
+
+    // A source writes 25 events about an object at once, then one every five minutes; those
+    // it drops still count.
+    let involved = super::api::events::Involved::of(&daemonset(sim.world()));
+    let say = |sim: &mut Sim| {
+        super::api::events::emit(
+            sim.world_mut(),
+            &involved,
+            "Normal",
+            "Tested",
+            "test-controller",
+            "again",
+        )
+    };
+    for _ in 0..30 {
+        say(&mut sim);
+    }
+    assert_eq!(
+        controller_events(sim.world(), "Tested"),
+        [("again".to_string(), 25)]
+    );
+    let later = sim.now() + SignedDuration::from_mins(5);
+    while sim.advance(later) {}
+    say(&mut sim);
+    assert_eq!(
+        controller_events(sim.world(), "Tested"),
+        [("again".to_string(), 31)]
+    );
+}
+
 #[test]
 fn a_privileged_pod_in_a_baseline_namespace_is_refused_with_upstreams_wording() {
     let mut sim = Sim::new(

@@ -35,7 +35,7 @@ use crate::model::{PAUSED_ANNOTATION, Timestamp};
 use crate::plan::Observed;
 use anyhow::{Context as _, Result};
 use api::error::ApiError;
-use api::events::{Involved, emit};
+use api::events::{Involved, emit_counted};
 use api::patch::PatchType;
 use api::world::{DeleteParams, World, WriteParams};
 use config::SimConfig;
@@ -544,7 +544,7 @@ impl Cluster for Sim {
             EventType::Normal => "Normal",
             EventType::Warning => "Warning",
         };
-        emit(
+        emit_counted(
             &mut self.world,
             &involved,
             type_,

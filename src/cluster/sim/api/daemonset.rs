@@ -15,7 +15,10 @@
 //! `revisionHistoryLimit`.
 //!
 //! It runs synchronously after every change (upstream's informers deliver within
-//! milliseconds): a deleted pod's replacement is created as soon as the deletion ends.
+//! milliseconds): a deleted pod's replacement is created as soon as the deletion ends. A
+//! sync that fails (a pod create the API server refuses) is retried as upstream's work queue
+//! retries it ([`Queue`]): after a backoff that doubles with every failure, or sooner when
+//! the DaemonSet, its pods or the nodes change.
 
 use super::error::ApiError;
 use super::events::{Involved, emit};
@@ -26,8 +29,10 @@ use crate::model::{
 };
 use crate::plan::render::PodOwner;
 use crate::plan::{DaemonSetSpec, Observed};
+use jiff::SignedDuration;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Storage of `apps/v1` DaemonSets.
@@ -181,15 +186,132 @@ fn labels_of(obj: &Value) -> crate::model::Labels {
     serde_json::from_value(obj["metadata"]["labels"].clone()).unwrap_or_default()
 }
 
-/// Syncs every DaemonSet.
+/// The per-DaemonSet backoff of upstream's controller work queue: its first retry.
+const BASE_DELAY: SignedDuration = SignedDuration::from_millis(5);
+/// Its longest.
+const MAX_DELAY: SignedDuration = SignedDuration::from_secs(1000);
+/// The work queue's overall bucket: retries a second.
+const BUCKET_QPS: f64 = 10.0;
+/// Its burst.
+const BUCKET_BURST: f64 = 100.0;
+
+/// The controller's work queue, for the syncs that failed: upstream requeues a DaemonSet whose
+/// sync returned an error with the default controller rate limiter, the larger of a per-item
+/// exponential backoff (5 ms, doubling with every failure, at most 1000 s) and an overall
+/// token bucket (10 a second, burst 100), and forgets its failures when a sync succeeds. A
+/// DaemonSet waiting for its retry is synced sooner only when something its informers report
+/// changes: the DaemonSet, a pod it owns or could adopt, a node.
+#[derive(Debug)]
+pub struct Queue {
+    /// Failed syncs in a row, by DaemonSet.
+    failures: HashMap<Key, u32>,
+    /// DaemonSets waiting for their retry: when, and what they saw last.
+    retries: HashMap<Key, (Timestamp, Inputs)>,
+    /// The overall bucket's tokens, and when it was last refilled.
+    bucket: (f64, Option<Timestamp>),
+}
+
+type Key = (String, String);
+
+/// What a DaemonSet's sync reads that its informers report changes of: its resourceVersion,
+/// the number of its pods (owned, or orphans it selects) and the newest resourceVersion among
+/// them, and the nodes' last change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Inputs(String, usize, u64, u64);
+
+impl Default for Queue {
+    fn default() -> Self {
+        Queue {
+            failures: HashMap::new(),
+            retries: HashMap::new(),
+            bucket: (BUCKET_BURST, None),
+        }
+    }
+}
+
+impl Queue {
+    /// How long a DaemonSet whose sync just failed waits (upstream `When`): its backoff, or the
+    /// bucket's wait when longer.
+    fn when(&mut self, key: &Key, now: Timestamp) -> SignedDuration {
+        let failures = self.failures.entry(key.clone()).or_insert(0);
+        let backoff = 2u32
+            .checked_pow(*failures)
+            .and_then(|factor| BASE_DELAY.checked_mul(i32::try_from(factor).ok()?))
+            .map_or(MAX_DELAY, |d| d.min(MAX_DELAY));
+        *failures = failures.saturating_add(1);
+        let (tokens, refilled) = &mut self.bucket;
+        let elapsed = refilled.map_or(0.0, |r| now.duration_since(r).as_secs_f64().max(0.0));
+        *tokens = (*tokens + elapsed * BUCKET_QPS).min(BUCKET_BURST) - 1.0;
+        *refilled = Some(now);
+        let wait = if *tokens < 0.0 {
+            SignedDuration::from_secs_f64(-*tokens / BUCKET_QPS)
+        } else {
+            SignedDuration::ZERO
+        };
+        backoff.max(wait)
+    }
+
+    /// A sync succeeded (upstream `Forget`), or the DaemonSet is gone.
+    fn forget(&mut self, key: &Key) {
+        self.failures.remove(key);
+        self.retries.remove(key);
+    }
+}
+
+/// What the sync of `c` reads that its informers would report a change of.
+fn inputs(w: &World, c: &Context) -> Inputs {
+    let rv = |obj: &Value| {
+        str_at(obj, &["metadata", "resourceVersion"])
+            .parse::<u64>()
+            .unwrap_or(0)
+    };
+    let (pods, newest) = w
+        .store
+        .list("/pods", Some(&c.ns))
+        .filter(|e| match controller_uid(&e.object) {
+            Some(uid) => uid == c.uid,
+            None => c.selector.matches(&labels_of(&e.object)),
+        })
+        .fold((0, 0), |(n, newest), e| (n + 1, newest.max(rv(&e.object))));
+    Inputs(
+        str_at(&c.obj, &["metadata", "resourceVersion"]).to_string(),
+        pods,
+        newest,
+        w.store.last_change("/nodes"),
+    )
+}
+
+/// Syncs every DaemonSet, but those waiting for the retry of a failed sync that nothing they
+/// read has changed for.
 pub fn sync_all(w: &mut World) {
     let keys: Vec<(String, String)> = w
         .store
         .list(DAEMONSETS, None)
         .map(|e| super::store::key_of(&e.object))
         .collect();
+    let now = w.now();
+    let gone: Vec<Key> = w
+        .daemonset_queue
+        .failures
+        .keys()
+        .filter(|k| !keys.contains(k))
+        .cloned()
+        .collect();
+    for key in gone {
+        w.daemonset_queue.forget(&key);
+    }
     for (ns, name) in keys {
-        sync(w, &ns, &name, None);
+        let key = (ns.clone(), name.clone());
+        let waiting = w
+            .daemonset_queue
+            .retries
+            .get(&key)
+            .is_some_and(|(due, seen)| {
+                now < *due && context(w, &ns, &name).is_some_and(|c| inputs(w, &c) == *seen)
+            });
+        if !waiting {
+            sync(w, &ns, &name, None);
+        }
     }
 }
 
@@ -245,14 +367,27 @@ fn sync(w: &mut World, ns: &str, name: &str, boot: Option<Timestamp>) {
     };
     let now = w.now();
     let plan = crate::plan::plan_builtin(&c.ds, &hash, &observed, now);
-    delete_pods(w, &c, &plan.step.delete);
-    create_pods(w, &c, &hash, &plan.step.create, boot);
+    let deleted = delete_pods(w, &c, &plan.step.delete);
+    let created = create_pods(w, &c, &hash, &plan.step.create, boot);
     if boot.is_some() {
         w.project();
     }
     wake_for_availability(w, &c, &observed, now);
     cleanup_history(w, &c, &hash);
     write_status(w, &c, &plan.status);
+    let key = (c.ns.clone(), c.name.clone());
+    if deleted && created {
+        w.daemonset_queue.forget(&key);
+    } else {
+        // Upstream `AddRateLimited`: retried after the backoff, or when something changes.
+        let due = crate::model::later(now, w.daemonset_queue.when(&key, now));
+        let seen = match context(w, ns, name) {
+            Some(c) => inputs(w, &c),
+            None => return,
+        };
+        w.daemonset_queue.retries.insert(key, (due, seen));
+        w.nodes.wake_at(due);
+    }
 }
 
 /// Upstream `constructHistory`: claims the namespace's ControllerRevisions, finds (or
@@ -392,8 +527,10 @@ fn claim_pods(w: &mut World, c: &Context) -> Vec<Pod> {
         .collect()
 }
 
-fn delete_pods(w: &mut World, c: &Context, deletions: &[crate::plan::PodDeletion]) {
+/// Deletes the pods of one step. False when a deletion failed.
+fn delete_pods(w: &mut World, c: &Context, deletions: &[crate::plan::PodDeletion]) -> bool {
     let kind = w.kind("", "v1", "pods");
+    let mut ok = true;
     for d in deletions {
         let Some(pod) = w.store.get(&kind.storage, &d.namespace, &d.name) else {
             continue;
@@ -427,27 +564,31 @@ fn delete_pods(w: &mut World, c: &Context, deletions: &[crate::plan::PodDeletion
                 &format!("Deleted pod: {}", d.name),
             ),
             Err(e) if e.code == 404 => {}
-            Err(e) => emit(
-                w,
-                &involved,
-                "Warning",
-                "FailedDelete",
-                CONTROLLER,
-                &format!("Error deleting: {}", e.message),
-            ),
+            Err(e) => {
+                ok = false;
+                emit(
+                    w,
+                    &involved,
+                    "Warning",
+                    "FailedDelete",
+                    CONTROLLER,
+                    &format!("Error deleting: {}", e.message),
+                )
+            }
         }
     }
+    ok
 }
 
 /// Creates the pods of one step in slow-start batches (1, 2, 4, …; a failed batch stops the
-/// rest, as upstream's `syncNodes`).
+/// rest, as upstream's `syncNodes`). False when a create failed.
 fn create_pods(
     w: &mut World,
     c: &Context,
     hash: &str,
     nodes: &[crate::plan::Name],
     boot: Option<Timestamp>,
-) {
+) -> bool {
     let kind = w.kind("", "v1", "pods");
     let mut spec = DaemonSetSpec::compile(&c.ds);
     spec.revision = hash.to_string();
@@ -490,11 +631,12 @@ fn create_pods(
             }
         }
         if failed {
-            break;
+            return false;
         }
         next = end;
         batch *= 2;
     }
+    true
 }
 
 /// Pods that are ready but not yet available (`minReadySeconds`): the controller looks again

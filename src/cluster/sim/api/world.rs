@@ -101,8 +101,10 @@ pub struct World {
     pub admission: super::admission::Admission,
     /// The store's resourceVersion when the controllers last looked.
     reconciled: u64,
-    /// Events recorded by the cluster's components, by what makes them the same event.
-    pub(crate) event_names: std::collections::HashMap<super::events::EventKey, String>,
+    /// What the event recorders of the cluster's components remember.
+    pub(crate) recorder: super::events::Recorder,
+    /// The DaemonSet controller's work queue: the retries of failed syncs.
+    pub(crate) daemonset_queue: super::daemonset::Queue,
     /// The creation time a create gives instead of now ([`World::create_dated`]).
     created_at: Option<Timestamp>,
 }
@@ -167,7 +169,8 @@ impl World {
             version,
             admission,
             reconciled: 0,
-            event_names: Default::default(),
+            recorder: Default::default(),
+            daemonset_queue: Default::default(),
             created_at: None,
         }
     }
