@@ -146,6 +146,9 @@ pub struct ApplyReport {
     pub deletes: usize,
     /// Pods updated in place.
     pub in_place: usize,
+    /// Writes of handovers with the built-in controller: DaemonSets deleted (orphaning) or
+    /// applied natively, pods claimed or relabelled.
+    pub handover_writes: usize,
     /// Nodes whose new pod failed (the reason the rollout halted).
     pub failed: Vec<FailedNode>,
     /// Nodes that are NotReady themselves: not evidence against the new version.
@@ -893,6 +896,7 @@ pub async fn apply<C: Cluster>(
             creates: counts.creates,
             deletes: counts.deletes,
             in_place: counts.in_place,
+            handover_writes: counts.handover,
             failed: a.health.failed.clone(),
             node_problems: a.health.node_problems.clone(),
             halted: a.halted_names(),

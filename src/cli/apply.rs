@@ -365,6 +365,12 @@ pub(crate) fn render_report(
     if r.in_place > 0 {
         totals.push_str(&format!(", {} updated in place", r.in_place));
     }
+    if r.handover_writes > 0 {
+        totals.push_str(&format!(
+            ", {} handover write(s) with the built-in controller (see -o json)",
+            r.handover_writes
+        ));
+    }
     let summary = match r.outcome {
         Outcome::Converged => format!("Converged in {time}: {totals}."),
         Outcome::DryRun => "Dry run: nothing was written; the table shows the current state and \
@@ -417,12 +423,13 @@ pub(crate) fn render_report(
             let blocked: Vec<String> = r
                 .blocked
                 .iter()
-                .map(|(ds, why)| format!("{ds}: {why}"))
+                .map(|(ds, why)| format!("  {ds}: {why}"))
                 .collect();
             format!(
-                "Converged in {time}, except what another controller runs; nothing was written \
-                 for it: {}. {totals}.",
-                blocked.join("; ")
+                "Converged in {time}, except {} blocked DaemonSet(s), for which nothing was \
+                 written ({totals}):\n{}",
+                blocked.len(),
+                blocked.join("\n")
             )
         }
         Outcome::Paused => format!(

@@ -18,6 +18,9 @@ pub fn to_json(plan: &Plan) -> String {
 /// An apply's report as pretty-printed JSON (`daemonsync apply -o json`): how it ended, the
 /// cluster time it took, every write in order, and the plan of the final state.
 pub fn apply_to_json(r: &ApplyReport) -> String {
+    fn is_zero(n: &usize) -> bool {
+        *n == 0
+    }
     /// A DaemonSet and why (blocked, refused).
     #[derive(serde::Serialize)]
     struct Named<'a> {
@@ -37,6 +40,8 @@ pub fn apply_to_json(r: &ApplyReport) -> String {
         creates: usize,
         deletes: usize,
         in_place: usize,
+        #[serde(skip_serializing_if = "is_zero")]
+        handover_writes: usize,
         halted: &'a [String],
         #[serde(skip_serializing_if = "Vec::is_empty")]
         refused: Vec<Named<'a>>,
@@ -68,6 +73,7 @@ pub fn apply_to_json(r: &ApplyReport) -> String {
         creates: r.creates,
         deletes: r.deletes,
         in_place: r.in_place,
+        handover_writes: r.handover_writes,
         halted: &r.halted,
         refused: r
             .refused
