@@ -2,11 +2,11 @@
 //! DaemonSet it runs is blocked without a choice, taken over without a restart, given back
 //! with `release`, or kept native; pods refused by admission halt only their DaemonSet.
 
+use super::tests::{desired, run};
 use super::*;
 use crate::cluster::Cluster;
 use crate::cluster::sim::Sim;
 use crate::cluster::sim::config::SimConfig;
-use crate::manifest::{LoadOptions, load_str};
 use crate::plan::Observed;
 use crate::plan::RECORD_KIND;
 use crate::plan::ownership::AUTOSCALER_DAEMONSET_POD;
@@ -37,18 +37,6 @@ const ONE: &str = "{type: RollingUpdate, rollingUpdate: {maxUnavailable: 1}}";
 const ADOPT: &str = "daemonsync.io/adopt: 'true'";
 const NATIVE: &str = "daemonsync.io/mode: native";
 
-fn desired(yaml: &str) -> Vec<Desired> {
-    let m = load_str("test.yaml", yaml, &LoadOptions::default()).expect("manifest loads");
-    assert!(m.invalid.is_empty(), "{:?}", m.invalid);
-    m.daemonsets
-        .into_iter()
-        .map(|d| Desired {
-            source: d.source.to_string(),
-            daemonset: d.daemonset,
-        })
-        .collect()
-}
-
 /// Four workers and the namespace `ns` (labelled as given).
 fn sim(ns_labels: &str) -> Sim {
     let cfg = format!(
@@ -69,10 +57,6 @@ fn builtin_agent() -> Sim {
         .unwrap();
     assert_eq!(pods(&sim, "agent").len(), NODES);
     sim
-}
-
-fn run(sim: &mut Sim, desired: &[Desired], opts: &ApplyOptions) -> ApplyReport {
-    block_on(apply(sim, desired, opts, &mut NoProgress)).expect("apply")
 }
 
 /// The pods of `app` that are not terminating, as the API server stores them.

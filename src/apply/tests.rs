@@ -26,7 +26,7 @@ spec:
     )
 }
 
-fn desired(yaml: &str) -> Vec<Desired> {
+pub(super) fn desired(yaml: &str) -> Vec<Desired> {
     let m = load_str("test.yaml", yaml, &LoadOptions::default()).expect("manifest loads");
     assert!(m.invalid.is_empty(), "{:?}", m.invalid);
     m.daemonsets
@@ -65,7 +65,7 @@ nodes:
     )
 }
 
-fn run(sim: &mut Sim, desired: &[Desired], opts: &ApplyOptions) -> ApplyReport {
+pub(super) fn run(sim: &mut Sim, desired: &[Desired], opts: &ApplyOptions) -> ApplyReport {
     block_on(apply(sim, desired, opts, &mut NoProgress)).expect("apply")
 }
 
