@@ -575,12 +575,18 @@ impl Assessment<'_> {
     }
 
     /// Every active DaemonSet is converged (halted and paused ones are left where they are,
-    /// nodes a rollout policy holds back count as settled), and no rollout waits out a
-    /// timed pause.
+    /// nodes a rollout policy holds back count as settled), no rollout waits out a timed
+    /// pause, and no handover waits for the garbage collector (a taken-over DaemonSet's pods
+    /// are claimed once it has cleared their owner references: a live cluster's collector
+    /// does so after the delete is answered).
     pub fn settled(&self) -> bool {
         self.health
             .converged(&self.plan, |ds| self.is_active(&ds.namespace, &ds.name))
             && self.timed_pause_ends().is_none()
+            && !self.plan.daemonsets.iter().any(|ds| {
+                matches!(ds.ownership.handover, plan::Handover::Waiting { .. })
+                    && self.is_active(&ds.namespace, &ds.name)
+            })
     }
 
     /// When the first timed pause of an active DaemonSet's rollout ends.
