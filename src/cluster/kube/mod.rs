@@ -601,15 +601,55 @@ fn is_code(e: &kube::Error, code: u16) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == code)
 }
 
-/// A refused write: [`ClusterError::Forbidden`] for 401 and 403 (permanent until granted),
-/// [`ClusterError::Rejected`] for the rest; `what` prefixes the description.
+/// A refused write: [`ClusterError::Refused`] with the API's message when admission refused
+/// the object (Pod Security, a validating webhook, a quota: the API server answers 403 for
+/// those too, but the object is at fault, not the grants), [`ClusterError::Forbidden`] for
+/// other 401 and 403 (permanent until granted), [`ClusterError::Rejected`] for the rest;
+/// `what` prefixes the description.
 fn refused(target: &Target, what: &str, e: &kube::Error) -> ClusterError {
+    if let kube::Error::Api(status) = e
+        && is_admission_refusal(status.code, &status.message)
+    {
+        return ClusterError::Refused(format!("{what}{}", status.message));
+    }
     let line = format!("{what}{}", describe(target, e));
     if is_code(e, 401) || is_code(e, 403) {
         ClusterError::Forbidden(line)
     } else {
         ClusterError::Rejected(line)
     }
+}
+
+/// Whether an API error is an admission plugin's refusal of the object rather than the
+/// authorizer's: the ones `apply` names with a hint (Pod Security, a webhook's denial, whatever
+/// code the webhook chose, a quota), and any other 403 not worded as the authorizer words its
+/// refusals (`User "…" cannot VERB resource …`), such as a LimitRange's.
+fn is_admission_refusal(code: u16, message: &str) -> bool {
+    message.contains("violates PodSecurity")
+        || (message.contains("admission webhook \"") && message.contains("denied the request"))
+        || message.contains("exceeded quota")
+        || code == 403 && !message.contains(" cannot ")
+}
+
+#[cfg(test)]
+#[test]
+fn admission_refusals_are_told_from_the_authorizers() {
+    let rbac = r#"pods is forbidden: User "system:serviceaccount:daemonsync:daemonsync" cannot create resource "pods" in API group "" in the namespace "demo""#;
+    assert!(!is_admission_refusal(403, rbac));
+    assert!(!is_admission_refusal(401, "Unauthorized"));
+    let pss = r#"pods "agent-x" is forbidden: violates PodSecurity "baseline:latest": privileged (container "c" must not set securityContext.privileged=true)"#;
+    assert!(is_admission_refusal(403, pss));
+    let webhook = r#"admission webhook "deny.example.com" denied the request: no"#;
+    assert!(is_admission_refusal(400, webhook));
+    assert!(is_admission_refusal(
+        403,
+        r#"pods "a" is forbidden: exceeded quota: q, requested: cpu=1, used: cpu=4, limited: cpu=4"#
+    ));
+    assert!(is_admission_refusal(
+        403,
+        r#"pods "a" is forbidden: maximum cpu usage per Container is 1, but limit is 2"#
+    ));
+    assert!(!is_admission_refusal(400, "the object is invalid"));
 }
 
 fn record_reference(namespace: &str, name: &str, uid: Option<String>) -> ObjectReference {
