@@ -10,6 +10,7 @@ mod dir;
 mod examples;
 mod fake_github;
 mod git;
+mod handover_live;
 mod hardening_inputs;
 mod hardening_sources;
 mod inplace;
