@@ -615,6 +615,9 @@ fn strategy(ds: &DaemonSetPlan) -> String {
 
 fn next_step(ds: &DaemonSetPlan) -> String {
     let step = &ds.step;
+    if ds.is_blocked() {
+        return "none (blocked: `builtin-controller`)".into();
+    }
     if step.is_empty() {
         return if ds.errors.is_empty() {
             "none".into()

@@ -353,6 +353,11 @@ fn wide_nodes(out: &mut String, ds: &DaemonSetPlan, paint: Painter) {
 /// The next-step line: what the step does and how many waves the rollout takes.
 fn next_step(ds: &DaemonSetPlan) -> String {
     let step = &ds.step;
+    if ds.is_blocked() {
+        return "blocked: nothing is written until the manifest says how to share it with the \
+                built-in controller (RISK builtin-controller)"
+            .into();
+    }
     if !ds.errors.is_empty() && step.is_empty() {
         return format!(
             "nothing is done until {} fixed",
@@ -1220,7 +1225,7 @@ mod tests {
         // and the plan says which choices there are.
         let out = plan_of(&desired);
         assert!(
-            out.contains("kube-flannel/kube-flannel-ds: no changes in the next step"),
+            out.contains("kube-flannel/kube-flannel-ds: blocked: nothing is written until"),
             "{out}"
         );
         assert!(
