@@ -65,26 +65,6 @@ fn plan_table_shows_counters_and_the_nodes_that_need_attention() {
     assert!(out.get_output().stderr.is_empty());
 }
 
-/// The seven-node snapshot as daemonsync leaves it after taking flannel over: no `apps/v1`
-/// DaemonSet, the pods owned by the `ManagedDaemonSet` record.
-fn managed_snapshot(dir: &std::path::Path) -> String {
-    let text = std::fs::read_to_string(repo_path("fixtures/snapshots/seven-nodes.yaml")).unwrap();
-    let daemonset = text
-        .find("\n- apiVersion: apps/v1\n  kind: DaemonSet\n")
-        .expect("the fixture ends with its DaemonSet");
-    let managed = text[..=daemonset].replace(
-        "    - apiVersion: apps/v1\n      blockOwnerDeletion: true\n      controller: true\n      kind: DaemonSet\n",
-        "    - apiVersion: daemonsync.io/v1alpha1\n      blockOwnerDeletion: true\n      controller: true\n      kind: ManagedDaemonSet\n",
-    );
-    assert!(
-        !managed.contains("kind: DaemonSet\n"),
-        "every owner rewritten"
-    );
-    let path = dir.join("managed.yaml");
-    std::fs::write(&path, managed).unwrap();
-    format!("snapshot:{}", path.display())
-}
-
 #[test]
 fn a_daemonset_the_builtin_controller_runs_is_blocked_with_both_choices() {
     let out = daemonsync()
@@ -120,7 +100,10 @@ fn a_daemonset_the_builtin_controller_runs_is_blocked_with_both_choices() {
 
 #[test]
 fn plan_json_is_the_versioned_plan_object() {
-    let dir = tempfile::tempdir().unwrap();
+    let managed = format!(
+        "snapshot:{}",
+        repo_path("fixtures/snapshots/seven-nodes-managed.yaml").display()
+    );
     let out = daemonsync()
         .args([
             "plan",
@@ -129,7 +112,7 @@ fn plan_json_is_the_versioned_plan_object() {
             "--now",
             NOW,
             "--cluster",
-            &managed_snapshot(dir.path()),
+            &managed,
             "--manifests",
         ])
         .arg(repo_path("fixtures/manifests/kube-flannel.yaml"))
