@@ -15,9 +15,9 @@ use crate::model::Quantity;
 
 /// Apply the API server's defaulting to an `apps/v1` DaemonSet, in place.
 ///
-/// DaemonSet defaults (spec section 1): `updateStrategy.type` RollingUpdate; for RollingUpdate
-/// `rollingUpdate` `{}`, `maxUnavailable` 1 and `maxSurge` 0, each independently; OnDelete leaves
-/// `rollingUpdate` as given; `revisionHistoryLimit` 10.
+/// DaemonSet defaults (docs/semantics.md §1): `updateStrategy.type` RollingUpdate; for
+/// RollingUpdate `rollingUpdate` `{}`, `maxUnavailable` 1 and `maxSurge` 0, each independently;
+/// OnDelete leaves `rollingUpdate` as given; `revisionHistoryLimit` 10.
 ///
 /// Pod template defaults are those the API server stores for a pod *template*
 /// (`SetDefaults_PodSpec`, container/port/probe/volume defaults and the

@@ -1,4 +1,4 @@
-//! Scenario (spec 9.G), defaulting, parser and corpus tests for the manifest module.
+//! Scenario (docs/semantics.md §9.G), defaulting, parser and corpus tests for the manifest module.
 
 use std::path::PathBuf;
 
@@ -12,8 +12,9 @@ use crate::source::SourceError;
 // ---------------------------------------------------------------------------------------------
 // helpers
 
-/// The spec's valid base: name `abc`, ns default, selector `{a: b}`, template labels `{a: b}`,
-/// restartPolicy Always, terminationGracePeriodSeconds 30, strategy OnDelete.
+/// The valid base of docs/semantics.md §9.G: name `abc`, ns default, selector `{a: b}`,
+/// template labels `{a: b}`, restartPolicy Always, terminationGracePeriodSeconds 30, strategy
+/// OnDelete.
 fn base() -> serde_json::Value {
     json!({
         "apiVersion": "apps/v1",
@@ -63,7 +64,7 @@ fn with_rolling(max_unavailable: serde_json::Value, max_surge: serde_json::Value
 }
 
 // ---------------------------------------------------------------------------------------------
-// Validation scenarios (spec 9.G)
+// Validation scenarios (docs/semantics.md §9.G)
 
 /// Loads files and directories through the one local reader (what `--manifests` uses).
 fn load_paths(paths: &[std::path::PathBuf], opts: &LoadOptions) -> Result<Manifests, SourceError> {

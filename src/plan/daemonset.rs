@@ -69,7 +69,8 @@ pub struct DaemonSetSpec {
     pub node_selector: Labels,
     /// Required node-affinity terms (ORed); `None` when there is no required affinity.
     pub required_affinity: Option<Vec<NodeSelectorTerm>>,
-    /// The template's tolerations plus the automatic DaemonSet tolerations (section 4.1).
+    /// The template's tolerations plus the automatic DaemonSet tolerations (docs/semantics.md
+    /// §4.1).
     pub tolerations: Vec<Toleration>,
     /// The update strategy.
     pub strategy: UpdateStrategy,

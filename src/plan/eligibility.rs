@@ -369,7 +369,7 @@ impl fmt::Display for Ineligible {
 }
 
 /// Upstream `NodeShouldRunDaemonPod`: decides whether the DaemonSet should run on `node`
-/// (section 3 of the semantics). Checks, in order: template `nodeName`, `nodeSelector`,
+/// (docs/semantics.md §3). Checks, in order: template `nodeName`, `nodeSelector`,
 /// required node affinity, then `NoSchedule`/`NoExecute` taints against the template's
 /// tolerations plus the automatic DaemonSet tolerations. Allocation-free when the node is
 /// eligible.

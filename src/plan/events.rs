@@ -1,6 +1,6 @@
-//! Which node changes require re-planning a DaemonSet (upstream's node event handling, spec
-//! section 8). The sync loop uses these to stay level-triggered without re-planning on every
-//! heartbeat.
+//! Which node changes require re-planning a DaemonSet (upstream's node event handling,
+//! docs/semantics.md §8). The sync loop uses these to stay level-triggered without
+//! re-planning on every heartbeat.
 
 use crate::model::Node;
 use crate::plan::Policy;

@@ -1,6 +1,6 @@
 //! The per-node decisions (upstream `podsShouldBeOnNode` and the unscheduled-pod cleanup of
-//! `manage`, spec section 5.3): create where a pod is missing, delete failed, duplicate and
-//! misscheduled pods.
+//! `manage`, docs/semantics.md §5.3): create where a pod is missing, delete failed, duplicate
+//! and misscheduled pods.
 
 use crate::model::PodPhase;
 use crate::plan::pods::PodInfo;

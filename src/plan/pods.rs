@@ -1,4 +1,5 @@
-//! Which observed pods belong to a DaemonSet, grouped per node (spec sections 5.1 and 5.2).
+//! Which observed pods belong to a DaemonSet, grouped per node (docs/semantics.md §5.1 and
+//! §5.2).
 
 use crate::model::{Pod, PodPhase, TEMPLATE_GENERATION_LABEL, Timestamp};
 use crate::plan::daemonset::DaemonSetSpec;

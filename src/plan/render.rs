@@ -1,5 +1,5 @@
 //! The pod rendered for a node: automatic tolerations, labels and node-affinity injection
-//! (sections 4.1 and 4.2 of the semantics).
+//! (docs/semantics.md §4.1 and §4.2).
 
 use crate::model::{
     MANAGED_BY_LABEL, MANAGED_BY_VALUE, NODE_NAME_FIELD, REVISION_HASH_LABEL,

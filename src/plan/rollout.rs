@@ -1,5 +1,5 @@
-//! The rolling update (spec sections 6.1, 6.3 and 6.4): budgets, delete-then-create within
-//! maxUnavailable, create-then-delete within maxSurge.
+//! The rolling update (docs/semantics.md §6.1, §6.3 and §6.4): budgets, delete-then-create
+//! within maxUnavailable, create-then-delete within maxSurge.
 //!
 //! Where upstream iterates a Go map (so which candidates it picks is arbitrary), daemonsync
 //! visits nodes in ascending name order, then vanished nodes by name: the plan is

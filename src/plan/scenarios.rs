@@ -1,4 +1,4 @@
-//! The scenarios of the semantics spec, section 9, named after their ids. Counts are
+//! The scenarios of docs/semantics.md §9, named after their ids. Counts are
 //! `(creates, deletes)` of one upstream sync (see `testkit::Cluster::sync`).
 
 use super::testkit::*;

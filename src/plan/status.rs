@@ -1,4 +1,4 @@
-//! The DaemonSet status counters (spec section 6.7).
+//! The DaemonSet status counters (docs/semantics.md §6.7).
 
 use crate::plan::view::Slot;
 use serde::Serialize;

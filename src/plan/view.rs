@@ -43,7 +43,7 @@ impl Slot {
     }
 
     /// Whether the rolling update visits this slot: nodes with pods, and nodes that should run
-    /// one (the padding of section 6.1).
+    /// one (the padding of docs/semantics.md §6.1).
     pub(crate) fn in_update_map(&self) -> bool {
         self.has_pods() || (self.node.is_some() && self.should_run)
     }

@@ -1,5 +1,5 @@
 //! The examples under `examples/github/`: the workflows use the Action as it is declared,
-//! and `comment.md` (also shown in the README) is what daemonsync renders today.
+//! and `comment.md` (also shown in docs/github-action.md) is what daemonsync renders today.
 //!
 //! After a deliberate change of the comment, regenerate both with
 //! `DAEMONSYNC_REGENERATE_EXAMPLES=1 cargo test --test it examples::`.
@@ -8,11 +8,11 @@ use crate::support::{Repo, daemonsync, repo_path};
 use serde_json::Value;
 use std::path::Path;
 
-/// Set to regenerate `examples/github/comment.md` and the README's copy.
+/// Set to regenerate `examples/github/comment.md` and docs/github-action.md's copy.
 const REGENERATE: &str = "DAEMONSYNC_REGENERATE_EXAMPLES";
 
-const README_START: &str = "<!-- example-comment:start -->\n";
-const README_END: &str = "<!-- example-comment:end -->\n";
+const BLOCK_START: &str = "<!-- example-comment:start -->\n";
+const BLOCK_END: &str = "<!-- example-comment:end -->\n";
 
 fn copy_dir(from: &Path, repo: &Repo, to: &str) {
     for entry in std::fs::read_dir(from).unwrap() {
@@ -78,16 +78,16 @@ fn the_example_comment_is_what_daemonsync_renders() {
     );
     assert!(!rendered.contains("daemonsync-plan-part"), "one comment");
     let path = repo_path("examples/github/comment.md");
-    let readme_path = repo_path("README.md");
-    let readme = std::fs::read_to_string(&readme_path).unwrap();
+    let docs_path = repo_path("docs/github-action.md");
+    let readme = std::fs::read_to_string(&docs_path).unwrap();
     let (before, rest) = readme
-        .split_once(README_START)
-        .expect("README.md has the example comment block");
-    let (_, after) = rest.split_once(README_END).expect("the block is closed");
-    let in_readme = format!("{before}{README_START}{rendered}{README_END}{after}");
+        .split_once(BLOCK_START)
+        .expect("docs/github-action.md has the example comment block");
+    let (_, after) = rest.split_once(BLOCK_END).expect("the block is closed");
+    let in_docs = format!("{before}{BLOCK_START}{rendered}{BLOCK_END}{after}");
     if std::env::var_os(REGENERATE).is_some() {
         std::fs::write(&path, &rendered).unwrap();
-        std::fs::write(&readme_path, &in_readme).unwrap();
+        std::fs::write(&docs_path, &in_docs).unwrap();
         return;
     }
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
@@ -97,8 +97,8 @@ fn the_example_comment_is_what_daemonsync_renders() {
          intended, run `{REGENERATE}=1 cargo test --test it examples::` and review the diff"
     );
     assert!(
-        readme == in_readme,
-        "the README's example comment differs from examples/github/comment.md; run \
+        readme == in_docs,
+        "docs/github-action.md's example comment differs from examples/github/comment.md; run \
          `{REGENERATE}=1 cargo test --test it examples::`"
     );
 }

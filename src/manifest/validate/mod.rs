@@ -43,7 +43,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::FieldError;
 use super::error::quote;
 
-/// Validate a DaemonSet as the API server does on create (spec section 2.1).
+/// Validate a DaemonSet as the API server does on create (docs/semantics.md §2.1).
 ///
 /// Call it on a defaulted object (see [`super::apply_defaults`]); errors accumulate and come in
 /// the API server's order. A selector with neither `matchLabels` nor `matchExpressions` set
@@ -398,9 +398,9 @@ fn validate_rolling_update(ru: &RollingUpdateDaemonSet, errs: &mut Errs) {
 // ---------------------------------------------------------------------------------------------
 // Updates and generations
 
-/// Validate an update of `old` to `new` as the API server's `apps/v1` endpoint does (spec
-/// section 2.2): everything [`validate`] checks, plus the immutable selector. The template,
-/// update strategy, minReadySeconds and revisionHistoryLimit may change.
+/// Validate an update of `old` to `new` as the API server's `apps/v1` endpoint does
+/// (docs/semantics.md §2.2): everything [`validate`] checks, plus the immutable selector. The
+/// template, update strategy, minReadySeconds and revisionHistoryLimit may change.
 pub fn validate_update(old: &DaemonSet, new: &DaemonSet) -> Vec<FieldError> {
     let mut errs = validate(new);
     let selector = |ds: &DaemonSet| ds.spec.as_ref().map(|s| s.selector.clone());
@@ -416,9 +416,9 @@ pub fn validate_update(old: &DaemonSet, new: &DaemonSet) -> Vec<FieldError> {
 }
 
 /// The `(generation, templateGeneration)` the API server stores after an update from `old` to
-/// `new` (spec section 1, registry strategy): a template change bumps both, any other spec
-/// change bumps only `generation`, a metadata-only change bumps neither. Absent values count
-/// as 1, as on create.
+/// `new` (docs/semantics.md §1, registry strategy): a template change bumps both, any other
+/// spec change bumps only `generation`, a metadata-only change bumps neither. Absent values
+/// count as 1, as on create.
 pub fn next_generations(
     old: &DaemonSet,
     new: &DaemonSet,
