@@ -137,8 +137,8 @@ pub struct PlanArgs {
     #[arg(long, value_name = "OWNER/NAME", env = "GITHUB_REPOSITORY")]
     pub repository: Option<String>,
     /// In GitHub Actions: besides printing the plan, write the job summary and the step
-    /// outputs, and create or update one sticky comment on the pull request (README, "GitHub
-    /// Action"). Reads GITHUB_TOKEN, GITHUB_EVENT_PATH, GITHUB_API_URL, GITHUB_OUTPUT and
+    /// outputs, and create or update one sticky comment on the pull request
+    /// (docs/github-action.md). Reads GITHUB_TOKEN, GITHUB_EVENT_PATH, GITHUB_API_URL, GITHUB_OUTPUT and
     /// GITHUB_STEP_SUMMARY.
     #[arg(long, conflicts_with = "watch")]
     pub github: bool,

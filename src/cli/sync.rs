@@ -19,7 +19,7 @@ Examples:
   # Keep the current kubeconfig context converged on the main branch, polling every minute
   daemonsync sync --repo https://github.com/acme/fleet --path daemonsets --ref main
 
-  # Against `daemonsync sim serve` (see README), from a local directory watched for edits
+  # Against `daemonsync sim serve` (see docs/sim-serve.md), from a local directory watched for edits
   daemonsync sync --manifests examples/manifests --listen 127.0.0.1:8080
 
   # Two replicas in a cluster (examples/deploy/): only the lease holder writes; pushes
