@@ -243,6 +243,19 @@ pub fn corpus(file: &str) -> Option<PathBuf> {
     None
 }
 
+/// The environment variable that runs the long tests (the soak): `.ci/run` sets it in a step
+/// of its own, so that a plain `cargo test` stays within its budget.
+pub const LONG_TESTS: &str = "DAEMONSYNC_LONG_TESTS";
+
+/// Whether the long tests run; prints why the calling test skips when they do not.
+pub fn long_tests(test: &str) -> bool {
+    if std::env::var_os(LONG_TESTS).is_some_and(|v| v == "1") {
+        return true;
+    }
+    eprintln!("skipped: {test} is a long test; {LONG_TESTS}=1 runs it");
+    false
+}
+
 /// The `daemonsync` binary under test.
 pub fn daemonsync() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("daemonsync").expect("the daemonsync binary is built")

@@ -3,7 +3,7 @@
 //! deleted behind its back, the manifests change three times, and the API server answers 5 %
 //! of requests with errors and drops every watch after 5 s. The daemon must not panic or
 //! stop, its resident memory must stay flat after warm-up, and every DaemonSet must converge
-//! at the end.
+//! at the end. It runs with `DAEMONSYNC_LONG_TESTS=1` (a step of its own in `.ci/run`).
 
 use crate::rbac::request_log;
 use crate::serve_support::ServeProcess;
@@ -44,6 +44,9 @@ fn manifests(agent: &str, logger: &str, edge_image: &str) -> String {
 
 #[test]
 fn under_churn_pod_deletions_and_api_faults_memory_stays_flat_and_every_daemonset_converges() {
+    if !crate::support::long_tests("the soak") {
+        return;
+    }
     let sim = fleet(10, &manifests("agent:1", "logger:1", "edge:1"), CHURN);
     let log = sim.path().join("requests.jsonl");
     let server = ServeProcess::start(
