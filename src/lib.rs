@@ -31,3 +31,14 @@ pub mod plan;
 pub mod report;
 pub mod source;
 pub mod sync;
+
+/// Runs a future on a current-thread runtime of its own: for tests (the product runs on the
+/// one runtime `main` builds).
+#[cfg(test)]
+pub(crate) fn block_on<F: std::future::Future>(fut: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a test runtime")
+        .block_on(fut)
+}

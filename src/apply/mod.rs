@@ -22,6 +22,9 @@ pub use handover::{ReleaseError, ReleaseOptions, Released, Work, native_form, re
 pub use health::{FailedNode, Health};
 pub use writer::Standing;
 
+#[cfg(test)]
+use crate::block_on;
+
 use crate::cluster::{
     Cluster, ClusterError, ClusterState, Event, EventType, RecordSource, RecordStatus,
 };
@@ -31,9 +34,6 @@ use crate::model::{
 use crate::plan::{self, DaemonSetSpec, Desired, NodeState, Plan, Policy};
 use jiff::SignedDuration;
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake};
 
 /// How to apply.
 #[derive(Debug, Clone)]
@@ -270,26 +270,6 @@ pub struct NoProgress;
 
 impl Progress for NoProgress {
     fn update(&mut self, _: &ProgressUpdate<'_>) {}
-}
-
-/// Runs a future to completion on the current thread (the sim and snapshot backends never
-/// wait; a live backend brings its own runtime).
-pub fn block_on<F: Future>(fut: F) -> F::Output {
-    struct ThreadWaker(std::thread::Thread);
-    impl Wake for ThreadWaker {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Arc::new(ThreadWaker(std::thread::current())).into();
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        match fut.as_mut().poll(&mut cx) {
-            Poll::Ready(v) => return v,
-            Poll::Pending => std::thread::park(),
-        }
-    }
 }
 
 /// Steps allowed at one instant before the executor gives up (a step that changes nothing),

@@ -152,7 +152,7 @@ pub fn load_desired(args: &ApplyArgs) -> Result<Loaded> {
 }
 
 /// Runs `daemonsync apply`; returns the exit code.
-pub fn run(args: &ApplyArgs) -> Result<i32> {
+pub async fn run(args: &ApplyArgs) -> Result<i32> {
     let now = match &args.now {
         Some(s) => parse_now(s)?,
         None => Timestamp::now(),
@@ -161,7 +161,7 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
         desired, record, ..
     } = load_desired(args)?;
     let adopt = crate::cluster::kube::adoption_selectors(&desired);
-    let mut cluster = apply::block_on(args.cluster.connect(now, adopt))?;
+    let mut cluster = args.cluster.connect(now, adopt).await?;
     if cluster.is_read_only() && !args.dry_run {
         bail!("a snapshot cluster is read-only: add --dry-run, or use --cluster sim:FILE or kube");
     }
@@ -180,7 +180,7 @@ pub fn run(args: &ApplyArgs) -> Result<i32> {
     }
     let mut progress = LineProgress::new(args.dry_run);
     let simulated = cluster.is_simulated();
-    let report = apply::block_on(apply::apply(&mut cluster, &desired, &opts, &mut progress));
+    let report = apply::apply(&mut cluster, &desired, &opts, &mut progress).await;
     progress.finish();
     let report = report.map_err(|e| anyhow!(e))?;
     print_report(&report, args, simulated)?;
@@ -558,14 +558,14 @@ mod tests {
         all.extend(extra);
         let a = args(&all);
         let mut sim =
-            apply::block_on(a.cluster.connect(Timestamp::now(), Vec::new())).expect("sim");
+            crate::block_on(a.cluster.connect(Timestamp::now(), Vec::new())).expect("sim");
         let desired = load_desired(&a).expect("manifests").desired;
         let opts = ApplyOptions {
             dry_run: a.dry_run,
             progress_deadline: a.progress_deadline,
             ..ApplyOptions::default()
         };
-        let r = apply::block_on(apply::apply(
+        let r = crate::block_on(apply::apply(
             &mut sim,
             &desired,
             &opts,
@@ -703,7 +703,9 @@ mod tests {
             "snapshot:{}/fixtures/snapshots/seven-nodes.yaml",
             env!("CARGO_MANIFEST_DIR")
         );
-        let err = run(&args(&["--cluster", &snap])).unwrap_err().to_string();
+        let err = crate::block_on(run(&args(&["--cluster", &snap])))
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("read-only") && err.contains("--dry-run"),
             "{err}"

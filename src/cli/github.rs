@@ -11,12 +11,12 @@ use anyhow::Result;
 
 /// Prints and publishes `run`; when planning failed, publishes the failure (the comment and
 /// summary say so, `exit-code` is 1) and returns the planning error.
-pub fn step(run: Result<PlanRun>, opts: &PlanOptions) -> Result<i32> {
+pub async fn step(run: Result<PlanRun>, opts: &PlanOptions) -> Result<i32> {
     let env = Env::from_env();
     let run = match run {
         Ok(run) => run,
         Err(e) => {
-            publish_failure(&env, opts, &super::message(&e));
+            publish_failure(&env, opts, &super::message(&e)).await;
             return Err(e);
         }
     };
@@ -40,7 +40,7 @@ pub fn step(run: Result<PlanRun>, opts: &PlanOptions) -> Result<i32> {
         },
         plan_json: Some(report::to_json(&run.plan)),
     };
-    let published = github::publish(&env, &report)?;
+    let published = github::publish(&env, &report).await?;
     if let Some(c) = published.comment {
         let at = c.url.map(|u| format!(": {u}")).unwrap_or_default();
         eprintln!(
@@ -53,7 +53,7 @@ pub fn step(run: Result<PlanRun>, opts: &PlanOptions) -> Result<i32> {
 
 /// The comment and summary of a plan that could not be computed; errors publishing it are
 /// printed, the planning error stays the one returned.
-fn publish_failure(env: &Env, opts: &PlanOptions, message: &str) {
+async fn publish_failure(env: &Env, opts: &PlanOptions, message: &str) {
     let (base, head) = opts.pull_request.clone().unzip();
     let ctx = MarkdownContext {
         repository: opts.report.repository.clone(),
@@ -81,7 +81,7 @@ fn publish_failure(env: &Env, opts: &PlanOptions, message: &str) {
         },
         plan_json: None,
     };
-    if let Err(e) = github::publish(env, &report) {
+    if let Err(e) = github::publish(env, &report).await {
         eprintln!("error: {e}");
     }
 }

@@ -138,21 +138,32 @@ pub fn init_logging(cli: &Cli) {
     };
 }
 
+/// The one tokio runtime of the process, built by `main`: every command runs on it (the live
+/// backend, `sync`, `sim serve`, the Action's HTTP client); the simulated cluster is called
+/// from it synchronously.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("daemonsync")
+        .enable_all()
+        .build()
+}
+
 /// Runs the command line and returns the exit code. Errors are printed to stderr.
-pub fn run(cli: Cli) -> i32 {
+pub async fn run(cli: Cli) -> i32 {
     let result = match cli.command {
-        Command::Plan(args) => plan::run(&args),
-        Command::Render(args) => render::run(&args),
-        Command::Status(args) => status::run(&args),
-        Command::Snapshot(args) => snapshot::run(&args),
-        Command::Apply(args) => apply::run(&args),
-        Command::Sync(args) => sync::run(&args),
-        Command::Sim(args) => sim::run(&args),
-        Command::Promote(args) => rollout::run(rollout::Verb::Promote, &args),
-        Command::Pause(args) => rollout::run(rollout::Verb::Pause, &args),
-        Command::Resume(args) => rollout::run(rollout::Verb::Resume, &args),
-        Command::Abort(args) => rollout::run(rollout::Verb::Abort, &args),
-        Command::Release(args) => release::run(&args),
+        Command::Plan(args) => plan::run(&args).await,
+        Command::Render(args) => render::run(&args).await,
+        Command::Status(args) => status::run(&args).await,
+        Command::Snapshot(args) => snapshot::run(&args).await,
+        Command::Apply(args) => apply::run(&args).await,
+        Command::Sync(args) => sync::run(&args).await,
+        Command::Sim(args) => sim::run(&args).await,
+        Command::Promote(args) => rollout::run(rollout::Verb::Promote, &args).await,
+        Command::Pause(args) => rollout::run(rollout::Verb::Pause, &args).await,
+        Command::Resume(args) => rollout::run(rollout::Verb::Resume, &args).await,
+        Command::Abort(args) => rollout::run(rollout::Verb::Abort, &args).await,
+        Command::Release(args) => release::run(&args).await,
     };
     match result {
         Ok(code) => code,

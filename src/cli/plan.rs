@@ -228,19 +228,19 @@ impl PlanArgs {
 }
 
 /// Runs `daemonsync plan`; returns the exit code.
-pub fn run(args: &PlanArgs) -> Result<i32> {
-    execute(&args.options()?)
+pub async fn run(args: &PlanArgs) -> Result<i32> {
+    execute(&args.options()?).await
 }
 
 /// Plans as `opts` say and prints the result (and, with `--github`, publishes it); returns
 /// the exit code.
-pub fn execute(opts: &PlanOptions) -> Result<i32> {
+pub async fn execute(opts: &PlanOptions) -> Result<i32> {
     if opts.watch {
-        return run_watch(opts);
+        return run_watch(opts).await;
     }
-    let run = compute(opts);
+    let run = compute(opts).await;
     if opts.github {
-        return super::github::step(run, opts);
+        return super::github::step(run, opts).await;
     }
     let run = run?;
     print(&run, &opts.report)?;
@@ -285,7 +285,7 @@ impl PlanRun {
 }
 
 /// Reads the manifests and the cluster and plans, once (no `--watch`).
-pub fn compute(opts: &PlanOptions) -> Result<PlanRun> {
+pub async fn compute(opts: &PlanOptions) -> Result<PlanRun> {
     if let (ManifestSource::Git(src), Some((base, head))) = (&opts.source, &opts.pull_request) {
         // The base side is only compared with: a DaemonSet there with a field its schema
         // lacks is read without it (as the API server stored it), not dropped as invalid,
@@ -298,11 +298,11 @@ pub fn compute(opts: &PlanOptions) -> Result<PlanRun> {
         let [base_r, head_r]: [Rendered; 2] = rendered
             .try_into()
             .map_err(|_| anyhow::anyhow!("internal error: expected two renders"))?;
-        let observed = opts.cluster.observe_if_any()?;
+        let observed = opts.cluster.observe_if_any().await?;
         return pull_request(src, (base, base_r), (head, head_r), observed.as_ref(), opts);
     }
     let loaded = load(&opts.source, &opts.load)?;
-    let observed = opts.cluster.observe_if_any()?;
+    let observed = opts.cluster.observe_if_any().await?;
     Ok(plan_loaded(loaded, observed.as_ref(), opts))
 }
 
@@ -501,11 +501,11 @@ fn pull_request(
 }
 
 /// `--watch`: plan now, then once per burst of changes. Errors are printed and watching goes on.
-fn run_watch(opts: &PlanOptions) -> Result<i32> {
+async fn run_watch(opts: &PlanOptions) -> Result<i32> {
     let ManifestSource::Local(local) = &opts.source else {
         anyhow::bail!("--watch needs --manifests: a git source is not watched");
     };
-    let observed = opts.cluster.observe_if_any()?;
+    let observed = opts.cluster.observe_if_any().await?;
     let once = || {
         let result = load(&opts.source, &opts.load).and_then(|l| {
             let mut run = plan_loaded(l, observed.as_ref(), opts);
@@ -518,10 +518,13 @@ fn run_watch(opts: &PlanOptions) -> Result<i32> {
         }
     };
     once();
-    crate::source::watch::watch_paths(&local.paths, crate::source::watch::DEBOUNCE, || {
-        println!("\n--- change detected; re-planning ---\n");
-        once();
-        true
+    // Watching blocks this thread until interrupted: the runtime's other threads go on.
+    tokio::task::block_in_place(|| {
+        crate::source::watch::watch_paths(&local.paths, crate::source::watch::DEBOUNCE, || {
+            println!("\n--- change detected; re-planning ---\n");
+            once();
+            true
+        })
     })?;
     Ok(EXIT_OK)
 }

@@ -2,7 +2,7 @@
 //! DaemonSet controller with no pod restarted ([`crate::apply::release`] does the work).
 
 use super::rollout::{check_name, live_cluster_context};
-use crate::apply::{ReleaseError, ReleaseOptions, Released, Write, block_on, release};
+use crate::apply::{ReleaseError, ReleaseOptions, Released, Write, release};
 use crate::cluster::ClusterSpec;
 use crate::cluster::kube::{KubeCluster, KubeOptions, adoption_selectors};
 use crate::plan::Desired;
@@ -56,7 +56,7 @@ pub struct ReleaseArgs {
 }
 
 /// Runs `daemonsync release`; returns the exit code.
-pub fn run(args: &ReleaseArgs) -> Result<i32> {
+pub async fn run(args: &ReleaseArgs) -> Result<i32> {
     let context = live_cluster_context(
         "release",
         "ManagedDaemonSet",
@@ -84,8 +84,7 @@ pub fn run(args: &ReleaseArgs) -> Result<i32> {
         context,
         ..KubeOptions::default()
     };
-    // Connected outside any runtime: the backend brings its own.
-    let mut cluster = block_on(KubeCluster::connect(options))?;
+    let mut cluster = KubeCluster::connect(options).await?;
     let namespace = namespace.unwrap_or_else(|| cluster.client().default_namespace().to_string());
     let key = format!("{namespace}/{name}");
     // The record's pods, wherever their controller goes, and the built-in controller's.
@@ -97,7 +96,9 @@ pub fn run(args: &ReleaseArgs) -> Result<i32> {
             source: String::new(),
             daemonset: ds,
         };
-        block_on(cluster.watch_pods(&adoption_selectors(std::slice::from_ref(&desired))))?;
+        cluster
+            .watch_pods(&adoption_selectors(std::slice::from_ref(&desired)))
+            .await?;
     }
     eprintln!(
         "releasing {key} to the built-in DaemonSet controller in {}",
@@ -107,7 +108,7 @@ pub fn run(args: &ReleaseArgs) -> Result<i32> {
         timeout: args.timeout,
         ..ReleaseOptions::default()
     };
-    let released = match block_on(release(&mut cluster, &namespace, &name, &opts)) {
+    let released = match release(&mut cluster, &namespace, &name, &opts).await {
         Ok(released) => released,
         Err(ReleaseError::Cluster(e)) => return Err(anyhow!("releasing {key}: {e}")),
         Err(e) => return Err(anyhow!(e)),

@@ -52,7 +52,7 @@ pub struct RenderArgs {
 }
 
 /// Runs `daemonsync render`; returns the exit code.
-pub fn run(args: &RenderArgs) -> Result<i32> {
+pub async fn run(args: &RenderArgs) -> Result<i32> {
     if let Some(node) = &args.node
         && node.trim().is_empty()
     {
@@ -70,7 +70,7 @@ pub fn run(args: &RenderArgs) -> Result<i32> {
             .iter()
             .map(|d| serde_json::to_value(&d.daemonset))
             .collect::<Result<_, _>>()?,
-        Some(node) => pods(&desired, node, args.cluster.as_ref())?,
+        Some(node) => pods(&desired, node, args.cluster.as_ref()).await?,
     };
     let yaml = serde_saphyr::to_string_multiple(&docs).context("cannot write YAML")?;
     let mut out = std::io::stdout().lock();
@@ -89,12 +89,15 @@ fn matches_name(d: &Desired, want: &str) -> bool {
 }
 
 /// The pod of every desired DaemonSet for `node`, as daemonsync would create it.
-fn pods(
+async fn pods(
     desired: &[Desired],
     node: &str,
     source: Option<&ClusterSpec>,
 ) -> Result<Vec<serde_json::Value>> {
-    let observed = source.map(ClusterSpec::observe).transpose()?;
+    let observed = match source {
+        Some(cluster) => Some(cluster.observe().await?),
+        None => None,
+    };
     let known = match &observed {
         None => None,
         Some(o) => match o.nodes.iter().find(|n| n.name == node) {

@@ -128,26 +128,20 @@ pub struct RolloutArgs {
 }
 
 /// Runs `daemonsync VERB NAME`; returns the exit code.
-pub fn run(verb: Verb, args: &RolloutArgs) -> Result<i32> {
+pub async fn run(verb: Verb, args: &RolloutArgs) -> Result<i32> {
     let context = live_context(verb, &args.cluster)?;
     check_name("NAME", &args.name, 253)?;
     if let Some(ns) = &args.namespace {
         check_name("--namespace", ns, 63)?;
     }
-    // Connected outside any runtime: the backend brings its own, which must not be dropped
-    // from within an async context (a failed connection drops it at once).
     let options = KubeOptions {
         context,
         ..KubeOptions::default()
     };
-    let mut cluster = crate::apply::block_on(KubeCluster::connect(options))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| anyhow!("cannot start the I/O runtime: {e}"))?;
-    let (mut lines, aborted) = runtime.block_on(steer(verb, args, &cluster))?;
+    let mut cluster = KubeCluster::connect(options).await?;
+    let (mut lines, aborted) = steer(verb, args, &cluster).await?;
     if let Some(aborted) = aborted {
-        let state = crate::apply::block_on(cluster.observe())?;
+        let state = cluster.observe().await?;
         lines.extend(revision_lines(
             &state.observed.pods,
             (&aborted.namespace, &args.name),

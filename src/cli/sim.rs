@@ -1,7 +1,7 @@
 //! `daemonsync sim serve`: the simulated cluster as a Kubernetes API server on 127.0.0.1.
 
 use crate::cluster::sim::serve::{self, Faults, ServeOptions};
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -77,14 +77,10 @@ impl ServeArgs {
 }
 
 /// Runs `daemonsync sim ...`; returns the exit code.
-pub fn run(args: &SimArgs) -> Result<i32> {
+pub async fn run(args: &SimArgs) -> Result<i32> {
     match &args.command {
         SimCommand::Serve(a) => {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .context("cannot start the async runtime")?;
-            runtime.block_on(serve::serve_until_signal(a.options()))?;
+            serve::serve_until_signal(a.options()).await?;
             Ok(super::EXIT_OK)
         }
     }

@@ -64,8 +64,8 @@ pub struct SnapshotArgs {
 }
 
 /// Runs `daemonsync snapshot`; returns the exit code.
-pub fn run(args: &SnapshotArgs) -> Result<i32> {
-    let observed = args.cluster.observe()?;
+pub async fn run(args: &SnapshotArgs) -> Result<i32> {
+    let observed = args.cluster.observe().await?;
     let json = args.output.extension().is_some_and(|e| e == "json");
     let text = if json {
         to_json(&observed)?

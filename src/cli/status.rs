@@ -80,7 +80,7 @@ pub struct StatusArgs {
 }
 
 /// Runs `daemonsync status`; returns the exit code.
-pub fn run(args: &StatusArgs) -> Result<i32> {
+pub async fn run(args: &StatusArgs) -> Result<i32> {
     let now = match &args.now {
         Some(s) => super::parse_now(s)?,
         None => Timestamp::now(),
@@ -90,7 +90,7 @@ pub fn run(args: &StatusArgs) -> Result<i32> {
     } else {
         load_desired_paths(&args.manifests, &args.load.load_options())?
     };
-    let (observed, managed) = args.cluster.observe_with_managed()?;
+    let (observed, managed) = args.cluster.observe_with_managed().await?;
     let managed = as_desired(managed, "record");
     desired.extend(not_given(&desired, managed));
     desired.extend(not_given(

@@ -202,31 +202,23 @@ impl SyncArgs {
 }
 
 /// Runs `daemonsync sync` until SIGTERM or SIGINT; returns the exit code.
-pub fn run(args: &SyncArgs) -> Result<i32> {
+pub async fn run(args: &SyncArgs) -> Result<i32> {
     let opts = args.options()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("daemonsync-sync")
-        .enable_all()
-        .build()?;
-    runtime.block_on(async move {
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            let signal = wait_for_signal().await;
-            tracing::info!(signal, "stopping");
-            let _ = tx.send(true);
-            // A second signal, or the budget running out, ends it at once.
-            tokio::select! {
-                _ = wait_for_signal() => {}
-                _ = tokio::time::sleep(crate::sync::daemon::SHUTDOWN_BUDGET) => {
-                    tracing::warn!("shutdown took too long; exiting");
-                }
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        let signal = wait_for_signal().await;
+        tracing::info!(signal, "stopping");
+        let _ = tx.send(true);
+        // A second signal, or the budget running out, ends it at once.
+        tokio::select! {
+            _ = wait_for_signal() => {}
+            _ = tokio::time::sleep(crate::sync::daemon::SHUTDOWN_BUDGET) => {
+                tracing::warn!("shutdown took too long; exiting");
             }
-            std::process::exit(EXIT_OK);
-        });
-        crate::sync::run(opts, rx).await
-    })?;
-    runtime.shutdown_timeout(Duration::from_secs(1));
+        }
+        std::process::exit(EXIT_OK);
+    });
+    crate::sync::run(opts, rx).await?;
     Ok(EXIT_OK)
 }
 

@@ -74,16 +74,13 @@ impl fmt::Display for ClusterSpec {
 impl ClusterSpec {
     /// The observed state and the DaemonSets the cluster's records say daemonsync manages
     /// (a live cluster's; none for a snapshot or sim), for `status`.
-    pub fn observe_with_managed(&self) -> Result<(Observed, Vec<DaemonSet>)> {
+    pub async fn observe_with_managed(&self) -> Result<(Observed, Vec<DaemonSet>)> {
         let ClusterSpec::Kube(context) = self else {
-            return Ok((self.observe()?, Vec::new()));
+            return Ok((self.observe().await?, Vec::new()));
         };
-        let observe = async {
-            let mut live = KubeCluster::connect(Self::look_options(context)).await?;
-            let observed = live.observe().await?.observed;
-            Ok::<_, ClusterError>((observed, live.managed_daemonsets()))
-        };
-        Ok(crate::apply::block_on(observe)?)
+        let mut live = KubeCluster::connect(Self::look_options(context)).await?;
+        let observed = live.observe().await?.observed;
+        Ok((observed, live.managed_daemonsets()))
     }
 
     /// A one-off look at a live cluster: the pods of every live DaemonSet are watched too, so
@@ -98,26 +95,23 @@ impl ClusterSpec {
 
     /// Reads the observed state once, for commands that only look (`plan`, `status`, `render`,
     /// `snapshot`). A sim shows its state at the start.
-    pub fn observe(&self) -> Result<Observed> {
+    pub async fn observe(&self) -> Result<Observed> {
         match self {
             ClusterSpec::Snapshot(path) => Ok(load_snapshot(path)?),
             ClusterSpec::Sim(path) => Ok(Sim::load(path)?.observed()),
             ClusterSpec::Kube(context) => {
-                let observe = async {
-                    let mut live = KubeCluster::connect(Self::look_options(context)).await?;
-                    live.observe().await.map(|s| s.observed)
-                };
-                Ok(crate::apply::block_on(observe)?)
+                let mut live = KubeCluster::connect(Self::look_options(context)).await?;
+                Ok(live.observe().await.map(|s| s.observed)?)
             }
             ClusterSpec::None => bail!("{NO_CLUSTER}"),
         }
     }
 
     /// The observed state, or `None` for `--cluster none` (a manifest-only plan).
-    pub fn observe_if_any(&self) -> Result<Option<Observed>> {
+    pub async fn observe_if_any(&self) -> Result<Option<Observed>> {
         match self {
             ClusterSpec::None => Ok(None),
-            other => other.observe().map(Some),
+            other => other.observe().await.map(Some),
         }
     }
 
@@ -321,10 +315,10 @@ mod tests {
     #[test]
     fn none_plans_but_never_reads_or_writes_a_cluster() {
         let none = ClusterSpec::None;
-        assert!(none.observe_if_any().unwrap().is_none());
-        let err = none.observe().unwrap_err().to_string();
+        assert!(crate::block_on(none.observe_if_any()).unwrap().is_none());
+        let err = crate::block_on(none.observe()).unwrap_err().to_string();
         assert!(err.contains("only `plan` accepts it"), "{err}");
-        let err = crate::apply::block_on(none.connect(Timestamp::now(), Vec::new()))
+        let err = crate::block_on(none.connect(Timestamp::now(), Vec::new()))
             .unwrap_err()
             .to_string();
         assert!(err.contains("--cluster snapshot:FILE"), "{err}");

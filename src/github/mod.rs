@@ -147,7 +147,7 @@ pub fn notice(message: &str) {
 /// pull request, no `GITHUB_OUTPUT`) is a notice, and the rest is still done. A failure to
 /// post the comment is returned as the error, after the summary and the outputs (with
 /// `exit-code` 1) are written.
-pub fn publish(env: &Env, report: &Report<'_>) -> Result<Published, GithubError> {
+pub async fn publish(env: &Env, report: &Report<'_>) -> Result<Published, GithubError> {
     let mut published = Published::default();
     let json_path = match &report.plan_json {
         Some(json) => {
@@ -165,7 +165,7 @@ pub fn publish(env: &Env, report: &Report<'_>) -> Result<Published, GithubError>
     };
     published.plan_json = json_path.clone();
 
-    let posted = post(env, report);
+    let posted = post(env, report).await;
     let comment_url = match &posted {
         Ok(Some(s)) => s.url.clone(),
         _ => None,
@@ -218,7 +218,7 @@ pub fn publish(env: &Env, report: &Report<'_>) -> Result<Published, GithubError>
 }
 
 /// Creates or updates the sticky comment, or says (as a notice) why there is none.
-fn post(env: &Env, report: &Report<'_>) -> Result<Option<sticky::Synced>, GithubError> {
+async fn post(env: &Env, report: &Report<'_>) -> Result<Option<sticky::Synced>, GithubError> {
     let Some(token) = &env.token else {
         notice(
             "no GITHUB_TOKEN: the plan is not commented on the pull request (the job summary \
@@ -240,25 +240,9 @@ fn post(env: &Env, report: &Report<'_>) -> Result<Option<sticky::Synced>, Github
     let client = client::Client::new(&env.api_url, repository, token.clone())?;
     let parts = &report.comment;
     let (key, quiet) = (report.comment_key, report.quiet);
-    run(sticky::sync(&client, number, key, parts, quiet)).map(Some)
-}
-
-/// Runs `fut` on a runtime of its own, on a thread of its own, so that it works whether or
-/// not the caller is inside a tokio runtime.
-fn run<T: Send>(
-    fut: impl Future<Output = Result<T, GithubError>> + Send,
-) -> Result<T, GithubError> {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| GithubError::Config(format!("cannot start the HTTP runtime: {e}")))?
-                .block_on(fut)
-        })
-        .join()
-        .unwrap_or_else(|_| Err(GithubError::Config("the HTTP thread panicked".into())))
-    })
+    sticky::sync(&client, number, key, parts, quiet)
+        .await
+        .map(Some)
 }
 
 /// Where the full plan is, for a summary that had to be cut.

@@ -267,9 +267,12 @@ fn convert<K, T>(event: Event<K>, f: &impl Fn(&K) -> (Key, Option<T>)) -> Event<
     }
 }
 
-/// Follows `api` until the runtime shuts down, feeding what arrives into `feed(state)`.
+/// The watcher tasks of one connection: aborted together when it closes.
+pub type Watchers = Arc<std::sync::Mutex<tokio::task::JoinSet<()>>>;
+
+/// Follows `api` until its task is aborted, feeding what arrives into `feed(state)`.
 fn follow<K, T>(
-    runtime: &tokio::runtime::Handle,
+    watchers: &Watchers,
     cache: &Arc<Cache>,
     api: Api<K>,
     config: watcher::Config,
@@ -280,31 +283,34 @@ fn follow<K, T>(
     T: PartialEq + Send + 'static,
 {
     let cache = Arc::clone(cache);
-    runtime.spawn(async move {
-        let mut stream = watcher(api, config).default_backoff().boxed();
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(event) => {
-                    let event = convert(event, &to_value);
-                    cache.update(|s| feed(s).apply(event));
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "watch failed; retrying with backoff");
-                    cache.update(|s| {
-                        feed(s).error = Some(e);
-                        true
-                    });
+    watchers
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .spawn(async move {
+            let mut stream = watcher(api, config).default_backoff().boxed();
+            while let Some(event) = stream.next().await {
+                match event {
+                    Ok(event) => {
+                        let event = convert(event, &to_value);
+                        cache.update(|s| feed(s).apply(event));
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "watch failed; retrying with backoff");
+                        cache.update(|s| {
+                            feed(s).error = Some(e);
+                            true
+                        });
+                    }
                 }
             }
-        }
-    });
+        });
 }
 
 use kube::runtime::watcher::watcher;
 
 /// Follows the pods `(namespace, label selector)` selects into feed `i` of the state.
 fn follow_pods(
-    runtime: &tokio::runtime::Handle,
+    watchers: &Watchers,
     cache: &Arc<Cache>,
     client: &kube::Client,
     i: usize,
@@ -315,7 +321,7 @@ fn follow_pods(
         None => Api::all(client.clone()),
     };
     follow(
-        runtime,
+        watchers,
         cache,
         api,
         watcher::Config::default().labels(selector),
@@ -335,7 +341,7 @@ fn follow_pods(
 /// beside the feeds already running; [`State::synced`] is false until their first lists
 /// complete.
 pub fn watch_more_pods(
-    runtime: &tokio::runtime::Handle,
+    watchers: &Watchers,
     cache: &Arc<Cache>,
     client: &kube::Client,
     pod_selectors: &[(Option<String>, String)],
@@ -346,14 +352,14 @@ pub fn watch_more_pods(
             s.pods.push(Feed::default());
             s.pods.len() - 1
         };
-        follow_pods(runtime, cache, client, i, selector);
+        follow_pods(watchers, cache, client, i, selector);
     }
 }
 
 /// Starts the watchers: nodes, the pods matching each of `pod_selectors` (namespace, label
 /// selector; `None` namespace for all), live DaemonSets and records.
 pub fn start(
-    runtime: &tokio::runtime::Handle,
+    watchers: &Watchers,
     client: &kube::Client,
     pod_selectors: &[(Option<String>, String)],
 ) -> Arc<Cache> {
@@ -367,7 +373,7 @@ pub fn start(
             .position(|(ns, sel)| ns.is_none() && *sel == managed);
     }
     follow(
-        runtime,
+        watchers,
         &cache,
         Api::<k8s_openapi::api::core::v1::Node>::all(client.clone()),
         watcher::Config::default(),
@@ -375,10 +381,10 @@ pub fn start(
         |s| &mut s.nodes,
     );
     for (i, selector) in pod_selectors.iter().enumerate() {
-        follow_pods(runtime, &cache, client, i, selector);
+        follow_pods(watchers, &cache, client, i, selector);
     }
     follow(
-        runtime,
+        watchers,
         &cache,
         Api::<DaemonSet>::all(client.clone()),
         watcher::Config::default(),
@@ -386,7 +392,7 @@ pub fn start(
         |s| &mut s.daemonsets,
     );
     follow(
-        runtime,
+        watchers,
         &cache,
         Api::<k8s_openapi::api::apps::v1::ControllerRevision>::all(client.clone()),
         watcher::Config::default(),
@@ -399,7 +405,7 @@ pub fn start(
         |s| &mut s.revisions,
     );
     follow(
-        runtime,
+        watchers,
         &cache,
         Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone()),
         watcher::Config::default(),
@@ -412,7 +418,7 @@ pub fn start(
         |s| &mut s.namespaces,
     );
     follow(
-        runtime,
+        watchers,
         &cache,
         Api::<ManagedDaemonSet>::all(client.clone()),
         watcher::Config::default(),

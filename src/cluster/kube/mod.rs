@@ -13,8 +13,8 @@
 //!   a few times more with backoff. Errors name the context and the server, never a
 //!   credential.
 //!
-//! kube-rs needs a tokio runtime; the backend brings its own (two worker threads), so the
-//! executor can drive it from any async context.
+//! The backend runs on the caller's tokio runtime (the one `main` builds): its watchers are
+//! tasks of the connection, aborted when it is dropped.
 
 pub mod cache;
 pub mod record;
@@ -99,7 +99,7 @@ struct Expectations {
 
 /// A live cluster.
 pub struct KubeCluster {
-    runtime: Option<tokio::runtime::Runtime>,
+    watchers: cache::Watchers,
     client: kube::Client,
     target: Target,
     cache: Arc<Cache>,
@@ -121,10 +121,10 @@ impl std::fmt::Debug for KubeCluster {
 
 impl Drop for KubeCluster {
     fn drop(&mut self) {
-        // Dropping a runtime blocks; it may happen inside another runtime's task.
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
-        }
+        self.watchers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .abort_all();
     }
 }
 
@@ -256,30 +256,21 @@ impl KubeCluster {
     /// Connects, checks that the server answers and the ManagedDaemonSet CRD is installed,
     /// starts the watchers and waits until each has listed once.
     pub async fn connect(options: KubeOptions) -> Result<KubeCluster, ClusterError> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("daemonsync-kube")
-            .enable_all()
-            .build()
-            .map_err(|e| ClusterError::Backend(format!("cannot start the I/O runtime: {e}")))?;
-        let handle = runtime.handle().clone();
-        let started = runtime
-            .spawn(async move { Self::start(&handle, options).await })
-            .await
-            .map_err(|e| ClusterError::Backend(format!("connection task failed: {e}")))
-            .and_then(|r| r);
+        let watchers = cache::Watchers::default();
+        let started = Self::start(&watchers, options).await;
         let started = match started {
             Ok(s) => s,
             Err(e) => {
-                // Dropping a runtime inside another (a caller's tokio runtime) panics: let its
-                // threads wind down on their own.
-                runtime.shutdown_background();
+                watchers
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .abort_all();
                 return Err(e);
             }
         };
         let (client, target, cache, recorder, watched) = started;
         Ok(KubeCluster {
-            runtime: Some(runtime),
+            watchers,
             client,
             target,
             cache,
@@ -291,7 +282,7 @@ impl KubeCluster {
     }
 
     async fn start(
-        handle: &tokio::runtime::Handle,
+        watchers: &cache::Watchers,
         options: KubeOptions,
     ) -> Result<
         (
@@ -361,7 +352,7 @@ impl KubeCluster {
         }
         selectors.sort();
         selectors.dedup();
-        let cache = cache::start(handle, &client, &selectors);
+        let cache = cache::start(watchers, &client, &selectors);
         wait_until_synced(&cache, &target).await?;
         let recorder = Recorder::new(
             client.clone(),
@@ -393,10 +384,7 @@ impl KubeCluster {
         if new.is_empty() && self.cache.lock().synced() {
             return Ok(false);
         }
-        let Some(rt) = &self.runtime else {
-            return Err(ClusterError::Backend("the connection is closed".into()));
-        };
-        let handle = rt.handle().clone();
+        let watchers = Arc::clone(&self.watchers);
         let (cache, client, target) = (
             Arc::clone(&self.cache),
             self.client.clone(),
@@ -404,7 +392,7 @@ impl KubeCluster {
         );
         self.watched.extend(new.iter().cloned());
         self.run(async move {
-            cache::watch_more_pods(&handle, &cache, &client, &new);
+            cache::watch_more_pods(&watchers, &cache, &client, &new);
             wait_until_synced(&cache, &target).await
         })
         .await?;
@@ -443,15 +431,13 @@ impl KubeCluster {
             .collect()
     }
 
-    /// Runs `fut` on the backend's runtime and waits for it from any executor.
+    /// Runs a request as a task of its own: once sent, a write completes (and its expectation
+    /// is recorded) even when the caller stops waiting for it.
     async fn run<T: Send + 'static>(
         &self,
         fut: impl std::future::Future<Output = Result<T, ClusterError>> + Send + 'static,
     ) -> Result<T, ClusterError> {
-        let Some(rt) = &self.runtime else {
-            return Err(ClusterError::Backend("the connection is closed".into()));
-        };
-        rt.spawn(fut)
+        tokio::spawn(fut)
             .await
             .map_err(|e| ClusterError::Backend(format!("request task failed: {e}")))?
     }

@@ -6,7 +6,7 @@ use super::Sim;
 use super::api::patch::PatchType;
 use super::api::world::{DeleteParams, World, WriteParams};
 use super::config::SimConfig;
-use crate::apply::block_on;
+use crate::block_on;
 use crate::cluster::{Cluster, ClusterError};
 use crate::model::Timestamp;
 use crate::plan::Observed;
