@@ -9,7 +9,7 @@
 //! does only what the observed state still needs, so a handover killed at any point is
 //! finished by the next run.
 
-use super::Log;
+use super::options::Log;
 use crate::cluster::{Cluster, ClusterError, MetadataPatch, OwnerChange};
 use crate::model::{
     MANAGED_BY_LABEL, MANAGED_BY_VALUE, REVISION_HASH_LABEL, TEMPLATE_GENERATION_LABEL,

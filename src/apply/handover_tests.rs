@@ -7,9 +7,10 @@ use super::*;
 use crate::cluster::Cluster;
 use crate::cluster::sim::Sim;
 use crate::cluster::sim::config::SimConfig;
-use crate::plan::Observed;
 use crate::plan::RECORD_KIND;
 use crate::plan::ownership::AUTOSCALER_DAEMONSET_POD;
+use crate::plan::{Observed, Policy};
+use jiff::SignedDuration;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 

@@ -5,7 +5,8 @@ use crate::cluster::sim::Sim;
 use crate::cluster::sim::config::SimConfig;
 use crate::cluster::{Cluster, SnapshotCluster};
 use crate::manifest::{LoadOptions, load_str};
-use crate::plan::Observed;
+use crate::plan::{Observed, Policy};
+use jiff::SignedDuration;
 use std::sync::{Arc, Mutex};
 
 /// A DaemonSet `name` in namespace `ns` with `image`, the given `updateStrategy` (YAML flow
