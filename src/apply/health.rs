@@ -1,7 +1,8 @@
 //! Judging the rollout from observed state: which new pods are failing, which nodes are the
 //! problem themselves, when to look again.
 
-use super::{DaemonSetProgress, is_settled};
+use super::DaemonSetProgress;
+use super::assess::is_settled;
 use crate::model::Timestamp;
 use crate::plan::{DaemonSetSpec, Desired, NodeState, Observed, Plan, RECORD_KIND};
 use jiff::SignedDuration;

@@ -1,0 +1,386 @@
+//! What one observation says, before anything is written: the plan, the health of the new
+//! pods, which DaemonSets may be written to, their handovers, and the orphans `--prune`
+//! would remove. Pure.
+
+use super::handover::{self, Work};
+use super::health::{FailedNode, Health};
+use super::options::{ApplyOptions, Key, Orphan};
+use super::writer::{self, Standing};
+use crate::cluster::{ClusterState, RecordSource};
+use crate::model::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, Timestamp};
+use crate::plan::{self, DaemonSetSpec, Desired, NodeState, Plan};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The compiled specs of the desired DaemonSets, by key.
+type Specs<'d> = BTreeMap<Key, (&'d Desired, DaemonSetSpec)>;
+
+/// What observed state says, before anything is written: the plan, the health of the new
+/// pods, and which DaemonSets may be written to. Pure: [`assess`] makes it from the desired
+/// DaemonSets and one observation.
+#[derive(Debug)]
+pub struct Assessment<'d> {
+    /// The plan.
+    pub plan: Plan,
+    /// What the new-revision pods say.
+    pub health: Health,
+    /// Managed DaemonSets no longer in the source.
+    pub orphans: Vec<Orphan>,
+    /// DaemonSets whose new pods failed past the progress deadline: nothing more is written
+    /// for them until their template changes (the halt then clears by itself, since only the
+    /// current revision's pods are judged). The others go on.
+    pub halted: BTreeSet<Key>,
+    /// DaemonSets whose record carries `daemonsync.io/paused: "true"`, or whose rollout of
+    /// this revision was aborted: no pod writes.
+    pub paused: BTreeSet<Key>,
+    /// DaemonSets whose rollout waits at a manual pause (they still get pods on nodes that
+    /// need one).
+    pub awaiting: BTreeSet<Key>,
+    /// `--prune` would remove several DaemonSets without `--allow-mass-prune`: their names.
+    pub mass_prune: Option<Vec<String>>,
+    /// DaemonSets another controller runs, with why: nothing is written for them.
+    pub blocked: BTreeMap<Key, String>,
+    /// DaemonSets halted because the cluster's admission refused their pods, with the
+    /// refusal and what to do.
+    pub refused: BTreeMap<Key, String>,
+    /// The handover writes of this round, by DaemonSet (their step waits for the next).
+    pub handovers: BTreeMap<Key, Work>,
+    /// DaemonSets whose record names another writer, and how this run stands to it.
+    pub standings: BTreeMap<Key, Standing>,
+    pub(super) specs: Specs<'d>,
+}
+
+/// Plans `desired` against one observation and judges its health.
+pub fn assess<'d>(
+    desired: &'d [Desired],
+    state: &ClusterState,
+    opts: &ApplyOptions,
+) -> Assessment<'d> {
+    let specs: Specs<'d> = desired
+        .iter()
+        .map(|d| {
+            let spec = DaemonSetSpec::compile(&d.daemonset);
+            ((spec.namespace.clone(), spec.name.clone()), (d, spec))
+        })
+        .collect();
+    let mut plan = plan::plan(desired, &state.observed, &opts.policy, state.now);
+    let health = Health::assess(
+        &plan,
+        &specs,
+        &state.observed,
+        state.now,
+        opts.progress_deadline,
+    );
+    let orphans = orphans(state, &specs);
+    // A DaemonSet halts when its new pods failed on more Ready nodes than its halt
+    // threshold allows (none, without a policy).
+    let mut failures: BTreeMap<Key, usize> = BTreeMap::new();
+    for f in &health.failed {
+        *failures
+            .entry((f.namespace.clone(), f.daemonset.clone()))
+            .or_default() += 1;
+    }
+    // A pre-pull that fails on a Ready node halts its DaemonSet before any daemon pod is
+    // touched: the image cannot be pulled.
+    let mut health = health;
+    for ds in &plan.daemonsets {
+        for f in ds.pre_pull.iter().flat_map(|p| &p.failed) {
+            health.failed.push(FailedNode {
+                namespace: ds.namespace.clone(),
+                daemonset: ds.name.clone(),
+                node: f.node.to_string(),
+                pod: f.pod.clone(),
+                reason: format!("pre-pull failed: {}", f.reason),
+            });
+        }
+    }
+    let halted: BTreeSet<Key> = plan
+        .daemonsets
+        .iter_mut()
+        .filter_map(|ds| {
+            let key = (ds.namespace.clone(), ds.name.clone());
+            let threshold = ds.rollout.as_ref().map_or(0, |r| r.halt_threshold);
+            let failed = failures.get(&key).copied().unwrap_or(0);
+            let pull_failed = ds.pre_pull.as_ref().is_some_and(|p| !p.failed.is_empty());
+            (failed > threshold || pull_failed).then(|| {
+                if let Some(r) = &mut ds.rollout {
+                    r.phase = plan::Phase::Halted;
+                    r.pause = None;
+                }
+                key
+            })
+        })
+        .collect();
+    let standings = writer::standings(&plan, &state.records, opts);
+    let paused = plan
+        .daemonsets
+        .iter()
+        .filter(|ds| {
+            let key = (ds.namespace.clone(), ds.name.clone());
+            // `--force` writes through a pause; a daemon leaves what a forced apply took.
+            let record = !opts.force
+                && state
+                    .records
+                    .iter()
+                    .any(|r| r.paused && r.namespace == ds.namespace && r.name == ds.name)
+                || standings.get(&key) == Some(&Standing::Yielded);
+            let aborted = ds
+                .rollout
+                .as_ref()
+                .is_some_and(|r| r.pause == Some(plan::progressive::Paused::Aborted));
+            record || aborted
+        })
+        .map(|ds| (ds.namespace.clone(), ds.name.clone()))
+        .collect();
+    let awaiting = plan
+        .daemonsets
+        .iter()
+        .filter(|ds| {
+            ds.rollout
+                .as_ref()
+                .is_some_and(|r| matches!(r.pause, Some(plan::progressive::Paused::Manual { .. })))
+        })
+        .map(|ds| (ds.namespace.clone(), ds.name.clone()))
+        .collect();
+    let mass_prune = (opts.prune && orphans.len() > 1 && !opts.allow_mass_prune).then(|| {
+        orphans
+            .iter()
+            .map(|o| format!("{}/{}", o.namespace, o.name))
+            .collect()
+    });
+    let blocked = plan
+        .daemonsets
+        .iter()
+        .filter_map(|ds| match &ds.ownership.handover {
+            plan::Handover::Blocked { why } => {
+                Some(((ds.namespace.clone(), ds.name.clone()), why.clone()))
+            }
+            _ => None,
+        })
+        .chain(standings.iter().filter_map(|(key, s)| match s {
+            Standing::Refused(why) => Some((key.clone(), why.clone())),
+            _ => None,
+        }))
+        .collect();
+    let handovers = plan
+        .daemonsets
+        .iter()
+        .filter_map(|ds| {
+            let key = (ds.namespace.clone(), ds.name.clone());
+            let (desired, _) = specs.get(&key)?;
+            handover::work(ds, desired, &state.observed).map(|w| (key, w))
+        })
+        .collect();
+    Assessment {
+        plan,
+        health,
+        orphans,
+        halted,
+        paused,
+        awaiting,
+        mass_prune,
+        blocked,
+        refused: BTreeMap::new(),
+        handovers,
+        standings,
+        specs,
+    }
+}
+
+impl Assessment<'_> {
+    /// Whether the executor may write pods for this DaemonSet (neither halted nor paused).
+    pub fn is_active(&self, namespace: &str, name: &str) -> bool {
+        let key = (namespace.to_string(), name.to_string());
+        !self.halted.contains(&key)
+            && !self.paused.contains(&key)
+            && !self.blocked.contains_key(&key)
+    }
+
+    /// The source the record of `key` is written with: this run's, or the daemon's when
+    /// `apply` writes alongside it.
+    pub(super) fn record_source<'o>(
+        &'o self,
+        key: &Key,
+        opts: &'o ApplyOptions,
+    ) -> &'o RecordSource {
+        match self.standings.get(key) {
+            Some(Standing::Alongside(theirs)) => theirs,
+            _ => &opts.source,
+        }
+    }
+
+    /// Whether this run leaves the record of `key` alone: another writer drives it.
+    pub(super) fn leaves_record(&self, key: &Key) -> bool {
+        matches!(
+            self.standings.get(key),
+            Some(Standing::Refused(_) | Standing::Yielded)
+        )
+    }
+
+    /// The handovers of the active DaemonSets.
+    pub(super) fn active_handovers(&self) -> impl Iterator<Item = (&Key, &Work)> {
+        self.handovers
+            .iter()
+            .filter(|(k, _)| self.is_active(&k.0, &k.1))
+    }
+
+    /// Halts the DaemonSets whose pods the cluster's admission refused for their current
+    /// revision (the executor remembers the refusals: no pod was created to show them).
+    pub fn refused_by_admission(&mut self, refusals: &BTreeMap<Key, (String, String)>) {
+        for ds in &mut self.plan.daemonsets {
+            let key = (ds.namespace.clone(), ds.name.clone());
+            let Some((revision, why)) = refusals.get(&key) else {
+                continue;
+            };
+            if *revision != ds.revision {
+                continue;
+            }
+            if let Some(r) = &mut ds.rollout {
+                r.phase = plan::Phase::Halted;
+                r.pause = None;
+            }
+            self.halted.insert(key.clone());
+            self.refused.insert(key, why.clone());
+        }
+    }
+
+    /// `namespace/name` and why of the blocked DaemonSets.
+    pub fn blocked_names(&self) -> Vec<(String, String)> {
+        self.blocked
+            .iter()
+            .map(|((ns, n), why)| (format!("{ns}/{n}"), why.clone()))
+            .collect()
+    }
+
+    /// `namespace/name` and the refusal of the DaemonSets admission refused.
+    pub fn refused_names(&self) -> Vec<(String, String)> {
+        self.refused
+            .iter()
+            .map(|((ns, n), why)| (format!("{ns}/{n}"), why.clone()))
+            .collect()
+    }
+
+    /// The orphans' pods `--prune` deletes (none while a mass prune is refused).
+    pub fn prune_pods(&self, opts: &ApplyOptions) -> Vec<Key> {
+        if !opts.prune || self.mass_prune.is_some() {
+            return Vec::new();
+        }
+        self.orphans
+            .iter()
+            .flat_map(|o| o.pods.iter().map(|p| (o.namespace.clone(), p.clone())))
+            .collect()
+    }
+
+    /// Whether the next step writes anything: a pod of an active DaemonSet, or a prune.
+    pub fn has_work(&self, opts: &ApplyOptions) -> bool {
+        self.plan
+            .daemonsets
+            .iter()
+            .any(|ds| !ds.step.is_empty() && self.is_active(&ds.namespace, &ds.name))
+            || self.active_handovers().next().is_some()
+            || !self.prune_pods(opts).is_empty()
+    }
+
+    /// Every active DaemonSet is converged (halted and paused ones are left where they are,
+    /// nodes a rollout policy holds back count as settled), no rollout waits out a timed
+    /// pause, and no handover waits for the garbage collector (a taken-over DaemonSet's pods
+    /// are claimed once it has cleared their owner references: a live cluster's collector
+    /// does so after the delete is answered).
+    pub fn settled(&self) -> bool {
+        self.health
+            .converged(&self.plan, |ds| self.is_active(&ds.namespace, &ds.name))
+            && self.timed_pause_ends().is_none()
+            && !self.plan.daemonsets.iter().any(|ds| {
+                matches!(ds.ownership.handover, plan::Handover::Waiting { .. })
+                    && self.is_active(&ds.namespace, &ds.name)
+            })
+    }
+
+    /// When the first timed pause of an active DaemonSet's rollout ends.
+    pub fn timed_pause_ends(&self) -> Option<Timestamp> {
+        active_steps(self)
+            .filter_map(|ds| ds.rollout.as_ref()?.wake_at)
+            .min()
+    }
+
+    /// When something may change without a cluster event: a progress deadline, a
+    /// minReadySeconds, a timed pause ending.
+    pub fn next_wake(&self) -> Option<Timestamp> {
+        match (self.health.next_deadline, self.timed_pause_ends()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// `namespace/name` of the DaemonSets waiting at a manual pause.
+    pub fn awaiting_names(&self) -> Vec<String> {
+        names(&self.awaiting)
+    }
+
+    /// `namespace/name` of the halted DaemonSets.
+    pub fn halted_names(&self) -> Vec<String> {
+        names(&self.halted)
+    }
+
+    /// `namespace/name` of the paused DaemonSets.
+    pub fn paused_names(&self) -> Vec<String> {
+        names(&self.paused)
+    }
+}
+
+/// `namespace/name` of each DaemonSet.
+fn names(keys: &BTreeSet<Key>) -> Vec<String> {
+    keys.iter().map(|(ns, n)| format!("{ns}/{n}")).collect()
+}
+
+/// The plans of the DaemonSets the executor may write for.
+pub(super) fn active_steps<'a>(
+    a: &'a Assessment<'_>,
+) -> impl Iterator<Item = &'a plan::DaemonSetPlan> {
+    a.plan
+        .daemonsets
+        .iter()
+        .filter(|ds| a.is_active(&ds.namespace, &ds.name))
+}
+
+/// Managed DaemonSets whose pods exist in the cluster but which the source no longer has:
+/// pods labelled managed-by daemonsync whose controller is a record (kind and API group) not
+/// in `specs`.
+fn orphans(state: &ClusterState, specs: &Specs<'_>) -> Vec<Orphan> {
+    let mut found: BTreeMap<Key, Vec<String>> = BTreeMap::new();
+    for pod in &state.observed.pods {
+        let Some(owner) = &pod.controller else {
+            continue;
+        };
+        let group = owner.api_version.split_once('/').map_or("", |(g, _)| g);
+        if owner.kind != plan::RECORD_KIND
+            || group != plan::RECORD_GROUP
+            || pod.labels.get(MANAGED_BY_LABEL).map(String::as_str) != Some(MANAGED_BY_VALUE)
+        {
+            continue;
+        }
+        let key = (pod.namespace.clone(), owner.name.clone());
+        if specs.contains_key(&key) {
+            continue;
+        }
+        let pods = found.entry(key).or_default();
+        if !pod.is_terminating() {
+            pods.push(pod.name.clone());
+        }
+    }
+    found
+        .into_iter()
+        .map(|((namespace, name), pods)| Orphan {
+            namespace,
+            name,
+            pods,
+        })
+        .collect()
+}
+
+/// True for node states that need nothing more.
+pub(crate) fn is_settled(state: NodeState) -> bool {
+    matches!(
+        state,
+        NodeState::UpToDate | NodeState::Ineligible | NodeState::Blocked
+    )
+}
