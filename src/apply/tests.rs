@@ -3,10 +3,10 @@
 use super::*;
 use crate::cluster::sim::Sim;
 use crate::cluster::sim::config::SimConfig;
-use crate::cluster::{Cluster, SnapshotCluster};
+use crate::cluster::{Cluster, Event, SnapshotCluster};
 use crate::manifest::{LoadOptions, load_str};
 use crate::model::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
-use crate::plan::{Observed, Policy};
+use crate::plan::{DaemonSetSpec, Observed, Policy};
 use jiff::SignedDuration;
 use std::sync::{Arc, Mutex};
 
