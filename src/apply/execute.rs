@@ -7,9 +7,10 @@ use super::options::{ApplyOptions, Key, Log};
 use super::status::event_message;
 use crate::cluster::{Cluster, ClusterError, ClusterState, Event, EventType};
 use crate::model::{IN_PLACE_READY_CONDITION, REVISION_HASH_LABEL};
-use crate::plan::{self, DaemonSetSpec};
+use crate::plan::{self, DaemonSetSpec, Desired};
 use std::collections::BTreeMap;
 
+/// The writes an executor made, by kind, and the steps it took.
 #[derive(Debug, Default)]
 pub(super) struct Counts {
     pub(super) steps: usize,
@@ -27,13 +28,49 @@ impl Counts {
     }
 }
 
+/// How the writes of a step ended.
 pub(super) enum Executed {
+    /// Every write was attempted.
     Done,
+    /// Stopped after the requested number of writes (fault injection).
     Interrupted,
 }
 
-/// Executes one step: for every active DaemonSet, its deletes, then its creates in
-/// slow-start batches; then the prune deletes.
+/// A step stopped after the requested number of writes (fault injection).
+struct Interrupted;
+
+/// The writes of one step under way: where they go, what they count, where they are logged,
+/// and the step's first error (a refusal takes precedence, see [`keep_forbidden`]).
+struct Writes<'s, 'l, C> {
+    cluster: &'s mut C,
+    opts: &'s ApplyOptions,
+    counts: &'s mut Counts,
+    log: &'s mut Log<'l>,
+    first_error: Option<ClusterError>,
+}
+
+impl<C> Writes<'_, '_, C> {
+    /// Whether the writes so far reached the requested number (fault injection).
+    fn interrupted(&self) -> bool {
+        self.opts
+            .stop_after_writes
+            .is_some_and(|n| self.counts.writes() >= n)
+    }
+}
+
+/// A DaemonSet whose pods a step writes, and how its writes are logged.
+struct Target<'a> {
+    ds: &'a plan::DaemonSetPlan,
+    desired: &'a Desired,
+    spec: &'a DaemonSetSpec,
+    /// `namespace/name`.
+    daemonset: String,
+    /// The rollout phase the writes belong to.
+    phase: String,
+}
+
+/// Executes one step: the handovers of the active DaemonSets, then the pod writes of every
+/// other active DaemonSet ([`write_daemonset`]), then the prune deletes.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn execute<C: Cluster>(
     cluster: &mut C,
@@ -45,12 +82,66 @@ pub(super) async fn execute<C: Cluster>(
     log: &mut Log<'_>,
     refusals: &mut BTreeMap<Key, (String, String)>,
 ) -> Result<Executed, ClusterError> {
-    let interrupted =
-        |counts: &Counts| opts.stop_after_writes.is_some_and(|n| counts.writes() >= n);
-    let mut first_error = None;
+    let mut w = Writes {
+        cluster,
+        opts,
+        counts,
+        log,
+        first_error: None,
+    };
+    if write_handovers(&mut w, a).await.is_err() {
+        return Ok(Executed::Interrupted);
+    }
+    for ds in active_steps(a) {
+        if ds.step.is_empty()
+            || a.handovers
+                .contains_key(&(ds.namespace.clone(), ds.name.clone()))
+        {
+            continue;
+        }
+        if w.first_error.as_ref().is_some_and(ClusterError::stops_step) {
+            break;
+        }
+        let key = (ds.namespace.clone(), ds.name.clone());
+        let Some((desired, spec)) = a.specs.get(&key) else {
+            continue;
+        };
+        if let Err(e) = w
+            .cluster
+            .ensure_record(&desired.daemonset, a.record_source(&key, opts))
+            .await
+        {
+            // This DaemonSet cannot be written without its record; the others can.
+            let forbidden = e.stops_step();
+            keep_forbidden(&mut w.first_error, e);
+            if forbidden {
+                break;
+            }
+            continue;
+        }
+        if let Executed::Interrupted =
+            write_daemonset(&mut w, state, ds, desired, spec, refusals).await?
+        {
+            return Ok(Executed::Interrupted);
+        }
+    }
+    if prune_pods(&mut w, state, prune).await.is_err() {
+        return Ok(Executed::Interrupted);
+    }
+    match w.first_error {
+        Some(e) => Err(e),
+        None => Ok(Executed::Done),
+    }
+}
+
+/// The handover writes of the active DaemonSets, each after making sure its record exists.
+async fn write_handovers<C: Cluster>(
+    w: &mut Writes<'_, '_, C>,
+    a: &Assessment<'_>,
+) -> Result<(), Interrupted> {
     // Handovers first; a DaemonSet's step waits for the next round after its handover.
     for (key, work) in a.active_handovers() {
-        if first_error.as_ref().is_some_and(ClusterError::stops_step) {
+        if w.first_error.as_ref().is_some_and(ClusterError::stops_step) {
             break;
         }
         let (Some(ds), Some((desired, _))) = (
@@ -63,312 +154,392 @@ pub(super) async fn execute<C: Cluster>(
             continue;
         };
         let written = async {
-            cluster
-                .ensure_record(&desired.daemonset, a.record_source(key, opts))
+            w.cluster
+                .ensure_record(&desired.daemonset, a.record_source(key, w.opts))
                 .await?;
-            let limit = opts
+            let limit = w
+                .opts
                 .stop_after_writes
-                .map(|n| n.saturating_sub(counts.writes() - counts.handover));
-            handover::execute(cluster, ds, work, log, &mut counts.handover, limit).await
+                .map(|n| n.saturating_sub(w.counts.writes() - w.counts.handover));
+            handover::execute(w.cluster, ds, work, w.log, &mut w.counts.handover, limit).await
         };
         if let Err(e) = written.await {
-            keep_forbidden(&mut first_error, e);
+            keep_forbidden(&mut w.first_error, e);
         }
-        if interrupted(counts) {
-            return Ok(Executed::Interrupted);
+        if w.interrupted() {
+            return Err(Interrupted);
         }
     }
-    for ds in active_steps(a) {
-        if ds.step.is_empty()
-            || a.handovers
-                .contains_key(&(ds.namespace.clone(), ds.name.clone()))
-        {
-            continue;
-        }
-        if first_error.as_ref().is_some_and(ClusterError::stops_step) {
-            break;
-        }
-        let key = (ds.namespace.clone(), ds.name.clone());
-        let Some((desired, spec)) = a.specs.get(&key) else {
-            continue;
-        };
-        if let Err(e) = cluster
-            .ensure_record(&desired.daemonset, a.record_source(&key, opts))
+    Ok(())
+}
+
+/// Writes one DaemonSet's step, in order: readiness gates opened, pre-pulls cleaned up and
+/// started, pods updated in place, pods deleted, pods created in slow-start batches; then the
+/// events saying so.
+async fn write_daemonset<C: Cluster>(
+    w: &mut Writes<'_, '_, C>,
+    state: &ClusterState,
+    ds: &plan::DaemonSetPlan,
+    desired: &Desired,
+    spec: &DaemonSetSpec,
+    refusals: &mut BTreeMap<Key, (String, String)>,
+) -> Result<Executed, ClusterError> {
+    tracing::info!(
+        daemonset = %format!("{}/{}", ds.namespace, ds.name),
+        revision = %ds.revision,
+        phase = ?ds.step.phase,
+        create_on = %ds.step.create.iter().map(|n| &**n).collect::<Vec<&str>>().join(","),
+        delete = %ds
+            .step
+            .delete
+            .iter()
+            .map(|d| format!("{} on {} ({:?})", d.name, d.node, d.reason))
+            .collect::<Vec<_>>()
+            .join(", "),
+        "decision"
+    );
+    let daemonset = format!("{}/{}", ds.namespace, ds.name);
+    let phase = ds
+        .rollout
+        .as_ref()
+        .map_or_else(|| "Rollout".to_string(), |r| r.phase.to_string());
+    let t = Target {
+        ds,
+        desired,
+        spec,
+        daemonset,
+        phase,
+    };
+    // Native: the built-in controller creates the new pods (and with its own
+    // RollingUpdate, deletes the old ones too).
+    let native = ds.ownership.mode == plan::Mode::Native;
+    let controller_rolls = native && ds.ownership.builtin_rollout;
+    open_gates(w, ds).await;
+    clean_up_pre_pulls(w, &t).await;
+    pre_pull(w, &t).await;
+    let Ok(updated) = update_pods_in_place(w, &t, state, native).await else {
+        return Ok(Executed::Interrupted);
+    };
+    let Ok((deleted, failed_pods)) = delete_pods(w, &t, controller_rolls).await else {
+        return Ok(Executed::Interrupted);
+    };
+    let Ok((created, create_error)) = create_pods(w, &t, state, native, refusals).await else {
+        return Ok(Executed::Interrupted);
+    };
+    let events = [
+        (
+            EventType::Warning,
+            "FailedDaemonPod",
+            "found failed daemon pod(s), deleted",
+            failed_pods,
+        ),
+        (
+            EventType::Normal,
+            "SuccessfulDelete",
+            "deleted pod(s)",
+            deleted,
+        ),
+        (
+            EventType::Normal,
+            "SuccessfulCreate",
+            "created pod(s)",
+            created,
+        ),
+        (
+            EventType::Normal,
+            "SuccessfulUpdate",
+            "updated pod(s) in place",
+            updated,
+        ),
+        (
+            EventType::Warning,
+            "FailedCreate",
+            "error creating pods",
+            create_error.into_iter().collect(),
+        ),
+    ];
+    announce_writes(w.cluster, ds, events).await?;
+    Ok(Executed::Done)
+}
+
+/// Opens the readiness gates of pods whose containers all run their images and are ready.
+async fn open_gates<C: Cluster>(w: &mut Writes<'_, '_, C>, ds: &plan::DaemonSetPlan) {
+    for g in &ds.step.open_gates {
+        match w
+            .cluster
+            .set_pod_condition(&g.namespace, &g.name, IN_PLACE_READY_CONDITION, true, None)
             .await
         {
-            // This DaemonSet cannot be written without its record; the others can.
-            let forbidden = e.stops_step();
-            keep_forbidden(&mut first_error, e);
-            if forbidden {
-                break;
-            }
-            continue;
-        }
-        tracing::info!(
-            daemonset = %format!("{}/{}", ds.namespace, ds.name),
-            revision = %ds.revision,
-            phase = ?ds.step.phase,
-            create_on = %ds.step.create.iter().map(|n| &**n).collect::<Vec<&str>>().join(","),
-            delete = %ds
-                .step
-                .delete
-                .iter()
-                .map(|d| format!("{} on {} ({:?})", d.name, d.node, d.reason))
-                .collect::<Vec<_>>()
-                .join(", "),
-            "decision"
-        );
-        let daemonset = format!("{}/{}", ds.namespace, ds.name);
-        let phase = ds
-            .rollout
-            .as_ref()
-            .map_or_else(|| "Rollout".to_string(), |r| r.phase.to_string());
-        // Native: the built-in controller creates the new pods (and with its own
-        // RollingUpdate, deletes the old ones too).
-        let native = ds.ownership.mode == plan::Mode::Native;
-        let controller_rolls = native && ds.ownership.builtin_rollout;
-        let (mut created, mut deleted, mut failed_pods) = (Vec::new(), Vec::new(), Vec::new());
-        let mut create_error = None;
-        // Readiness gates of pods whose containers all run their images and are ready.
-        for g in &ds.step.open_gates {
-            match cluster
-                .set_pod_condition(&g.namespace, &g.name, IN_PLACE_READY_CONDITION, true, None)
-                .await
-            {
-                Ok(_) | Err(ClusterError::NotFound { .. }) => {}
-                Err(e) => {
-                    let stop = e.stops_step();
-                    keep_forbidden(&mut first_error, e);
-                    if stop {
-                        break;
-                    }
+            Ok(_) | Err(ClusterError::NotFound { .. }) => {}
+            Err(e) => {
+                let stop = e.stops_step();
+                keep_forbidden(&mut w.first_error, e);
+                if stop {
+                    break;
                 }
             }
-        }
-        // Images pulled ahead of the nodes' turns, and pulls that are done.
-        for c in &ds.step.pre_pull_cleanup {
-            match cluster.delete_pod(&c.namespace, &c.name).await {
-                Ok(()) | Err(ClusterError::NotFound { .. }) => {
-                    log.push(
-                        "pre-pull-cleanup",
-                        &daemonset,
-                        &c.name,
-                        &c.node,
-                        ds.revision.clone(),
-                        &phase,
-                    );
-                }
-                Err(e) => keep_forbidden(&mut first_error, e),
-            }
-        }
-        let pre_pull_owner = plan::render::PodOwner::record(&spec.name);
-        for p in &ds.step.pre_pull {
-            if first_error.as_ref().is_some_and(ClusterError::stops_step) {
-                break;
-            }
-            let pod = plan::render::pre_pull_pod(
-                &desired.daemonset,
-                spec,
-                &p.node,
-                &p.images,
-                &pre_pull_owner,
-            );
-            match cluster.create_pod(pod).await {
-                Ok(name) => {
-                    log.push(
-                        "pre-pull",
-                        &daemonset,
-                        &name,
-                        &p.node,
-                        ds.revision.clone(),
-                        &phase,
-                    );
-                }
-                Err(e) => keep_forbidden(&mut first_error, e),
-            }
-        }
-        let mut updated = Vec::new();
-        // The revision labels an updated pod takes: daemonsync's, or in native mode those of
-        // the built-in controller's current revision (which it then counts as updated).
-        let in_place_labels = if native {
-            native_revision_labels(&state.observed, ds)
-        } else {
-            Some([(REVISION_HASH_LABEL.to_string(), ds.revision.clone())].into())
-        };
-        for u in &ds.step.in_place {
-            if first_error.as_ref().is_some_and(ClusterError::stops_step) {
-                break;
-            }
-            let Some(labels) = &in_place_labels else {
-                break;
-            };
-            match update_in_place(cluster, labels, u).await {
-                Ok(()) => {
-                    counts.in_place += 1;
-                    let from = &u.from_revision;
-                    log.push(
-                        "in-place",
-                        &daemonset,
-                        &u.name,
-                        &u.node,
-                        ds.revision.clone(),
-                        &phase,
-                    );
-                    updated.push(format!("{} ({from} to {})", u.name, ds.revision));
-                }
-                Err(ClusterError::NotFound { .. }) => {}
-                Err(e) => keep_forbidden(&mut first_error, e),
-            }
-            if interrupted(counts) {
-                return Ok(Executed::Interrupted);
-            }
-        }
-        for d in ds.step.delete.iter().filter(|_| !controller_rolls) {
-            match cluster.delete_pod(&d.namespace, &d.name).await {
-                Ok(()) | Err(ClusterError::NotFound { .. }) => {
-                    counts.deletes += 1;
-                    log.push(
-                        "delete",
-                        &daemonset,
-                        &d.name,
-                        &d.node,
-                        d.revision.clone(),
-                        &phase,
-                    );
-                    deleted.push(d.name.clone());
-                    if d.reason == plan::DeleteReason::Failed {
-                        failed_pods.push(format!("{} on node {}", d.name, d.node));
-                    }
-                }
-                Err(e) => {
-                    let forbidden = e.stops_step();
-                    keep_forbidden(&mut first_error, e);
-                    if forbidden {
-                        break;
-                    }
-                }
-            }
-            if interrupted(counts) {
-                return Ok(Executed::Interrupted);
-            }
-        }
-        let owner = plan::render::PodOwner::record(&spec.name);
-        // Nodes a rollout policy holds back get the stable revision's pod.
-        let stable = plan::stable_daemonset(&state.observed, &ds.namespace, &ds.name)
-            .map(|d| (d, DaemonSetSpec::compile(d)));
-        let creates: Vec<(
-            &plan::Name,
-            &k8s_openapi::api::apps::v1::DaemonSet,
-            &DaemonSetSpec,
-        )> = ds
-            .step
-            .create
-            .iter()
-            .map(|n| (n, &desired.daemonset, spec))
-            .chain(
-                stable
-                    .iter()
-                    .flat_map(|(d, s)| ds.step.create_stable.iter().map(move |n| (n, *d, s))),
-            )
-            .filter(|_| !native)
-            .collect();
-        let mut batch = 1;
-        let mut next = 0;
-        let refused = first_error.as_ref().is_some_and(ClusterError::stops_step);
-        'batches: while !refused && next < creates.len() {
-            let end = (next + batch).min(creates.len());
-            let mut failed = false;
-            for &(node, template, template_spec) in &creates[next..end] {
-                let pod = plan::render::pod_for_node(template, template_spec, node, &owner);
-                match cluster.create_pod(pod).await {
-                    Ok(name) => {
-                        counts.creates += 1;
-                        log.push(
-                            "create",
-                            &daemonset,
-                            &name,
-                            node,
-                            template_spec.revision.clone(),
-                            &phase,
-                        );
-                        created.push(name);
-                    }
-                    Err(e) => {
-                        failed = true;
-                        create_error.get_or_insert_with(|| e.to_string());
-                        if let ClusterError::Refused(why) = &e {
-                            // The DaemonSet's pods are at fault, not the client: it halts,
-                            // the others go on.
-                            refusals.insert(
-                                (ds.namespace.clone(), ds.name.clone()),
-                                (ds.revision.clone(), admission_hint(why, &ds.namespace)),
-                            );
-                            break 'batches;
-                        }
-                        let forbidden = e.stops_step();
-                        keep_forbidden(&mut first_error, e);
-                        if forbidden {
-                            break 'batches;
-                        }
-                    }
-                }
-                if interrupted(counts) {
-                    return Ok(Executed::Interrupted);
-                }
-            }
-            if failed {
-                break 'batches;
-            }
-            next = end;
-            batch *= 2;
-        }
-        let events = [
-            (
-                EventType::Warning,
-                "FailedDaemonPod",
-                "found failed daemon pod(s), deleted",
-                failed_pods,
-            ),
-            (
-                EventType::Normal,
-                "SuccessfulDelete",
-                "deleted pod(s)",
-                deleted,
-            ),
-            (
-                EventType::Normal,
-                "SuccessfulCreate",
-                "created pod(s)",
-                created,
-            ),
-            (
-                EventType::Normal,
-                "SuccessfulUpdate",
-                "updated pod(s) in place",
-                updated,
-            ),
-            (
-                EventType::Warning,
-                "FailedCreate",
-                "error creating pods",
-                create_error.into_iter().collect(),
-            ),
-        ];
-        for (type_, reason, what, items) in events {
-            if items.is_empty() {
-                continue;
-            }
-            cluster
-                .emit_event(Event {
-                    namespace: ds.namespace.clone(),
-                    name: ds.name.clone(),
-                    type_,
-                    reason: reason.into(),
-                    message: event_message(what, &items),
-                })
-                .await?;
         }
     }
+}
+
+/// Deletes the pre-pull pods whose pulls are done.
+async fn clean_up_pre_pulls<C: Cluster>(w: &mut Writes<'_, '_, C>, t: &Target<'_>) {
+    let ds = t.ds;
+    for c in &ds.step.pre_pull_cleanup {
+        match w.cluster.delete_pod(&c.namespace, &c.name).await {
+            Ok(()) | Err(ClusterError::NotFound { .. }) => {
+                w.log.push(
+                    "pre-pull-cleanup",
+                    &t.daemonset,
+                    &c.name,
+                    &c.node,
+                    ds.revision.clone(),
+                    &t.phase,
+                );
+            }
+            Err(e) => keep_forbidden(&mut w.first_error, e),
+        }
+    }
+}
+
+/// Creates the pods that pull the new images on nodes ahead of their turns.
+async fn pre_pull<C: Cluster>(w: &mut Writes<'_, '_, C>, t: &Target<'_>) {
+    let ds = t.ds;
+    let pre_pull_owner = plan::render::PodOwner::record(&t.spec.name);
+    for p in &ds.step.pre_pull {
+        if w.first_error.as_ref().is_some_and(ClusterError::stops_step) {
+            break;
+        }
+        let pod = plan::render::pre_pull_pod(
+            &t.desired.daemonset,
+            t.spec,
+            &p.node,
+            &p.images,
+            &pre_pull_owner,
+        );
+        match w.cluster.create_pod(pod).await {
+            Ok(name) => {
+                w.log.push(
+                    "pre-pull",
+                    &t.daemonset,
+                    &name,
+                    &p.node,
+                    ds.revision.clone(),
+                    &t.phase,
+                );
+            }
+            Err(e) => keep_forbidden(&mut w.first_error, e),
+        }
+    }
+}
+
+/// Updates the DaemonSet's pods in place ([`update_in_place`]). Returns them as their event
+/// names them.
+async fn update_pods_in_place<C: Cluster>(
+    w: &mut Writes<'_, '_, C>,
+    t: &Target<'_>,
+    state: &ClusterState,
+    native: bool,
+) -> Result<Vec<String>, Interrupted> {
+    let ds = t.ds;
+    let mut updated = Vec::new();
+    // The revision labels an updated pod takes: daemonsync's, or in native mode those of
+    // the built-in controller's current revision (which it then counts as updated).
+    let in_place_labels = if native {
+        native_revision_labels(&state.observed, ds)
+    } else {
+        Some([(REVISION_HASH_LABEL.to_string(), ds.revision.clone())].into())
+    };
+    for u in &ds.step.in_place {
+        if w.first_error.as_ref().is_some_and(ClusterError::stops_step) {
+            break;
+        }
+        let Some(labels) = &in_place_labels else {
+            break;
+        };
+        match update_in_place(w.cluster, labels, u).await {
+            Ok(()) => {
+                w.counts.in_place += 1;
+                let from = &u.from_revision;
+                w.log.push(
+                    "in-place",
+                    &t.daemonset,
+                    &u.name,
+                    &u.node,
+                    ds.revision.clone(),
+                    &t.phase,
+                );
+                updated.push(format!("{} ({from} to {})", u.name, ds.revision));
+            }
+            Err(ClusterError::NotFound { .. }) => {}
+            Err(e) => keep_forbidden(&mut w.first_error, e),
+        }
+        if w.interrupted() {
+            return Err(Interrupted);
+        }
+    }
+    Ok(updated)
+}
+
+/// Deletes the pods the step replaces (none when the built-in controller rolls them out
+/// itself). Returns the pods deleted, and those of them deleted because they failed.
+async fn delete_pods<C: Cluster>(
+    w: &mut Writes<'_, '_, C>,
+    t: &Target<'_>,
+    controller_rolls: bool,
+) -> Result<(Vec<String>, Vec<String>), Interrupted> {
+    let ds = t.ds;
+    let (mut deleted, mut failed_pods) = (Vec::new(), Vec::new());
+    for d in ds.step.delete.iter().filter(|_| !controller_rolls) {
+        match w.cluster.delete_pod(&d.namespace, &d.name).await {
+            Ok(()) | Err(ClusterError::NotFound { .. }) => {
+                w.counts.deletes += 1;
+                w.log.push(
+                    "delete",
+                    &t.daemonset,
+                    &d.name,
+                    &d.node,
+                    d.revision.clone(),
+                    &t.phase,
+                );
+                deleted.push(d.name.clone());
+                if d.reason == plan::DeleteReason::Failed {
+                    failed_pods.push(format!("{} on node {}", d.name, d.node));
+                }
+            }
+            Err(e) => {
+                let forbidden = e.stops_step();
+                keep_forbidden(&mut w.first_error, e);
+                if forbidden {
+                    break;
+                }
+            }
+        }
+        if w.interrupted() {
+            return Err(Interrupted);
+        }
+    }
+    Ok((deleted, failed_pods))
+}
+
+/// Creates the step's new pods (none in native mode: the built-in controller does), and on
+/// the nodes a rollout policy holds back the stable revision's, in slow-start batches 1, 2,
+/// 4, 8, …: the batches stop at the first failed create. A refusal by the cluster's
+/// admission halts the DaemonSet for its revision (`refusals`). Returns the pods created and
+/// the first failed create.
+async fn create_pods<C: Cluster>(
+    w: &mut Writes<'_, '_, C>,
+    t: &Target<'_>,
+    state: &ClusterState,
+    native: bool,
+    refusals: &mut BTreeMap<Key, (String, String)>,
+) -> Result<(Vec<String>, Option<String>), Interrupted> {
+    let (ds, spec) = (t.ds, t.spec);
+    let mut created = Vec::new();
+    let mut create_error = None;
+    let owner = plan::render::PodOwner::record(&spec.name);
+    // Nodes a rollout policy holds back get the stable revision's pod.
+    let stable = plan::stable_daemonset(&state.observed, &ds.namespace, &ds.name)
+        .map(|d| (d, DaemonSetSpec::compile(d)));
+    let creates: Vec<(
+        &plan::Name,
+        &k8s_openapi::api::apps::v1::DaemonSet,
+        &DaemonSetSpec,
+    )> = ds
+        .step
+        .create
+        .iter()
+        .map(|n| (n, &t.desired.daemonset, spec))
+        .chain(
+            stable
+                .iter()
+                .flat_map(|(d, s)| ds.step.create_stable.iter().map(move |n| (n, *d, s))),
+        )
+        .filter(|_| !native)
+        .collect();
+    let mut batch = 1;
+    let mut next = 0;
+    let refused = w.first_error.as_ref().is_some_and(ClusterError::stops_step);
+    'batches: while !refused && next < creates.len() {
+        let end = (next + batch).min(creates.len());
+        let mut failed = false;
+        for &(node, template, template_spec) in &creates[next..end] {
+            let pod = plan::render::pod_for_node(template, template_spec, node, &owner);
+            match w.cluster.create_pod(pod).await {
+                Ok(name) => {
+                    w.counts.creates += 1;
+                    w.log.push(
+                        "create",
+                        &t.daemonset,
+                        &name,
+                        node,
+                        template_spec.revision.clone(),
+                        &t.phase,
+                    );
+                    created.push(name);
+                }
+                Err(e) => {
+                    failed = true;
+                    create_error.get_or_insert_with(|| e.to_string());
+                    if let ClusterError::Refused(why) = &e {
+                        // The DaemonSet's pods are at fault, not the client: it halts,
+                        // the others go on.
+                        refusals.insert(
+                            (ds.namespace.clone(), ds.name.clone()),
+                            (ds.revision.clone(), admission_hint(why, &ds.namespace)),
+                        );
+                        break 'batches;
+                    }
+                    let forbidden = e.stops_step();
+                    keep_forbidden(&mut w.first_error, e);
+                    if forbidden {
+                        break 'batches;
+                    }
+                }
+            }
+            if w.interrupted() {
+                return Err(Interrupted);
+            }
+        }
+        if failed {
+            break 'batches;
+        }
+        next = end;
+        batch *= 2;
+    }
+    Ok((created, create_error))
+}
+
+/// Records a step's writes for one DaemonSet as events on it: one per kind of write that
+/// happened, `(type, reason, what, items)`.
+async fn announce_writes<C: Cluster>(
+    cluster: &mut C,
+    ds: &plan::DaemonSetPlan,
+    events: [(EventType, &str, &str, Vec<String>); 5],
+) -> Result<(), ClusterError> {
+    for (type_, reason, what, items) in events {
+        if items.is_empty() {
+            continue;
+        }
+        cluster
+            .emit_event(Event {
+                namespace: ds.namespace.clone(),
+                name: ds.name.clone(),
+                type_,
+                reason: reason.into(),
+                message: event_message(what, &items),
+            })
+            .await?;
+    }
+    Ok(())
+}
+
+/// Deletes the pods of the managed DaemonSets no longer in the source (`--prune`).
+async fn prune_pods<C: Cluster>(
+    w: &mut Writes<'_, '_, C>,
+    state: &ClusterState,
+    prune: &[Key],
+) -> Result<(), Interrupted> {
     // The pruned pods, looked up once for the write log.
     let pruned: BTreeMap<(&str, &str), &crate::model::Pod> = if prune.is_empty() {
         BTreeMap::new()
@@ -381,17 +552,17 @@ pub(super) async fn execute<C: Cluster>(
             .collect()
     };
     for (namespace, name) in prune {
-        if first_error.as_ref().is_some_and(ClusterError::stops_step) {
+        if w.first_error.as_ref().is_some_and(ClusterError::stops_step) {
             break;
         }
-        match cluster.delete_pod(namespace, name).await {
+        match w.cluster.delete_pod(namespace, name).await {
             Ok(()) | Err(ClusterError::NotFound { .. }) => {
-                counts.deletes += 1;
+                w.counts.deletes += 1;
                 let pod = pruned.get(&(namespace.as_str(), name.as_str()));
                 let owner = pod
                     .and_then(|p| p.controller.as_ref())
                     .map_or("", |c| c.name.as_str());
-                log.push(
+                w.log.push(
                     "delete",
                     &format!("{namespace}/{owner}"),
                     name,
@@ -403,16 +574,13 @@ pub(super) async fn execute<C: Cluster>(
                     "Prune",
                 );
             }
-            Err(e) => keep_forbidden(&mut first_error, e),
+            Err(e) => keep_forbidden(&mut w.first_error, e),
         }
-        if interrupted(counts) {
-            return Ok(Executed::Interrupted);
+        if w.interrupted() {
+            return Err(Interrupted);
         }
     }
-    match first_error {
-        Some(e) => Err(e),
-        None => Ok(Executed::Done),
-    }
+    Ok(())
 }
 
 /// Updates one pod in place: its readiness gate goes False (so Services stop routing to it)
