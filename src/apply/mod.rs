@@ -101,7 +101,7 @@ impl Executor {
         self.log.as_deref().unwrap_or_default()
     }
 
-    /// [`assess`], with what this executor learned writing: DaemonSets whose pods the
+    /// [`assess()`], with what this executor learned writing: DaemonSets whose pods the
     /// cluster's admission refused halt (for the revision refused).
     pub fn assess<'d>(
         &self,
