@@ -21,6 +21,7 @@
 
 use super::counts::{Counts, Diffs, Impact, diff_of, removed, rolls};
 use super::diff::{ManifestChange, change_of};
+use super::phrases::count;
 use super::table::{
     StageProgress, halt_text, node_reason, pause_after, rollout_now, rollout_phase, rollout_shape,
     stage_progress, step_only_gates,
@@ -1068,14 +1069,6 @@ fn code(s: &str) -> String {
         format!("`` {s} ``")
     } else {
         format!("`{s}`")
-    }
-}
-
-fn count(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
     }
 }
 

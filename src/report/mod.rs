@@ -7,11 +7,13 @@
 //! * [`diff`]: normalised unified diffs of DaemonSet manifests (pull-request mode).
 //! * [`markdown`]: the pull-request comment, split below GitHub's comment limit.
 //! * [`table`]: the terminal form for people, in the style of `kubectl get`.
+//! * `phrases`: the wording the table and the Markdown report share.
 
 pub mod counts;
 pub mod diff;
 pub mod json;
 pub mod markdown;
+mod phrases;
 #[cfg(test)]
 mod snapshots;
 pub mod table;

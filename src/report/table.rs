@@ -8,6 +8,7 @@
 //! out-of-date node is updated; for a node held back by the rollout, what it waits for). Wide
 //! mode lists every node instead.
 
+use super::phrases::count;
 use crate::plan::inplace::{Change, ImageChange};
 use crate::plan::progressive::{Gets, Hold, Pause, Stage, StageKind};
 use crate::plan::{
@@ -843,14 +844,6 @@ pub(crate) fn node_reason(ds: &DaemonSetPlan, n: &NodeEntry) -> String {
             format!("{reason}; gets no pod {until}: no stable revision known")
         }
         (Gets::New, _) => format!("{reason}; held {until}"),
-    }
-}
-
-fn count(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
     }
 }
 
