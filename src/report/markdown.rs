@@ -21,7 +21,7 @@
 
 use super::counts::{Counts, Diffs, Impact, diff_of, removed, rolls};
 use super::diff::{ManifestChange, change_of};
-use super::phrases::count;
+use super::phrases::{count, warnings_beside_errors};
 use super::table::{
     StageProgress, halt_text, node_reason, pause_after, rollout_now, rollout_phase, rollout_shape,
     stage_progress, step_only_gates,
@@ -138,14 +138,6 @@ pub fn is_quiet(plan: &Plan, diffs: &Diffs) -> bool {
                     .as_ref()
                     .is_none_or(|r| r.phase == Phase::Complete)
         })
-}
-
-/// A DaemonSet's warnings less those that only repeat one of its errors (the planner also
-/// warns that nothing is done until they are fixed): the errors are shown on their own.
-pub(crate) fn warnings_beside_errors(ds: &DaemonSetPlan) -> impl Iterator<Item = &String> {
-    ds.warnings
-        .iter()
-        .filter(|w| !ds.errors.iter().any(|e| w.contains(e.as_str())))
 }
 
 /// The report before it is cut into comments: a single line, or a header then one section

@@ -8,7 +8,7 @@
 //! out-of-date node is updated; for a node held back by the rollout, what it waits for). Wide
 //! mode lists every node instead.
 
-use super::phrases::count;
+use super::phrases::{count, warnings_beside_errors};
 use crate::plan::inplace::{Change, ImageChange};
 use crate::plan::progressive::{Gets, Hold, Pause, Stage, StageKind};
 use crate::plan::{
@@ -233,7 +233,7 @@ fn details(
         );
         let _ = writeln!(out, "  {label} [{}] {}", r.kind, r.message);
     }
-    for w in super::markdown::warnings_beside_errors(ds) {
+    for w in warnings_beside_errors(ds) {
         let label = paint.style(
             "WARNING:",
             Style::new().bold().fg_color(Some(AnsiColor::Yellow.into())),
