@@ -21,7 +21,7 @@
 
 use super::counts::{Counts, Diffs, Impact, diff_of, removed, rolls};
 use super::diff::{ManifestChange, change_of};
-use super::phrases::{count, warnings_beside_errors};
+use super::phrases::{count, ownership_text, pre_pull_text, warnings_beside_errors};
 use super::table::{
     StageProgress, halt_text, node_reason, pause_after, rollout_now, rollout_phase, rollout_shape,
     stage_progress, step_only_gates,
@@ -725,15 +725,11 @@ fn section(ds: &DaemonSetPlan, diff: Option<&str>, manifest_only: bool) -> Strin
     if let Some(ip) = &ds.in_place {
         let _ = writeln!(out, "**Update:** {}\n", update_line(ip));
     }
-    if let Some(text) = crate::report::table::ownership_text(&ds.ownership) {
+    if let Some(text) = ownership_text(&ds.ownership) {
         let _ = writeln!(out, "**Ownership:** {}\n", escape(&text));
     }
     if let Some(pp) = &ds.pre_pull {
-        let _ = writeln!(
-            out,
-            "**Pre-pull:** {}\n",
-            crate::report::table::pre_pull_text(pp)
-        );
+        let _ = writeln!(out, "**Pre-pull:** {}\n", pre_pull_text(pp));
     }
     if let Some(r) = &ds.rollout {
         rollout_section(&mut out, ds, r);

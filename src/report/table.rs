@@ -8,7 +8,7 @@
 //! out-of-date node is updated; for a node held back by the rollout, what it waits for). Wide
 //! mode lists every node instead.
 
-use super::phrases::{count, warnings_beside_errors};
+use super::phrases::{count, ownership_text, pre_pull_text, warnings_beside_errors};
 use crate::plan::inplace::{Change, ImageChange};
 use crate::plan::progressive::{Gets, Hold, Pause, Stage, StageKind};
 use crate::plan::{
@@ -442,69 +442,6 @@ pub(crate) fn step_only_gates(step: &crate::plan::Step) -> bool {
 
 /// How the pods of a DaemonSet under `InPlaceIfPossible` take the new revision:
 /// `in place (images agent:1 → agent:2, from revision X)`, or `recreate (why)`.
-/// Where pulling a DaemonSet's new images ahead of the rollout stands: `agent:2, 10 nodes
-/// at a time: 10 pulling, 30 waiting, 0 with the images`, and the failures.
-/// Who runs a DaemonSet's pods beside the built-in controller, and the handover that comes
-/// before its rollout, when there is something to say.
-pub(crate) fn ownership_text(o: &crate::plan::Ownership) -> Option<String> {
-    use crate::plan::{Handover, Mode};
-    let kept = |o: &crate::plan::Ownership| {
-        format!(
-            "{} kept (their template is git's: no restart), {} replaced within the budgets",
-            o.kept, o.replaced
-        )
-    };
-    match (&o.handover, o.mode) {
-        (Handover::TakeOver { .. }, _) => Some(format!(
-            "take over from the built-in controller: the apps/v1 DaemonSet {} is deleted with \
-             orphan propagation and its pods are claimed: {}",
-            o.builtin.as_deref().unwrap_or_default(),
-            kept(o)
-        )),
-        (Handover::Claim { pods }, _) => Some(format!(
-            "{} pod(s) without a controller are claimed by the record: {}",
-            pods.len(),
-            kept(o)
-        )),
-        (Handover::Release, _) => Some(
-            "going native: daemonsync's pods are handed to the built-in controller first (no \
-             restart)"
-                .to_string(),
-        ),
-        (_, Mode::Native) if o.builtin_rollout => Some(
-            "native: the built-in controller rolls it out with its own RollingUpdate (the \
-             only way to surge); daemonsync reports it"
-                .to_string(),
-        ),
-        (_, Mode::Native) => Some(
-            "native: an apps/v1 DaemonSet under OnDelete; daemonsync deletes old pods in its \
-             order and the built-in controller creates the new ones"
-                .to_string(),
-        ),
-        _ => None,
-    }
-}
-
-pub(crate) fn pre_pull_text(pp: &crate::plan::PrePullPlan) -> String {
-    let mut text = format!(
-        "{}, {} at a time: {} pulling, {} waiting, {} with the images",
-        pp.images.join(", "),
-        count(pp.parallelism, "node"),
-        pp.pulling.len(),
-        pp.waiting,
-        pp.pulled
-    );
-    if let Some(f) = pp.failed.first() {
-        text.push_str(&format!(
-            "; FAILED on {} ({} on node {}): the rollout halts before any daemon pod is touched",
-            count(pp.failed.len(), "node"),
-            f.reason,
-            f.node
-        ));
-    }
-    text
-}
-
 fn update_text(ip: &InPlacePlan) -> String {
     match (&ip.recreate_because, &ip.change) {
         (Some(why), _) => format!("recreate ({why})"),
