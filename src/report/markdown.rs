@@ -21,9 +21,9 @@
 
 use super::counts::{Counts, Diffs, Impact, diff_of, removed, rolls};
 use super::diff::{ManifestChange, change_of};
-use super::phrases::{count, ownership_text, pre_pull_text, warnings_beside_errors};
+use super::phrases::{count, node_reason, ownership_text, pre_pull_text, warnings_beside_errors};
 use super::table::{
-    StageProgress, halt_text, node_reason, pause_after, rollout_now, rollout_phase, rollout_shape,
+    StageProgress, halt_text, pause_after, rollout_now, rollout_phase, rollout_shape,
     stage_progress, step_only_gates,
 };
 use crate::plan::inplace::Change;

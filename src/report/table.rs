@@ -8,11 +8,13 @@
 //! out-of-date node is updated; for a node held back by the rollout, what it waits for). Wide
 //! mode lists every node instead.
 
-use super::phrases::{count, ownership_text, pre_pull_text, warnings_beside_errors};
+use super::phrases::{
+    count, node_reason, ownership_text, pre_pull_text, stage_name, warnings_beside_errors,
+};
 use crate::plan::inplace::{Change, ImageChange};
-use crate::plan::progressive::{Gets, Hold, Pause, Stage, StageKind};
+use crate::plan::progressive::{Pause, Stage, StageKind};
 use crate::plan::{
-    DaemonSetPlan, InPlacePlan, NodeEntry, NodeState, NodeUpdate, Phase, Plan, Rollout, StepPhase,
+    DaemonSetPlan, InPlacePlan, NodeEntry, NodeState, Phase, Plan, Rollout, StepPhase,
 };
 use anstyle::{AnsiColor, Style};
 use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table};
@@ -471,37 +473,6 @@ fn image_text(i: &ImageChange) -> String {
     format!("{} → {}{init}", i.from, i.to)
 }
 
-/// Images a node's line names before it only counts them.
-const NODE_IMAGES: usize = 2;
-
-/// How an out-of-date node takes the new revision: `updated in place (agent: agent:1 →
-/// agent:2)`, or `recreated: why`.
-fn node_update_text(ds: &DaemonSetPlan, u: &NodeUpdate) -> String {
-    match u {
-        NodeUpdate::Recreate { because } => format!("recreated: {because}"),
-        NodeUpdate::InPlace => {
-            let images = match ds.in_place.as_ref().and_then(|ip| ip.change.as_ref()) {
-                Some(Change::InPlace { images }) => images.as_slice(),
-                _ => &[],
-            };
-            match images.len() {
-                0 => "updated in place".into(),
-                n if n > NODE_IMAGES => format!("updated in place ({n} images)"),
-                _ => {
-                    let list: Vec<String> = images
-                        .iter()
-                        .map(|i| {
-                            let init = if i.init { " (init)" } else { "" };
-                            format!("{}{init}: {} → {}", i.container, i.from, i.to)
-                        })
-                        .collect();
-                    format!("updated in place ({})", list.join(", "))
-                }
-            }
-        }
-    }
-}
-
 /// Node names a stage lists before `...`.
 const STAGE_NAMES: usize = 4;
 
@@ -586,14 +557,6 @@ pub(crate) fn stage_progress(
         StageProgress::Done
     } else {
         StageProgress::Waves(ds.waves.iter().filter(|w| w.stage == Some(k)).count())
-    }
-}
-
-/// A stage for people: `canary`, `wave topology.kubernetes.io/zone=a`.
-pub(crate) fn stage_name(s: &Stage) -> String {
-    match s.kind {
-        StageKind::Canary => "canary".into(),
-        StageKind::Wave => format!("wave {}", s.name),
     }
 }
 
@@ -738,49 +701,6 @@ pub(crate) fn rollout_now(r: &Rollout) -> String {
         (Phase::Halted, None) => "halted".into(),
         (Phase::Complete, None) => "complete".into(),
         (Phase::Paused, None) => "paused".into(),
-    }
-}
-
-/// A node's reason; for an out-of-date node under `InPlaceIfPossible`, how it is updated; for
-/// a node held back by the rollout policy, also what it waits for and, when it needs a pod,
-/// which revision it gets meanwhile.
-pub(crate) fn node_reason(ds: &DaemonSetPlan, n: &NodeEntry) -> String {
-    let mut reason = n.reason.to_string();
-    if let Some(u) = &n.update {
-        let _ = write!(reason, "; {}", node_update_text(ds, u));
-    }
-    let (Some(r), Some(place)) = (&ds.rollout, &n.rollout) else {
-        return reason;
-    };
-    let Some(hold) = place.hold else {
-        return reason;
-    };
-    let stage = place.stage.and_then(|k| r.stages.get(k as usize));
-    let needs_pod = matches!(n.state, NodeState::Missing | NodeState::Failed);
-    if !needs_pod {
-        let until = match (hold, stage) {
-            (Hold::Stage, Some(s)) => format!("until {}", stage_name(s)),
-            (Hold::Stage, None) => "until its stage".into(),
-            (Hold::Partition, _) => "by the partition".into(),
-            (Hold::Aborted, _) => "where it is: the rollout is aborted".into(),
-        };
-        return format!("{reason}; held {until}");
-    }
-    let until = match (hold, stage) {
-        (Hold::Stage, Some(s)) if s.kind == StageKind::Wave => {
-            format!("until its wave ({})", s.name)
-        }
-        (Hold::Stage, _) => "until its stage".into(),
-        (Hold::Partition, _) => "while the partition holds it".into(),
-        (Hold::Aborted, _) => "while the rollout is aborted".into(),
-    };
-    match (place.gets, &r.stable_revision) {
-        (Gets::Stable, Some(rev)) => format!("{reason}; gets the stable revision {rev} {until}"),
-        (Gets::Stable, None) => format!("{reason}; gets the stable revision {until}"),
-        (Gets::Nothing, _) => {
-            format!("{reason}; gets no pod {until}: no stable revision known")
-        }
-        (Gets::New, _) => format!("{reason}; held {until}"),
     }
 }
 
