@@ -21,11 +21,11 @@
 
 use super::counts::{Counts, Diffs, Impact, diff_of, removed, rolls};
 use super::diff::{ManifestChange, change_of};
-use super::phrases::{count, node_reason, ownership_text, pre_pull_text, warnings_beside_errors};
-use super::table::{
-    StageProgress, halt_text, pause_after, rollout_now, rollout_phase, rollout_shape,
-    stage_progress, step_only_gates,
+use super::phrases::{
+    StageProgress, count, halt_text, node_reason, ownership_text, pause_after, pre_pull_text,
+    rollout_now, rollout_phase, rollout_shape, stage_progress, warnings_beside_errors,
 };
+use super::table::step_only_gates;
 use crate::plan::inplace::Change;
 use crate::plan::progressive::StageKind;
 use crate::plan::{

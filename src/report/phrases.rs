@@ -4,8 +4,9 @@
 //! layout, quoting and escaping, and the phrases it words differently on purpose).
 
 use crate::plan::inplace::Change;
-use crate::plan::progressive::{Gets, Hold, Stage, StageKind};
-use crate::plan::{DaemonSetPlan, NodeEntry, NodeState, NodeUpdate};
+use crate::plan::progressive::{Gets, Hold, Pause, Stage, StageKind};
+use crate::plan::{DaemonSetPlan, NodeEntry, NodeState, NodeUpdate, Phase, Rollout};
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// `1 node`, `3 nodes`: a number and a noun with a regular plural.
@@ -167,5 +168,157 @@ pub(crate) fn stage_name(s: &Stage) -> String {
     match s.kind {
         StageKind::Canary => "canary".into(),
         StageKind::Wave => format!("wave {}", s.name),
+    }
+}
+
+/// Where the rollout stands: `Canary`, `Wave 2/3`, `Paused (why)`, `Halted (why)`, `Complete`.
+pub(crate) fn rollout_phase(r: &Rollout) -> String {
+    match (&r.phase, &r.pause) {
+        (phase, Some(why)) => format!("{phase} ({why})"),
+        (Phase::Halted, None) => "Halted (new pods failed on more nodes than the halt threshold; \
+                                  nothing more is replaced until the template changes)"
+            .into(),
+        (phase, None) => phase.to_string(),
+    }
+}
+
+/// `Halt threshold: 1 (the rollout halts when new pods fail on more than 1 node)`.
+pub(crate) fn halt_text(r: &Rollout) -> String {
+    format!(
+        "Halt threshold: {} (the rollout halts when new pods fail on more than {})",
+        r.halt_threshold,
+        count(r.halt_threshold, "node")
+    )
+}
+
+/// The rollout's shape in a few words: `canary on 2 nodes, then 3 waves by
+/// topology.kubernetes.io/zone`, and what the partition holds.
+pub(crate) fn rollout_shape(r: &Rollout) -> String {
+    let canary = r.stages.iter().find(|s| s.kind == StageKind::Canary);
+    let waves: Vec<&Stage> = r
+        .stages
+        .iter()
+        .filter(|s| s.kind == StageKind::Wave)
+        .collect();
+    let mut parts = Vec::new();
+    if let Some(c) = canary {
+        parts.push(format!("canary on {}", count(c.nodes.len(), "node")));
+    }
+    match waves.as_slice() {
+        [] => {}
+        [w] if w.name == "all" => parts.push(match canary {
+            Some(_) => format!("the other {}", count(w.nodes.len(), "node")),
+            None => count(w.nodes.len(), "node"),
+        }),
+        ws => {
+            let key = |s: &Stage| {
+                s.name
+                    .split_once('=')
+                    .map(|(k, _)| k.to_string())
+                    .or_else(|| s.name.strip_suffix(" unset").map(str::to_string))
+            };
+            let first = key(ws[0]);
+            let by = match first {
+                Some(k) if ws.iter().all(|w| key(w).as_deref() == Some(k.as_str())) => {
+                    format!(" by {k}")
+                }
+                _ => String::new(),
+            };
+            parts.push(format!("{}{by}", count(ws.len(), "wave")));
+        }
+    }
+    let mut shape = parts.join(", then ");
+    if let Some(p) = r.partition.as_ref().filter(|p| !p.nodes.is_empty()) {
+        if !shape.is_empty() {
+            shape.push_str("; ");
+        }
+        let _ = write!(
+            shape,
+            "the partition holds {} on the previous revision",
+            count(p.nodes.len(), "node")
+        );
+    }
+    shape
+}
+
+/// Where the rollout stands, in a few words for a summary line: `now in the canary`, `paused
+/// after the canary until promoted`.
+pub(crate) fn rollout_now(r: &Rollout) -> String {
+    use crate::plan::progressive::Paused;
+    match (&r.phase, &r.pause) {
+        (_, Some(Paused::Manual { after })) => {
+            format!("paused after the {after} until promoted")
+        }
+        (_, Some(Paused::Until { after, until })) => {
+            format!("paused after the {after} until {until}")
+        }
+        (_, Some(Paused::Partition { held })) => format!(
+            "every stage done; the partition holds {}",
+            count(*held, "node")
+        ),
+        (_, Some(Paused::Record)) => "paused by daemonsync pause".into(),
+        (_, Some(Paused::Aborted)) => "aborted".into(),
+        (Phase::Canary, None) => "now in the canary".into(),
+        (Phase::Wave(k, n), None) => format!("now in wave {k}/{n}"),
+        (Phase::Halted, None) => "halted".into(),
+        (Phase::Complete, None) => "complete".into(),
+        (Phase::Paused, None) => "paused".into(),
+    }
+}
+
+/// Where a stage stands, from its nodes' states and the projected waves.
+pub(crate) enum StageProgress {
+    /// Every node of it runs an available pod of the new revision.
+    Done,
+    /// Still to go: the projected waves of it (0 when it cannot proceed now).
+    Waves(usize),
+}
+
+pub(crate) fn stage_progress(
+    ds: &DaemonSetPlan,
+    states: &BTreeMap<&str, NodeState>,
+    s: &Stage,
+    k: u32,
+) -> StageProgress {
+    let done = !s.nodes.is_empty()
+        && s.nodes
+            .iter()
+            .all(|n| states.get(&**n) == Some(&NodeState::UpToDate));
+    if done {
+        StageProgress::Done
+    } else {
+        StageProgress::Waves(ds.waves.iter().filter(|w| w.stage == Some(k)).count())
+    }
+}
+
+/// The pause after a stage, when there is one (not after the last, not `0`).
+pub(crate) fn pause_after(s: &Stage) -> Option<Pause> {
+    s.pause
+        .filter(|p| !matches!(p, Pause::For(d) if d.is_zero()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Plan;
+    use crate::report::testing::{canary_plan, partition_plan, plan_one, zoned_rollout};
+
+    #[test]
+    fn the_shape_names_canary_waves_and_partition() {
+        let shape = |p: Plan| rollout_shape(p.daemonsets[0].rollout.as_ref().unwrap());
+        assert_eq!(
+            shape(canary_plan()),
+            "canary on 2 nodes, then 3 waves by topology.kubernetes.io/zone"
+        );
+        assert_eq!(
+            shape(partition_plan()),
+            "canary on 2 nodes, then 3 waves by topology.kubernetes.io/zone; the partition \
+             holds 2 nodes on the previous revision"
+        );
+        let (d, o) = zoned_rollout(&[("daemonsync.io/canary", "1")], true);
+        assert_eq!(
+            shape(plan_one(&d, &o)),
+            "canary on 1 node, then the other 11 nodes"
+        );
     }
 }
