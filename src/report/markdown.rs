@@ -23,13 +23,13 @@ use super::counts::{Counts, Diffs, Impact, diff_of, removed, rolls};
 use super::diff::{ManifestChange, change_of};
 use super::phrases::{
     StageProgress, count, halt_text, node_reason, ownership_text, pause_after, pre_pull_text,
-    rollout_now, rollout_phase, rollout_shape, stage_progress, warnings_beside_errors,
+    rollout_now, rollout_phase, rollout_shape, stage_progress, step_only_gates, step_phase,
+    warnings_beside_errors,
 };
-use super::table::step_only_gates;
 use crate::plan::inplace::Change;
 use crate::plan::progressive::StageKind;
 use crate::plan::{
-    DaemonSetPlan, InPlacePlan, NodeState, NodeUpdate, Phase, Plan, RiskKind, Rollout, StepPhase,
+    DaemonSetPlan, InPlacePlan, NodeState, NodeUpdate, Phase, Plan, RiskKind, Rollout,
 };
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -643,12 +643,11 @@ fn next_step(ds: &DaemonSetPlan) -> String {
     if !step.pre_pull_cleanup.is_empty() {
         actions.push(format!("remove {} pre-pull", step.pre_pull_cleanup.len()));
     }
-    let phase = match step.phase {
-        StepPhase::Manage => "per-node fixes",
-        StepPhase::RollingUpdate => "rolling update",
+    let phase = match step_phase(step.phase) {
+        Some(phase) => phase,
         // Only readiness conditions to set: they come from no phase of the reconcile.
-        StepPhase::None if step_only_gates(step) => return actions.join(", "),
-        StepPhase::None => "",
+        None if step_only_gates(step) => return actions.join(", "),
+        None => "",
     };
     format!("{} ({phase})", actions.join(", "))
 }

@@ -5,7 +5,9 @@
 
 use crate::plan::inplace::Change;
 use crate::plan::progressive::{Gets, Hold, Pause, Stage, StageKind};
-use crate::plan::{DaemonSetPlan, NodeEntry, NodeState, NodeUpdate, Phase, Rollout};
+use crate::plan::{
+    DaemonSetPlan, NodeEntry, NodeState, NodeUpdate, Phase, Rollout, Step, StepPhase,
+};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -87,6 +89,26 @@ pub(crate) fn pre_pull_text(pp: &crate::plan::PrePullPlan) -> String {
         ));
     }
     text
+}
+
+/// True when the step only sets readiness conditions of pods updated in place, or pulls
+/// images ahead: no phase of the reconcile produced it.
+pub(crate) fn step_only_gates(step: &Step) -> bool {
+    (!step.open_gates.is_empty() || !step.pre_pull.is_empty() || !step.pre_pull_cleanup.is_empty())
+        && step.create.is_empty()
+        && step.create_stable.is_empty()
+        && step.delete.is_empty()
+        && step.in_place.is_empty()
+}
+
+/// The phase of the reconcile a step comes from: `per-node fixes` or `rolling update`; `None`
+/// when it comes from no phase, which each renderer words its own way.
+pub(crate) fn step_phase(phase: StepPhase) -> Option<&'static str> {
+    match phase {
+        StepPhase::Manage => Some("per-node fixes"),
+        StepPhase::RollingUpdate => Some("rolling update"),
+        StepPhase::None => None,
+    }
 }
 
 /// A node's reason; for an out-of-date node under `InPlaceIfPossible`, how it is updated; for

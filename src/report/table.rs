@@ -10,13 +10,11 @@
 
 use super::phrases::{
     StageProgress, count, halt_text, node_reason, ownership_text, pause_after, pre_pull_text,
-    rollout_phase, stage_name, stage_progress, warnings_beside_errors,
+    rollout_phase, stage_name, stage_progress, step_only_gates, step_phase, warnings_beside_errors,
 };
 use crate::plan::inplace::{Change, ImageChange};
 use crate::plan::progressive::Stage;
-use crate::plan::{
-    DaemonSetPlan, InPlacePlan, NodeEntry, NodeState, Phase, Plan, Rollout, StepPhase,
-};
+use crate::plan::{DaemonSetPlan, InPlacePlan, NodeEntry, NodeState, Phase, Plan, Rollout};
 use anstyle::{AnsiColor, Style};
 use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table};
 use std::collections::BTreeMap;
@@ -421,26 +419,13 @@ fn next_step(ds: &DaemonSetPlan) -> String {
             count(step.pre_pull_cleanup.len(), "pre-pull pod")
         ));
     }
-    let phase = match step.phase {
-        StepPhase::Manage => "per-node fixes",
-        StepPhase::RollingUpdate => "rolling update",
+    let phase = match step_phase(step.phase) {
+        Some(phase) => phase,
         // Only readiness conditions to set: they come from no phase of the reconcile.
-        StepPhase::None if step_only_gates(step) => {
-            return format!("{}; {waves}", actions.join(", "));
-        }
-        StepPhase::None => "no phase",
+        None if step_only_gates(step) => return format!("{}; {waves}", actions.join(", ")),
+        None => "no phase",
     };
     format!("{} ({phase}); {waves}", actions.join(", "))
-}
-
-/// True when the step only sets readiness conditions of pods updated in place, or pulls
-/// images ahead: no phase of the reconcile produced it.
-pub(crate) fn step_only_gates(step: &crate::plan::Step) -> bool {
-    (!step.open_gates.is_empty() || !step.pre_pull.is_empty() || !step.pre_pull_cleanup.is_empty())
-        && step.create.is_empty()
-        && step.create_stable.is_empty()
-        && step.delete.is_empty()
-        && step.in_place.is_empty()
 }
 
 /// How the pods of a DaemonSet under `InPlaceIfPossible` take the new revision:
