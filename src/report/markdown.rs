@@ -24,7 +24,7 @@ use super::diff::{ManifestChange, change_of};
 use super::phrases::{
     StageProgress, count, halt_text, node_reason, ownership_text, pause_after, pre_pull_text,
     rollout_now, rollout_phase, rollout_shape, stage_progress, step_only_gates, step_phase,
-    warnings_beside_errors,
+    strategy, warnings_beside_errors,
 };
 use crate::plan::inplace::Change;
 use crate::plan::progressive::StageKind;
@@ -595,15 +595,6 @@ fn more_rows(out: &mut String, plan: &Plan) {
         );
     }
     out.push('\n');
-}
-
-fn strategy(ds: &DaemonSetPlan) -> String {
-    let s = &ds.strategy;
-    let mut strategy = s.type_.to_string();
-    if let (Some(u), Some(m)) = (&s.max_unavailable, &s.max_surge) {
-        let _ = write!(strategy, " maxUnavailable={u} maxSurge={m}");
-    }
-    strategy
 }
 
 fn next_step(ds: &DaemonSetPlan) -> String {

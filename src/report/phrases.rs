@@ -20,6 +20,38 @@ pub(crate) fn count(n: usize, noun: &str) -> String {
     }
 }
 
+/// The update strategy with both budgets as the manifest sets them: `RollingUpdate
+/// maxUnavailable=1 maxSurge=0` (the Markdown report, where a reviewer checks the budgets).
+pub(crate) fn strategy(ds: &DaemonSetPlan) -> String {
+    let s = &ds.strategy;
+    let mut strategy = s.type_.to_string();
+    if let (Some(u), Some(m)) = (&s.max_unavailable, &s.max_surge) {
+        let _ = write!(strategy, " maxUnavailable={u} maxSurge={m}");
+    }
+    strategy
+}
+
+/// The update strategy with only the budgets that are not zero, as `kubectl get ds` leaves
+/// room for: `RollingUpdate maxUnavailable=1` (the table's STRATEGY column). When neither is
+/// left and maxUnavailable is set, `maxUnavailable=0` says so.
+pub(crate) fn strategy_brief(ds: &DaemonSetPlan) -> String {
+    let s = &ds.strategy;
+    let mut out = s.type_.to_string();
+    fn nonzero(v: &Option<String>) -> Option<&str> {
+        v.as_deref().filter(|v| *v != "0" && *v != "0%")
+    }
+    let surge = nonzero(&s.max_surge);
+    match (nonzero(&s.max_unavailable), surge) {
+        (Some(u), Some(m)) => write!(out, " maxUnavailable={u} maxSurge={m}"),
+        (Some(u), None) => write!(out, " maxUnavailable={u}"),
+        (None, Some(m)) => write!(out, " maxSurge={m}"),
+        (None, None) if s.max_unavailable.is_some() => write!(out, " maxUnavailable=0"),
+        (None, None) => Ok(()),
+    }
+    .expect("writing to a String cannot fail");
+    out
+}
+
 /// A DaemonSet's warnings less those that only repeat one of its errors (the planner also
 /// warns that nothing is done until they are fixed): the errors are shown on their own.
 pub(crate) fn warnings_beside_errors(ds: &DaemonSetPlan) -> impl Iterator<Item = &String> {

@@ -10,7 +10,8 @@
 
 use super::phrases::{
     StageProgress, count, halt_text, node_reason, ownership_text, pause_after, pre_pull_text,
-    rollout_phase, stage_name, stage_progress, step_only_gates, step_phase, warnings_beside_errors,
+    rollout_phase, stage_name, stage_progress, step_only_gates, step_phase, strategy_brief,
+    warnings_beside_errors,
 };
 use crate::plan::inplace::{Change, ImageChange};
 use crate::plan::progressive::Stage;
@@ -146,7 +147,7 @@ fn summary_table(plan: &Plan) -> String {
             node_selector(ds),
             ds.created
                 .map_or_else(|| "<none>".to_string(), |c| age(plan.now, c)),
-            strategy(ds),
+            strategy_brief(ds),
         ]));
     }
     // kubectl separates columns by three spaces and pads nothing at the edges.
@@ -183,24 +184,6 @@ pub(crate) fn age(now: crate::model::Timestamp, then: crate::model::Timestamp) -
         s if s < 2 * 365 * 86400 => format!("{}d", s / 86400),
         s => format!("{}y", s / (365 * 86400)),
     }
-}
-
-fn strategy(ds: &DaemonSetPlan) -> String {
-    let s = &ds.strategy;
-    let mut out = s.type_.to_string();
-    fn nonzero(v: &Option<String>) -> Option<&str> {
-        v.as_deref().filter(|v| *v != "0" && *v != "0%")
-    }
-    let surge = nonzero(&s.max_surge);
-    match (nonzero(&s.max_unavailable), surge) {
-        (Some(u), Some(m)) => write!(out, " maxUnavailable={u} maxSurge={m}"),
-        (Some(u), None) => write!(out, " maxUnavailable={u}"),
-        (None, Some(m)) => write!(out, " maxSurge={m}"),
-        (None, None) if s.max_unavailable.is_some() => write!(out, " maxUnavailable=0"),
-        (None, None) => Ok(()),
-    }
-    .expect("writing to a String cannot fail");
-    out
 }
 
 fn details(
