@@ -22,15 +22,12 @@
 use super::counts::{Counts, Diffs, Impact, diff_of, removed, rolls};
 use super::diff::{ManifestChange, change_of};
 use super::phrases::{
-    StageProgress, count, halt_text, node_reason, ownership_text, pause_after, pre_pull_text,
-    rollout_now, rollout_phase, rollout_shape, stage_progress, step_only_gates, step_phase,
-    strategy, warnings_beside_errors,
+    Markup, StageProgress, count, halt_text, node_reason, ownership_text, pause_after,
+    pre_pull_text, rollout_now, rollout_phase, rollout_shape, stage_progress, step_only_gates,
+    step_phase, strategy, update_text, warnings_beside_errors,
 };
-use crate::plan::inplace::Change;
 use crate::plan::progressive::StageKind;
-use crate::plan::{
-    DaemonSetPlan, InPlacePlan, NodeState, NodeUpdate, Phase, Plan, RiskKind, Rollout,
-};
+use crate::plan::{DaemonSetPlan, NodeState, NodeUpdate, Phase, Plan, RiskKind, Rollout};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -643,37 +640,6 @@ fn next_step(ds: &DaemonSetPlan) -> String {
     format!("{} ({phase})", actions.join(", "))
 }
 
-/// How the pods of a DaemonSet under `InPlaceIfPossible` take the new revision, for its
-/// section: `in place (images `agent:1` → `agent:2`, from revision `X`)` or `recreate (why)`.
-fn update_line(ip: &InPlacePlan) -> String {
-    match (&ip.recreate_because, &ip.change) {
-        (Some(why), _) => format!("recreate ({})", escape(why)),
-        (None, Some(Change::Recreate { field })) => format!("recreate ({} changes)", code(field)),
-        (None, Some(Change::InPlace { images })) => {
-            let mut what = Vec::new();
-            if !images.is_empty() {
-                let list: Vec<String> = images
-                    .iter()
-                    .map(|i| {
-                        let init = if i.init { " (init)" } else { "" };
-                        format!("{} → {}{init}", code(&i.from), code(&i.to))
-                    })
-                    .collect();
-                what.push(format!("images {}", list.join(", ")));
-            }
-            if let Some(rev) = &ip.from_revision {
-                what.push(format!("from revision {}", code(rev)));
-            }
-            if what.is_empty() {
-                "in place".into()
-            } else {
-                format!("in place ({})", what.join(", "))
-            }
-        }
-        (None, None) => "recreate".into(),
-    }
-}
-
 /// One DaemonSet's collapsible section; truncated with a notice if it alone would not fit in
 /// a part. A manifest-only plan has no node table (no node was looked at).
 fn section(ds: &DaemonSetPlan, diff: Option<&str>, manifest_only: bool) -> String {
@@ -713,7 +679,7 @@ fn section(ds: &DaemonSetPlan, diff: Option<&str>, manifest_only: bool) -> Strin
         out.push('\n');
     }
     if let Some(ip) = &ds.in_place {
-        let _ = writeln!(out, "**Update:** {}\n", update_line(ip));
+        let _ = writeln!(out, "**Update:** {}\n", update_text(ip, PROSE));
     }
     if let Some(text) = ownership_text(&ds.ownership) {
         let _ = writeln!(out, "**Ownership:** {}\n", escape(&text));
@@ -1023,6 +989,9 @@ fn node_table(out: &mut String, ds: &DaemonSetPlan) {
         let _ = writeln!(out, "Not listed: {}.\n", quiet.join(", "));
     }
 }
+
+/// Markdown outside tables: names and values as inline code, free text escaped.
+const PROSE: Markup = Markup { code, text: escape };
 
 /// Escapes text for a Markdown table cell or inline HTML: pipes, HTML, line breaks.
 pub fn escape(s: &str) -> String {

@@ -6,7 +6,7 @@
 use crate::plan::inplace::Change;
 use crate::plan::progressive::{Gets, Hold, Pause, Stage, StageKind};
 use crate::plan::{
-    DaemonSetPlan, NodeEntry, NodeState, NodeUpdate, Phase, Rollout, Step, StepPhase,
+    DaemonSetPlan, InPlacePlan, NodeEntry, NodeState, NodeUpdate, Phase, Rollout, Step, StepPhase,
 };
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -121,6 +121,54 @@ pub(crate) fn pre_pull_text(pp: &crate::plan::PrePullPlan) -> String {
         ));
     }
     text
+}
+
+/// How a format marks up what a phrase quotes: names and values (images, fields, revisions)
+/// and free text (a reason the planner wrote).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Markup {
+    pub code: fn(&str) -> String,
+    pub text: fn(&str) -> String,
+}
+
+/// No markup: the terminal table.
+pub(crate) const PLAIN: Markup = Markup {
+    code: str::to_string,
+    text: str::to_string,
+};
+
+/// How the pods of a DaemonSet under `InPlaceIfPossible` take the new revision:
+/// `in place (images agent:1 → agent:2, from revision X)`, or `recreate (why)`; an init
+/// container's image is marked `(init)`.
+pub(crate) fn update_text(ip: &InPlacePlan, m: Markup) -> String {
+    match (&ip.recreate_because, &ip.change) {
+        (Some(why), _) => format!("recreate ({})", (m.text)(why)),
+        (None, Some(Change::Recreate { field })) => {
+            format!("recreate ({} changes)", (m.code)(field))
+        }
+        (None, Some(Change::InPlace { images })) => {
+            let mut what = Vec::new();
+            if !images.is_empty() {
+                let list: Vec<String> = images
+                    .iter()
+                    .map(|i| {
+                        let init = if i.init { " (init)" } else { "" };
+                        format!("{} → {}{init}", (m.code)(&i.from), (m.code)(&i.to))
+                    })
+                    .collect();
+                what.push(format!("images {}", list.join(", ")));
+            }
+            if let Some(rev) = &ip.from_revision {
+                what.push(format!("from revision {}", (m.code)(rev)));
+            }
+            if what.is_empty() {
+                "in place".into()
+            } else {
+                format!("in place ({})", what.join(", "))
+            }
+        }
+        (None, None) => "recreate".into(),
+    }
 }
 
 /// True when the step only sets readiness conditions of pods updated in place, or pulls

@@ -9,13 +9,12 @@
 //! mode lists every node instead.
 
 use super::phrases::{
-    StageProgress, count, halt_text, node_reason, ownership_text, pause_after, pre_pull_text,
-    rollout_phase, stage_name, stage_progress, step_only_gates, step_phase, strategy_brief,
-    warnings_beside_errors,
+    PLAIN, StageProgress, count, halt_text, node_reason, ownership_text, pause_after,
+    pre_pull_text, rollout_phase, stage_name, stage_progress, step_only_gates, step_phase,
+    strategy_brief, update_text, warnings_beside_errors,
 };
-use crate::plan::inplace::{Change, ImageChange};
 use crate::plan::progressive::Stage;
-use crate::plan::{DaemonSetPlan, InPlacePlan, NodeEntry, NodeState, Phase, Plan, Rollout};
+use crate::plan::{DaemonSetPlan, NodeEntry, NodeState, Phase, Plan, Rollout};
 use anstyle::{AnsiColor, Style};
 use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table};
 use std::collections::BTreeMap;
@@ -229,7 +228,7 @@ fn details(
             out,
             "  {} {}",
             paint.style("Update:", Style::new().bold()),
-            update_text(ip)
+            update_text(ip, PLAIN)
         );
     }
     if let Some(text) = ownership_text(&ds.ownership) {
@@ -409,37 +408,6 @@ fn next_step(ds: &DaemonSetPlan) -> String {
         None => "no phase",
     };
     format!("{} ({phase}); {waves}", actions.join(", "))
-}
-
-/// How the pods of a DaemonSet under `InPlaceIfPossible` take the new revision:
-/// `in place (images agent:1 → agent:2, from revision X)`, or `recreate (why)`.
-fn update_text(ip: &InPlacePlan) -> String {
-    match (&ip.recreate_because, &ip.change) {
-        (Some(why), _) => format!("recreate ({why})"),
-        (None, Some(Change::Recreate { field })) => format!("recreate ({field} changes)"),
-        (None, Some(Change::InPlace { images })) => {
-            let mut what = Vec::new();
-            if !images.is_empty() {
-                let list: Vec<String> = images.iter().map(image_text).collect();
-                what.push(format!("images {}", list.join(", ")));
-            }
-            if let Some(rev) = &ip.from_revision {
-                what.push(format!("from revision {rev}"));
-            }
-            if what.is_empty() {
-                "in place".into()
-            } else {
-                format!("in place ({})", what.join(", "))
-            }
-        }
-        (None, None) => "recreate".into(),
-    }
-}
-
-/// `agent:1 → agent:2`; an init container's marked `(init)`.
-fn image_text(i: &ImageChange) -> String {
-    let init = if i.init { " (init)" } else { "" };
-    format!("{} → {}{init}", i.from, i.to)
 }
 
 /// Node names a stage lists before `...`.
