@@ -22,9 +22,9 @@
 use super::counts::{Counts, Diffs, Impact, diff_of, removed, rolls};
 use super::diff::{ManifestChange, change_of};
 use super::phrases::{
-    Markup, StageProgress, count, halt_text, node_reason, ownership_text, pause_after,
-    pre_pull_text, rollout_now, rollout_phase, rollout_shape, stage_progress, step_only_gates,
-    step_phase, strategy, update_text, warnings_beside_errors,
+    Markup, StageProgress, count, differs_from_git, field_value, halt_text, node_reason,
+    ownership_text, pause_after, pre_pull_text, rollout_now, rollout_phase, rollout_shape,
+    stage_progress, step_only_gates, step_phase, strategy, update_text, warnings_beside_errors,
 };
 use crate::plan::progressive::StageKind;
 use crate::plan::{DaemonSetPlan, NodeState, NodeUpdate, Phase, Plan, RiskKind, Rollout};
@@ -691,20 +691,18 @@ fn section(ds: &DaemonSetPlan, diff: Option<&str>, manifest_only: bool) -> Strin
         rollout_section(&mut out, ds, r);
     }
     if let Some(diff) = &ds.live_diff {
-        let total = diff.fields.len() + diff.more;
         let _ = writeln!(
             out,
-            "The live DaemonSet differs from git in {} (live → git):\n",
-            count(total, "field")
+            "The live DaemonSet {} (live → git):\n",
+            differs_from_git(diff)
         );
         for f in &diff.fields {
-            let side = |v: &Option<String>| v.as_deref().map_or("(unset)".to_string(), code);
             let _ = writeln!(
                 out,
                 "- {}: {} → {}",
                 code(&f.path),
-                side(&f.live),
-                side(&f.git)
+                field_value(&f.live, PROSE),
+                field_value(&f.git, PROSE)
             );
         }
         if diff.more > 0 {

@@ -6,7 +6,8 @@
 use crate::plan::inplace::Change;
 use crate::plan::progressive::{Gets, Hold, Pause, Stage, StageKind};
 use crate::plan::{
-    DaemonSetPlan, InPlacePlan, NodeEntry, NodeState, NodeUpdate, Phase, Rollout, Step, StepPhase,
+    DaemonSetPlan, InPlacePlan, LiveDiff, NodeEntry, NodeState, NodeUpdate, Phase, Rollout, Step,
+    StepPhase,
 };
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -169,6 +170,21 @@ pub(crate) fn update_text(ip: &InPlacePlan, m: Markup) -> String {
         }
         (None, None) => "recreate".into(),
     }
+}
+
+/// How far a live DaemonSet is from git: `differs from git in 3 fields` (those listed and
+/// those left out).
+pub(crate) fn differs_from_git(diff: &LiveDiff) -> String {
+    format!(
+        "differs from git in {}",
+        count(diff.fields.len() + diff.more, "field")
+    )
+}
+
+/// One side of a field that differs between the live DaemonSet and git: its value, or
+/// `(unset)`.
+pub(crate) fn field_value(v: &Option<String>, m: Markup) -> String {
+    v.as_deref().map_or_else(|| "(unset)".to_string(), m.code)
 }
 
 /// True when the step only sets readiness conditions of pods updated in place, or pulls

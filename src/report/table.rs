@@ -9,9 +9,9 @@
 //! mode lists every node instead.
 
 use super::phrases::{
-    PLAIN, StageProgress, count, halt_text, node_reason, ownership_text, pause_after,
-    pre_pull_text, rollout_phase, stage_name, stage_progress, step_only_gates, step_phase,
-    strategy_brief, update_text, warnings_beside_errors,
+    PLAIN, StageProgress, count, differs_from_git, field_value, halt_text, node_reason,
+    ownership_text, pause_after, pre_pull_text, rollout_phase, stage_name, stage_progress,
+    step_only_gates, step_phase, strategy_brief, update_text, warnings_beside_errors,
 };
 use crate::plan::progressive::Stage;
 use crate::plan::{DaemonSetPlan, NodeEntry, NodeState, Phase, Plan, Rollout};
@@ -282,15 +282,15 @@ fn details(
 
 /// Why a live DaemonSet's pods are out of date: the fields git changes, live value first.
 fn live_differences(out: &mut String, diff: &crate::plan::LiveDiff) {
-    let total = diff.fields.len() + diff.more;
-    let _ = writeln!(
-        out,
-        "  live DaemonSet differs from git in {}:",
-        count(total, "field")
-    );
+    let _ = writeln!(out, "  live DaemonSet {}:", differs_from_git(diff));
     for f in &diff.fields {
-        let side = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unset)".into());
-        let _ = writeln!(out, "    {}: {} -> {}", f.path, side(&f.live), side(&f.git));
+        let _ = writeln!(
+            out,
+            "    {}: {} -> {}",
+            f.path,
+            field_value(&f.live, PLAIN),
+            field_value(&f.git, PLAIN)
+        );
     }
     if diff.more > 0 {
         let _ = writeln!(out, "    ... and {} more", diff.more);
