@@ -24,9 +24,9 @@ use super::diff::{ManifestChange, change_of};
 use super::phrases::{
     Markup, StageProgress, count, differs_from_git, field_value, halt_text, node_reason,
     ownership_text, pause_after, pre_pull_text, rollout_now, rollout_phase, rollout_shape,
-    stage_progress, step_only_gates, step_phase, strategy, update_text, warnings_beside_errors,
+    stage_name, stage_progress, step_only_gates, step_phase, strategy, update_text,
+    warnings_beside_errors,
 };
-use crate::plan::progressive::StageKind;
 use crate::plan::{DaemonSetPlan, NodeState, NodeUpdate, Phase, Plan, RiskKind, Rollout};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -859,10 +859,7 @@ fn rollout_section(out: &mut String, ds: &DaemonSetPlan, r: &Rollout) {
         );
         for (k, s) in r.stages.iter().enumerate().take(STAGE_ROWS) {
             let k = k as u32;
-            let mut stage = match s.kind {
-                StageKind::Canary => "canary".to_string(),
-                StageKind::Wave => format!("wave `{}`", escape(&s.name)),
-            };
+            let mut stage = stage_name(s, CELL);
             if k == r.stage && r.phase != Phase::Complete {
                 stage = format!("**{stage}** ← current");
             }
@@ -990,6 +987,13 @@ fn node_table(out: &mut String, ds: &DaemonSetPlan) {
 
 /// Markdown outside tables: names and values as inline code, free text escaped.
 const PROSE: Markup = Markup { code, text: escape };
+
+/// Markdown in a table cell: names and values as inline code, escaped (a pipe would end the
+/// cell), free text escaped.
+const CELL: Markup = Markup {
+    code: |s| format!("`{}`", escape(s)),
+    text: escape,
+};
 
 /// Escapes text for a Markdown table cell or inline HTML: pipes, HTML, line breaks.
 pub fn escape(s: &str) -> String {

@@ -225,7 +225,7 @@ pub(crate) fn node_reason(ds: &DaemonSetPlan, n: &NodeEntry) -> String {
     let needs_pod = matches!(n.state, NodeState::Missing | NodeState::Failed);
     if !needs_pod {
         let until = match (hold, stage) {
-            (Hold::Stage, Some(s)) => format!("until {}", stage_name(s)),
+            (Hold::Stage, Some(s)) => format!("until {}", stage_name(s, PLAIN)),
             (Hold::Stage, None) => "until its stage".into(),
             (Hold::Partition, _) => "by the partition".into(),
             (Hold::Aborted, _) => "where it is: the rollout is aborted".into(),
@@ -281,11 +281,12 @@ fn node_update_text(ds: &DaemonSetPlan, u: &NodeUpdate) -> String {
     }
 }
 
-/// A stage for people: `canary`, `wave topology.kubernetes.io/zone=a`.
-pub(crate) fn stage_name(s: &Stage) -> String {
+/// A stage for people: `canary`, `wave topology.kubernetes.io/zone=a` (the wave's name
+/// marked up as code).
+pub(crate) fn stage_name(s: &Stage, m: Markup) -> String {
     match s.kind {
         StageKind::Canary => "canary".into(),
-        StageKind::Wave => format!("wave {}", s.name),
+        StageKind::Wave => format!("wave {}", (m.code)(&s.name)),
     }
 }
 

@@ -435,7 +435,7 @@ fn rollout_block(out: &mut String, ds: &DaemonSetPlan, r: &Rollout, paint: Paint
         let mut line = format!(
             "    {}. {} ({})",
             k + 1,
-            stage_name(s),
+            stage_name(s, PLAIN),
             stage_nodes(s, STAGE_NAMES)
         );
         match stage_progress(ds, &states, s, k) {
