@@ -22,7 +22,7 @@
 use super::counts::{Counts, Diffs, Impact, diff_of, removed, rolls};
 use super::diff::{ManifestChange, change_of};
 use super::phrases::{
-    Markup, StageProgress, count, differs_from_git, field_value, halt_text, node_reason,
+    Markup, StageProgress, agree, count, differs_from_git, field_value, halt_text, node_reason,
     ownership_text, pause_after, pre_pull_text, rollout_now, rollout_phase, rollout_shape,
     stage_name, stage_progress, step_only_gates, step_phase, strategy, update_text,
     warnings_beside_errors,
@@ -175,7 +175,7 @@ fn quiet_line(plan: &Plan, ctx: &MarkdownContext) -> String {
         return format!(
             "{marker} **daemonsync plan: no changes.** {dss} on {} already {} the manifests.\n",
             code(&ctx.cluster),
-            if n == 1 { "matches" } else { "match" }
+            agree(n, "matches", "match")
         );
     }
     if ctx.base.is_some() {
@@ -260,11 +260,7 @@ pub fn to_summary(
     if left > 0 {
         out.push_str(&notice(
             left,
-            if left == 1 {
-                "DaemonSet section is"
-            } else {
-                "DaemonSet sections are"
-            },
+            agree(left, "DaemonSet section is", "DaemonSet sections are"),
         ));
     }
     out
@@ -426,7 +422,7 @@ fn verdict(out: &mut String, plan: &Plan, counts: &Counts) {
             format!(
                 " · **{} {} not converge**",
                 count(stuck, "DaemonSet"),
-                if stuck == 1 { "does" } else { "do" }
+                agree(stuck, "does", "do")
             )
         } else {
             String::new()

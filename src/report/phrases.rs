@@ -21,6 +21,11 @@ pub(crate) fn count(n: usize, noun: &str) -> String {
     }
 }
 
+/// The words that agree with `n`: `one` for 1, `many` otherwise (`needs` or `need`).
+pub(crate) fn agree<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 { one } else { many }
+}
+
 /// The update strategy with both budgets as the manifest sets them: `RollingUpdate
 /// maxUnavailable=1 maxSurge=0` (the Markdown report, where a reviewer checks the budgets).
 pub(crate) fn strategy(ds: &DaemonSetPlan) -> String {

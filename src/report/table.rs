@@ -9,7 +9,7 @@
 //! mode lists every node instead.
 
 use super::phrases::{
-    PLAIN, StageProgress, count, differs_from_git, field_value, halt_text, node_reason,
+    PLAIN, StageProgress, agree, count, differs_from_git, field_value, halt_text, node_reason,
     ownership_text, pause_after, pre_pull_text, rollout_phase, stage_name, stage_progress,
     step_only_gates, step_phase, strategy_brief, update_text, warnings_beside_errors,
 };
@@ -264,7 +264,7 @@ fn details(
         return;
     }
     let total: usize = groups.values().map(Vec::len).sum();
-    let verb = if total == 1 { "needs" } else { "need" };
+    let verb = agree(total, "needs", "need");
     let _ = writeln!(out, "  {} {verb} attention:", count(total, "node"));
     for (state, nodes) in &groups {
         let heading = format!("{state} ({})", nodes.len());
@@ -345,11 +345,7 @@ fn next_step(ds: &DaemonSetPlan) -> String {
     if !ds.errors.is_empty() && step.is_empty() {
         return format!(
             "nothing is done until {} fixed",
-            if ds.errors.len() == 1 {
-                "its error is"
-            } else {
-                "its errors are"
-            }
+            agree(ds.errors.len(), "its error is", "its errors are")
         );
     }
     let waves = match (ds.waves.len(), ds.converges) {
