@@ -23,9 +23,9 @@ use super::counts::{Counts, Diffs, Impact, diff_of, removed, rolls};
 use super::diff::{ManifestChange, change_of};
 use super::phrases::{
     Markup, StageProgress, agree, count, differs_from_git, field_value, halt_text, node_reason,
-    ownership_text, pause_after, pre_pull_text, rollout_now, rollout_phase, rollout_shape,
-    stage_name, stage_progress, step_only_gates, step_phase, strategy, update_text,
-    warnings_beside_errors,
+    ownership_text, partition_holds, pause_after, pre_pull_text, rollout_now, rollout_phase,
+    rollout_shape, stable_gets, stage_name, stage_progress, step_only_gates, step_phase, strategy,
+    update_text, warnings_beside_errors,
 };
 use crate::plan::{DaemonSetPlan, NodeState, NodeUpdate, Phase, Plan, RiskKind, Rollout};
 use std::collections::BTreeMap;
@@ -897,7 +897,7 @@ fn rollout_section(out: &mut String, ds: &DaemonSetPlan, r: &Rollout) {
     let mut notes = Vec::new();
     if let Some(p) = &r.partition {
         notes.push(if p.nodes.is_empty() {
-            format!("Partition {}: holds no node back.", code(&p.count))
+            format!("Partition {}: {}.", code(&p.count), partition_holds(0))
         } else {
             let mut names: Vec<String> = p
                 .nodes
@@ -909,21 +909,16 @@ fn rollout_section(out: &mut String, ds: &DaemonSetPlan, r: &Rollout) {
                 names.push(format!("… and {} more", p.nodes.len() - STAGE_NAMES));
             }
             format!(
-                "Partition {}: holds {} on the previous revision: {}.",
+                "Partition {}: {}: {}.",
                 code(&p.count),
-                count(p.nodes.len(), "node"),
+                partition_holds(p.nodes.len()),
                 names.join(", ")
             )
         });
     }
     notes.push(match &r.stable_revision {
-        Some(rev) => format!(
-            "Stable revision {}: held-back nodes that need a pod get it.",
-            code(rev)
-        ),
-        None => "Stable revision: none known; held-back nodes that need a pod get none until \
-                 their stage."
-            .into(),
+        Some(rev) => format!("Stable revision {}: {}.", code(rev), stable_gets(r)),
+        None => format!("Stable revision: none known; {}.", stable_gets(r)),
     });
     if r.halt_threshold > 0 {
         notes.push(format!("{}.", halt_text(r)));

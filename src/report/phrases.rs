@@ -356,13 +356,29 @@ pub(crate) fn rollout_shape(r: &Rollout) -> String {
         if !shape.is_empty() {
             shape.push_str("; ");
         }
-        let _ = write!(
-            shape,
-            "the partition holds {} on the previous revision",
-            count(p.nodes.len(), "node")
-        );
+        let _ = write!(shape, "the partition {}", partition_holds(p.nodes.len()));
     }
     shape
+}
+
+/// What a partition holding `n` nodes does: `holds 2 nodes on the previous revision`, or
+/// `holds no node back`.
+pub(crate) fn partition_holds(n: usize) -> String {
+    if n == 0 {
+        "holds no node back".into()
+    } else {
+        format!("holds {} on the previous revision", count(n, "node"))
+    }
+}
+
+/// What held-back nodes that need a pod get meanwhile: the stable revision when one is
+/// known, else nothing until their stage.
+pub(crate) fn stable_gets(r: &Rollout) -> &'static str {
+    if r.stable_revision.is_some() {
+        "held-back nodes that need a pod get it"
+    } else {
+        "held-back nodes that need a pod get none until their stage"
+    }
 }
 
 /// Where the rollout stands, in a few words for a summary line: `now in the canary`, `paused

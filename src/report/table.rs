@@ -10,8 +10,9 @@
 
 use super::phrases::{
     PLAIN, StageProgress, agree, count, differs_from_git, field_value, halt_text, node_reason,
-    ownership_text, pause_after, pre_pull_text, rollout_phase, stage_name, stage_progress,
-    step_only_gates, step_phase, strategy_brief, update_text, warnings_beside_errors,
+    ownership_text, partition_holds, pause_after, pre_pull_text, rollout_phase, stable_gets,
+    stage_name, stage_progress, step_only_gates, step_phase, strategy_brief, update_text,
+    warnings_beside_errors,
 };
 use crate::plan::progressive::Stage;
 use crate::plan::{DaemonSetPlan, NodeEntry, NodeState, Phase, Plan, Rollout};
@@ -485,13 +486,13 @@ pub(crate) fn stage_nodes(s: &Stage, max: usize) -> String {
 /// `Partition: 2 (holds 2 nodes on the previous revision: c-3, c-4)`.
 pub(crate) fn partition_text(p: &crate::plan::progressive::Partition) -> String {
     if p.nodes.is_empty() {
-        return format!("Partition: {} (holds no node back)", p.count);
+        return format!("Partition: {} ({})", p.count, partition_holds(0));
     }
     let names: Vec<&str> = p.nodes.iter().take(STAGE_NAMES).map(|n| &**n).collect();
     format!(
-        "Partition: {} (holds {} on the previous revision: {}{})",
+        "Partition: {} ({}: {}{})",
         p.count,
-        count(p.nodes.len(), "node"),
+        partition_holds(p.nodes.len()),
         names.join(", "),
         if p.nodes.len() > STAGE_NAMES {
             ", ..."
@@ -504,10 +505,8 @@ pub(crate) fn partition_text(p: &crate::plan::progressive::Partition) -> String 
 /// The revision held-back nodes that need a pod get.
 pub(crate) fn stable_text(r: &Rollout) -> String {
     match &r.stable_revision {
-        Some(rev) => format!("Stable revision: {rev} (held-back nodes that need a pod get it)"),
-        None => "Stable revision: none known (held-back nodes that need a pod get none until \
-                 their stage)"
-            .into(),
+        Some(rev) => format!("Stable revision: {rev} ({})", stable_gets(r)),
+        None => format!("Stable revision: none known ({})", stable_gets(r)),
     }
 }
 
