@@ -175,7 +175,7 @@ fn node_selector(ds: &DaemonSetPlan) -> String {
 }
 
 /// A duration in kubectl's short style (`45s`, `12m`, `5h`, `3d`, `2y`).
-pub(crate) fn age(now: crate::model::Timestamp, then: crate::model::Timestamp) -> String {
+fn age(now: crate::model::Timestamp, then: crate::model::Timestamp) -> String {
     let secs = now.as_second().saturating_sub(then.as_second()).max(0);
     match secs {
         s if s < 120 => format!("{s}s"),
@@ -470,7 +470,7 @@ fn rollout_block(out: &mut String, ds: &DaemonSetPlan, r: &Rollout, paint: Paint
 const STAGE_ROWS: usize = 50;
 
 /// `2 nodes: a-1, a-2`; after `max` names, `, ...`.
-pub(crate) fn stage_nodes(s: &Stage, max: usize) -> String {
+fn stage_nodes(s: &Stage, max: usize) -> String {
     let names: Vec<&str> = s.nodes.iter().take(max).map(|n| &**n).collect();
     let more = if s.nodes.len() > max { ", ..." } else { "" };
     if names.is_empty() {
@@ -484,7 +484,7 @@ pub(crate) fn stage_nodes(s: &Stage, max: usize) -> String {
 }
 
 /// `Partition: 2 (holds 2 nodes on the previous revision: c-3, c-4)`.
-pub(crate) fn partition_text(p: &crate::plan::progressive::Partition) -> String {
+fn partition_text(p: &crate::plan::progressive::Partition) -> String {
     if p.nodes.is_empty() {
         return format!("Partition: {} ({})", p.count, partition_holds(0));
     }
@@ -503,7 +503,7 @@ pub(crate) fn partition_text(p: &crate::plan::progressive::Partition) -> String 
 }
 
 /// The revision held-back nodes that need a pod get.
-pub(crate) fn stable_text(r: &Rollout) -> String {
+fn stable_text(r: &Rollout) -> String {
     match &r.stable_revision {
         Some(rev) => format!("Stable revision: {rev} ({})", stable_gets(r)),
         None => format!("Stable revision: none known ({})", stable_gets(r)),
