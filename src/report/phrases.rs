@@ -1,7 +1,9 @@
 //! The wording the renderers share: the table (`table`) and the pull-request comment
 //! (`markdown`) say the same things about a plan in their own layout, so the sentences they
-//! have in common are written here once. A renderer keeps only what is its own format (its
-//! layout, quoting and escaping, and the phrases it words differently on purpose).
+//! have in common are written here once, with the few facts about a plan they rest on (where
+//! a stage stands, which pause counts, whether a step only opens gates). A renderer keeps only
+//! what is its own format: its layout, its [`Markup`] (quoting and escaping), and the phrases
+//! it words differently on purpose (the next step, the partition and stage lists).
 
 use crate::plan::inplace::Change;
 use crate::plan::progressive::{Gets, Hold, Pause, Stage, StageKind};
@@ -11,6 +13,22 @@ use crate::plan::{
 };
 use std::collections::BTreeMap;
 use std::fmt::Write;
+
+/// How a format marks up what a phrase quotes: names and values (images, fields, revisions)
+/// and free text (a reason the planner wrote).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Markup {
+    /// A name or value: an image, a field path, a revision, a wave's label.
+    pub code: fn(&str) -> String,
+    /// Free text, such as why a pod is recreated.
+    pub text: fn(&str) -> String,
+}
+
+/// No markup: the terminal table.
+pub(crate) const PLAIN: Markup = Markup {
+    code: str::to_string,
+    text: str::to_string,
+};
 
 /// `1 node`, `3 nodes`: a number and a noun with a regular plural.
 pub(crate) fn count(n: usize, noun: &str) -> String {
@@ -128,20 +146,6 @@ pub(crate) fn pre_pull_text(pp: &crate::plan::PrePullPlan) -> String {
     }
     text
 }
-
-/// How a format marks up what a phrase quotes: names and values (images, fields, revisions)
-/// and free text (a reason the planner wrote).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Markup {
-    pub code: fn(&str) -> String,
-    pub text: fn(&str) -> String,
-}
-
-/// No markup: the terminal table.
-pub(crate) const PLAIN: Markup = Markup {
-    code: str::to_string,
-    text: str::to_string,
-};
 
 /// How the pods of a DaemonSet under `InPlaceIfPossible` take the new revision:
 /// `in place (images agent:1 → agent:2, from revision X)`, or `recreate (why)`; an init
