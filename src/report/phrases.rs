@@ -5,7 +5,7 @@
 //! what is its own format: its layout, its [`Markup`] (quoting and escaping), and the phrases
 //! it words differently on purpose (the next step, the partition and stage lists).
 
-use crate::plan::inplace::Change;
+use crate::plan::inplace::{Change, ImageChange};
 use crate::plan::progressive::{Gets, Hold, Pause, Stage, StageKind};
 use crate::plan::{
     DaemonSetPlan, InPlacePlan, LiveDiff, NodeEntry, NodeState, NodeUpdate, Phase, Rollout, Step,
@@ -162,8 +162,8 @@ pub(crate) fn update_text(ip: &InPlacePlan, m: Markup) -> String {
                 let list: Vec<String> = images
                     .iter()
                     .map(|i| {
-                        let init = if i.init { " (init)" } else { "" };
-                        format!("{} → {}{init}", (m.code)(&i.from), (m.code)(&i.to))
+                        let (from, to) = ((m.code)(&i.from), (m.code)(&i.to));
+                        format!("{from} → {to}{}", init_mark(i))
                     })
                     .collect();
                 what.push(format!("images {}", list.join(", ")));
@@ -259,6 +259,11 @@ pub(crate) fn node_reason(ds: &DaemonSetPlan, n: &NodeEntry) -> String {
     }
 }
 
+/// ` (init)` after the image or name of an init container.
+fn init_mark(i: &ImageChange) -> &'static str {
+    if i.init { " (init)" } else { "" }
+}
+
 /// Images a node's line names before it only counts them.
 const NODE_IMAGES: usize = 2;
 
@@ -278,10 +283,7 @@ fn node_update_text(ds: &DaemonSetPlan, u: &NodeUpdate) -> String {
                 _ => {
                     let list: Vec<String> = images
                         .iter()
-                        .map(|i| {
-                            let init = if i.init { " (init)" } else { "" };
-                            format!("{}{init}: {} → {}", i.container, i.from, i.to)
-                        })
+                        .map(|i| format!("{}{}: {} → {}", i.container, init_mark(i), i.from, i.to))
                         .collect();
                     format!("updated in place ({})", list.join(", "))
                 }
