@@ -6,7 +6,7 @@
 //! would only slow the fuzzer), and the rollout stops after `MAX_WRITES` writes.
 #![no_main]
 
-use daemonsync::apply::{ApplyOptions, NoProgress, apply, block_on};
+use daemonsync::apply::{ApplyOptions, NoProgress, apply};
 use daemonsync::cluster::sim::Sim;
 use daemonsync::cluster::sim::config::{MAX_SIM_NODES, SimConfig};
 use jiff::SignedDuration;
@@ -55,7 +55,12 @@ fuzz_target!(|data: &[u8]| {
         stop_after_writes: Some(MAX_WRITES),
         ..ApplyOptions::default()
     };
-    if let Ok(report) = block_on(apply(&mut sim, &desired, &opts, &mut NoProgress)) {
+    // The simulator is synchronous; a current-thread runtime drives the async executor.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    if let Ok(report) = runtime.block_on(apply(&mut sim, &desired, &opts, &mut NoProgress)) {
         let _ = report.elapsed();
     }
 });
