@@ -808,7 +808,7 @@ fn out_daemonset(doc: RawDocument, opts: &LoadOptions, out: &mut Manifests) {
     apply_defaults(&mut ds);
     let mut errors = validate_with(&ds, &opts.gates);
     // daemonsync's own annotations: a typo must not silently disable a canary.
-    if let Err(policy) = crate::plan::RolloutPolicy::of(&ds) {
+    if let Err(policy) = super::policy::RolloutPolicy::of(&ds) {
         errors.extend(policy);
     }
     if errors.is_empty() {

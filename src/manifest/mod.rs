@@ -4,13 +4,15 @@
 //! [`RawDocument`]s ([`read_documents`]: YAML as kubectl reads it, or JSON), classifies each
 //! object, sets the default namespace, deserializes `apps/v1` DaemonSets (fields their schema
 //! lacks refused, warned about or dropped as [`FieldValidation`] says), and applies the API
-//! server's defaulting ([`apply_defaults`]) and validation ([`validate`]).
+//! server's defaulting ([`apply_defaults`]) and validation ([`validate`]), then checks
+//! daemonsync's own `daemonsync.io/` annotations ([`policy`]).
 //! Valid DaemonSets become [`Manifest`]s, invalid ones [`InvalidDaemonSet`]s (with
 //! API-server style [`FieldError`]s), everything else an [`OtherObject`].
 
 mod defaults;
 mod error;
 mod load;
+pub mod policy;
 pub(crate) mod strict;
 mod validate;
 

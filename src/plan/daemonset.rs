@@ -145,7 +145,7 @@ impl DaemonSetSpec {
             in_place: meta
                 .annotations
                 .as_ref()
-                .and_then(|a| a.get(super::progressive::UPDATE_STRATEGY))
+                .and_then(|a| a.get(crate::manifest::policy::UPDATE_STRATEGY))
                 .is_some_and(|v| v == "InPlaceIfPossible"),
         }
     }

@@ -19,111 +19,22 @@
 //! Pure: decided from the desired DaemonSet, the observed pods, live DaemonSets and
 //! ControllerRevisions.
 
-use crate::manifest::FieldError;
 use crate::model::{Labels, OwnerRef, Pod};
 use crate::plan::daemonset::DaemonSetSpec;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use serde::Serialize;
-use std::collections::BTreeMap;
 
-/// Annotation: `"true"` takes a DaemonSet the built-in controller runs over.
-pub const ADOPT: &str = "daemonsync.io/adopt";
-/// Annotation: `native` keeps the DaemonSet an `apps/v1` object the built-in controller runs
-/// (daemonsync decides which old pods go, and when); `managed` (the default) makes it
-/// daemonsync's.
-pub const MODE: &str = "daemonsync.io/mode";
+// The `adopt` and `mode` annotations' grammar is the manifest's; these paths stay for the
+// planner's readers.
+pub use crate::manifest::policy::{ADOPT, Choice, MODE, Mode};
+
 /// Annotation daemonsync writes on a native DaemonSet, which runs `OnDelete`: the manifest's
 /// own `updateStrategy` (JSON), which daemonsync applies itself.
 pub const MANIFEST_STRATEGY: &str = "daemonsync.io/manifest-update-strategy";
 /// The annotation (on pods) and label (on PodTemplates) Cluster Autoscaler reads to count a
 /// pod of an unknown controller as a DaemonSet pod.
 pub const AUTOSCALER_DAEMONSET_POD: &str = "cluster-autoscaler.kubernetes.io/daemonset-pod";
-
-/// Who runs a DaemonSet's pods.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// daemonsync's record owns them (the default).
-    #[default]
-    Managed,
-    /// The built-in controller's `apps/v1` DaemonSet owns them; daemonsync paces it.
-    Native,
-}
-
-impl Mode {
-    /// `managed` or `native`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Managed => "managed",
-            Mode::Native => "native",
-        }
-    }
-}
-
-/// What a manifest says about the built-in controller.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Choice {
-    /// `daemonsync.io/mode`.
-    pub mode: Mode,
-    /// `daemonsync.io/adopt: "true"`.
-    pub adopt: bool,
-}
-
-impl Choice {
-    /// The choice of a DaemonSet's annotations (checked by [`check`] when it was loaded).
-    pub fn of(ds: &DaemonSet) -> Choice {
-        let a = ds.metadata.annotations.as_ref();
-        let get = |k: &str| a.and_then(|a| a.get(k)).map(String::as_str);
-        Choice {
-            mode: if get(MODE) == Some("native") {
-                Mode::Native
-            } else {
-                Mode::Managed
-            },
-            adopt: get(ADOPT) == Some("true"),
-        }
-    }
-}
-
-/// Checks `daemonsync.io/adopt` and `daemonsync.io/mode`: the values they take, and that a
-/// DaemonSet is not both taken over and kept native.
-pub fn check(annotations: &BTreeMap<String, String>) -> Vec<FieldError> {
-    let path = |k: &str| format!("metadata.annotations[{k}]");
-    let mut errs = Vec::new();
-    let adopt = annotations.get(ADOPT);
-    let mode = annotations.get(MODE);
-    if let Some(v) = adopt
-        && v != "true"
-        && v != "false"
-    {
-        errs.push(FieldError::invalid(
-            path(ADOPT),
-            format!("{v:?}"),
-            "must be \"true\" (take the DaemonSet over from the built-in controller) or \"false\"",
-        ));
-    }
-    if let Some(v) = mode
-        && v != "managed"
-        && v != "native"
-    {
-        errs.push(FieldError::invalid(
-            path(MODE),
-            format!("{v:?}"),
-            "must be \"managed\" (daemonsync owns the pods, the default) or \"native\" (the \
-             built-in controller does; daemonsync paces it)",
-        ));
-    }
-    if adopt.is_some_and(|v| v == "true") && mode.is_some_and(|v| v == "native") {
-        errs.push(FieldError::invalid(
-            path(ADOPT),
-            "\"true\"",
-            "a native DaemonSet stays the built-in controller's: remove daemonsync.io/adopt, \
-             or daemonsync.io/mode: native to take it over",
-        ));
-    }
-    errs
-}
 
 /// A ControllerRevision, as daemonsync reads it: whose, which hash, which template.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,14 +1,14 @@
 //! Progressive delivery in the planner: each policy, combinations, nodes joining and leaving
 //! mid-rollout, partition changes, pauses, and the invariants as property tests.
 
-use super::progressive::{Gets, Hold, Paused, Progress, RolloutPolicy};
+use super::progressive::{Gets, Hold, Paused, Progress};
 use super::testkit::*;
 use super::{DaemonSetPlan, DaemonSetSpec, Phase, RolloutRecord};
 use crate::model::{Node, REVISION_HASH_LABEL};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use proptest::prelude::*;
 use serde_json::json;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 const ZONE: &str = "topology.kubernetes.io/zone";
 
@@ -493,75 +493,6 @@ fn a_waves_by_label_no_node_has_is_an_error_with_the_annotation_path() {
         plan.errors[0]
     );
     assert!(plan.step.is_empty());
-}
-
-fn policy_errors(annotations: &[(&str, &str)]) -> Vec<String> {
-    let map: BTreeMap<String, String> = annotations
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    match RolloutPolicy::from_annotations(&map) {
-        Ok(_) => Vec::new(),
-        Err(e) => e.iter().map(ToString::to_string).collect(),
-    }
-}
-
-#[test]
-fn bad_annotations_are_validation_errors_with_their_path() {
-    let typo = policy_errors(&[("daemonsync.io/canery", "1")]);
-    assert_eq!(typo.len(), 1);
-    assert!(
-        typo[0].starts_with("metadata.annotations[daemonsync.io/canery]: Unsupported value"),
-        "{}",
-        typo[0]
-    );
-    assert!(
-        typo[0].contains("did you mean daemonsync.io/canary?"),
-        "{}",
-        typo[0]
-    );
-    for (key, value) in [
-        ("daemonsync.io/canary", "two"),
-        ("daemonsync.io/canary", "150%"),
-        ("daemonsync.io/canary", "-1"),
-        ("daemonsync.io/partition", "1.5"),
-        ("daemonsync.io/halt-threshold", ""),
-        ("daemonsync.io/canary-pause", "soon"),
-        ("daemonsync.io/wave-pause", "-5m"),
-        ("daemonsync.io/waves-by", "not a label"),
-        ("daemonsync.io/wave-order", "a,,b"),
-        ("daemonsync.io/canary-selector", "zone in (a"),
-    ] {
-        let mut given = vec![(key, value)];
-        if key != "daemonsync.io/waves-by" {
-            given.push(("daemonsync.io/waves-by", "zone"));
-        }
-        let errs = policy_errors(&given);
-        let mine: Vec<&String> = errs
-            .iter()
-            .filter(|e| e.contains(&format!("[{key}]")))
-            .collect();
-        assert_eq!(mine.len(), 1, "{key}={value:?}: {errs:?}");
-        assert!(mine[0].contains("Invalid value"), "{}", mine[0]);
-    }
-    assert!(
-        policy_errors(&[("daemonsync.io/wave-order", "a,b")])[0]
-            .starts_with("metadata.annotations[daemonsync.io/waves-by]: Required value")
-    );
-    assert!(
-        policy_errors(&[
-            ("daemonsync.io/canary", "10%"),
-            ("daemonsync.io/canary-pause", "1h30m"),
-            ("daemonsync.io/wave-pause", "0"),
-            ("daemonsync.io/partition", "3"),
-            ("daemonsync.io/halt-threshold", "2"),
-            ("daemonsync.io/waves-by", ZONE),
-            ("daemonsync.io/wave-order", "b, a"),
-            ("daemonsync.io/canary-selector", "canary=true,zone in (a,b)"),
-            ("other.io/whatever", "x"),
-        ])
-        .is_empty()
-    );
 }
 
 #[test]
