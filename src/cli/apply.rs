@@ -3,8 +3,8 @@
 use super::source::{Loaded, SourceArgs, load};
 use super::{EXIT_OK, parse_now};
 use crate::apply::{self, ApplyOptions, ApplyReport, Outcome, Progress, ProgressUpdate};
-use crate::cluster::sim::parse_duration;
 use crate::cluster::{ClusterSpec, RecordSource, RecordWriter};
+use crate::manifest::duration;
 use crate::model::Timestamp;
 use crate::plan::Policy;
 use crate::report;
@@ -85,10 +85,10 @@ pub struct ApplyArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Halt when new pods stay unavailable this long on Ready nodes (e.g. 10m, 90s).
-    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = duration::parse)]
     pub progress_deadline: SignedDuration,
     /// Give up after this long (cluster time; simulated time on a sim cluster).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
     pub timeout: Option<SignedDuration>,
     /// Delete the pods of managed DaemonSets that are no longer in the manifests.
     #[arg(long)]

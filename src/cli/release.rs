@@ -51,7 +51,7 @@ pub struct ReleaseArgs {
     #[arg(long, short = 'c', value_name = "CLUSTER", default_value = "kube")]
     pub cluster: ClusterSpec,
     /// Give up after this long (e.g. 5m, 90s); running the command again continues.
-    #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = crate::cluster::sim::config::parse_duration)]
+    #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = crate::manifest::duration::parse)]
     pub timeout: SignedDuration,
 }
 

@@ -264,9 +264,5 @@ pub fn print_notes(r: &Rendered) {
 
 /// A positive duration for `--git-timeout`.
 fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
-    let d = crate::cluster::sim::config::parse_duration(s)?;
-    match std::time::Duration::try_from(d) {
-        Ok(d) if !d.is_zero() => Ok(d),
-        _ => Err(format!("{s:?} is not a positive duration (e.g. 30s, 2m)")),
-    }
+    crate::manifest::duration::parse_positive(s, "30s, 2m")
 }

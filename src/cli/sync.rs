@@ -3,8 +3,8 @@
 use super::EXIT_OK;
 use super::source::SourceArgs;
 use crate::apply::ApplyOptions;
-use crate::cluster::sim::parse_duration;
 use crate::cluster::{ClusterSpec, RecordSource, RecordWriter};
+use crate::manifest::duration;
 use crate::plan::Policy;
 use crate::source::ManifestSource;
 use crate::sync::SyncOptions;
@@ -118,16 +118,12 @@ pub struct SyncArgs {
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
     /// Halt a DaemonSet whose new pods stay unavailable this long on Ready nodes.
-    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = duration::parse)]
     pub progress_deadline: SignedDuration,
 }
 
 fn positive_duration(s: &str) -> Result<Duration, String> {
-    let d = parse_duration(s)?;
-    match Duration::try_from(d) {
-        Ok(d) if !d.is_zero() => Ok(d),
-        _ => Err(format!("{s:?} is not a positive duration (e.g. 30s, 1m)")),
-    }
+    duration::parse_positive(s, "30s, 1m")
 }
 
 impl SyncArgs {

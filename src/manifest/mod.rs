@@ -10,6 +10,7 @@
 //! API-server style [`FieldError`]s), everything else an [`OtherObject`].
 
 mod defaults;
+pub mod duration;
 mod error;
 mod load;
 pub mod policy;

@@ -131,12 +131,8 @@ impl Pause {
         match s {
             "manual" => Some(Pause::Manual),
             "0" => Some(Pause::For(SignedDuration::ZERO)),
-            _ => {
-                // Go-style durations as kubectl takes them: 30s, 5m, 1h30m.
-                let d: SignedDuration = s.parse().ok()?;
-                (!d.is_negative() && s.bytes().next().is_some_and(|b| b.is_ascii_digit()))
-                    .then_some(Pause::For(d))
-            }
+            // Go-style durations as kubectl takes them: 30s, 5m, 1h30m.
+            _ => super::duration::parse_annotation(s).map(Pause::For),
         }
     }
 

@@ -14,22 +14,10 @@ pub struct Dur(pub SignedDuration);
 impl<'de> Deserialize<'de> for Dur {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        parse_duration(&s)
+        crate::manifest::duration::parse(&s)
             .map(Dur)
             .map_err(serde::de::Error::custom)
     }
-}
-
-/// Parses `5s`, `2m`, `1h30m`, `250ms` (jiff's friendly format); negative durations are refused.
-pub fn parse_duration(s: &str) -> Result<SignedDuration, String> {
-    let d: SignedDuration = s
-        .trim()
-        .parse()
-        .map_err(|e| format!("invalid duration {s:?} (expected e.g. 5s, 1m30s, 250ms): {e}"))?;
-    if d.is_negative() {
-        return Err(format!("duration {s:?} is negative"));
-    }
-    Ok(d)
 }
 
 impl Dur {

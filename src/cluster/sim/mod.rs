@@ -23,7 +23,6 @@ pub mod scheduler;
 pub mod serve;
 mod status;
 
-pub use config::parse_duration;
 pub use nodes::{NodeSim, Probe, default_start};
 
 use super::kube::{ManagedDaemonSet, ManagedDaemonSetStatus, RecordSource};

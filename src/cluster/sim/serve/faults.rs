@@ -87,7 +87,7 @@ impl std::str::FromStr for Faults {
             }
             seen.push(key);
             let duration = |what: &str| {
-                crate::cluster::sim::parse_duration(value)
+                crate::manifest::duration::parse(value)
                     .map_err(|e| err(format!("{what}: {e}")))
                     .and_then(|d| {
                         d.try_into()
