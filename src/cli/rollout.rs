@@ -14,6 +14,7 @@
 
 use crate::cluster::kube::{KubeCluster, KubeOptions, ManagedDaemonSet, describe};
 use crate::cluster::{Cluster, ClusterSpec, RolloutStatus};
+use crate::manifest::names::{self, Dots};
 use crate::model::PAUSED_ANNOTATION;
 use crate::plan::RECORD_KIND;
 use crate::plan::progressive::{ABORT_ANNOTATION, PROMOTE_ANNOTATION};
@@ -203,14 +204,7 @@ pub(super) fn live_cluster_context(
 /// Refuses a name the API server could not hold (and that would not make a sound URL path):
 /// a lowercase RFC 1123 name of at most `max` characters.
 pub(super) fn check_name(what: &str, name: &str, max: usize) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= max
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-        && name.as_bytes()[0].is_ascii_alphanumeric()
-        && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric();
-    if !ok {
+    if !names::is_rfc1123_name(name, max, Dots::Ends) {
         bail!(
             "invalid {what} {name:?}: a Kubernetes name is lowercase letters, digits, '-' and \
              '.', starting and ending with a letter or digit, at most {max} characters \

@@ -29,6 +29,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 pub use defaults::{apply_defaults, apply_pod_defaults, default_pod};
 pub use error::{FieldError, FieldErrorKind, LoadError};
 pub use load::{Dialect, Format, load_str, read_documents, read_stream};
+pub(crate) use validate::names;
 pub use validate::{Gates, next_generations, validate, validate_update, validate_with};
 
 /// Where an object came from: file, document number, start line and `List` item index.

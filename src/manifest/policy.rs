@@ -8,6 +8,7 @@
 //! disable a canary; the planner decides what a valid policy does (`plan::progressive`,
 //! `plan::ownership`).
 
+use crate::manifest::names::{self, Dots};
 use crate::manifest::{FieldError, FieldErrorKind};
 use crate::model::LabelSelector;
 use jiff::SignedDuration;
@@ -266,7 +267,7 @@ impl RolloutPolicy {
                 CANARY_PAUSE => pause().map(|p| policy.canary_pause = p),
                 PARTITION => count("the partition").map(|c| policy.partition = Some(c)),
                 WAVES_BY => {
-                    if is_label_key(value) {
+                    if names::is_label_key(value, Dots::NonEmpty) {
                         policy.waves_by = Some(value.clone());
                         Ok(())
                     } else {
@@ -383,30 +384,6 @@ fn closest(key: &str) -> Option<&'static str> {
         .filter(|(d, _)| *d <= 3)
         .min()
         .map(|(_, k)| k)
-}
-
-fn is_label_key(key: &str) -> bool {
-    let (prefix, name) = match key.rsplit_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, key),
-    };
-    let name_ok = !name.is_empty()
-        && name.len() <= 63
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
-        && name.as_bytes()[0].is_ascii_alphanumeric()
-        && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric();
-    let prefix_ok = prefix.is_none_or(|p| {
-        !p.is_empty()
-            && p.len() <= 253
-            && p.split('.').all(|l| {
-                !l.is_empty()
-                    && l.bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            })
-    });
-    name_ok && prefix_ok
 }
 
 /// Who runs a DaemonSet's pods.

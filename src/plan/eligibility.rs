@@ -5,6 +5,7 @@
 //! [`crate::plan::daemonset::DaemonSetSpec::compile`]); [`evaluate`] then runs per node
 //! without allocating unless the node turns out to be ineligible and a reason is built.
 
+use crate::manifest::names::{self, Dots};
 use crate::model::{NODE_NAME_FIELD, Node, Taint, TaintEffect, Toleration, TolerationOp};
 use crate::plan::Policy;
 use crate::plan::daemonset::DaemonSetSpec;
@@ -173,11 +174,11 @@ impl NodeSelectorTerm {
 fn compile_label_requirement(req: &NodeSelectorRequirement) -> Result<LabelRequirement, String> {
     let values = req.values.as_deref().unwrap_or_default();
     let mut errors = Vec::new();
-    if !is_qualified_name(&req.key) {
+    if !names::is_label_key(&req.key, Dots::Labels) {
         errors.push(format!("invalid label key {:?}", req.key));
     }
     for v in values {
-        if !is_label_value(v) {
+        if !names::is_label_value(v) {
             errors.push(format!("invalid label value {v:?}"));
         }
     }
@@ -485,46 +486,6 @@ pub fn tolerates(tol: &Toleration, taint: &Taint, policy: &Policy) -> bool {
         }
         TolerationOp::Lt | TolerationOp::Gt | TolerationOp::Other(_) => false,
     }
-}
-
-/// A label value: at most 63 characters, alphanumeric at both ends, `-`, `_`, `.` inside;
-/// empty is valid.
-pub(crate) fn is_label_value(v: &str) -> bool {
-    v.is_empty() || is_name_part(v)
-}
-
-/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`, at most 63 characters.
-fn is_name_part(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b[0].is_ascii_alphanumeric()
-        && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-}
-
-/// A label key: `[prefix/]name` where the prefix is a DNS-1123 subdomain.
-pub(crate) fn is_qualified_name(key: &str) -> bool {
-    match key.split_once('/') {
-        None => is_name_part(key),
-        Some((prefix, name)) => {
-            !prefix.is_empty() && is_dns1123_subdomain(prefix) && is_name_part(name)
-        }
-    }
-}
-
-/// Lowercase DNS-1123 subdomain, at most 253 characters.
-pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
-    s.len() <= 253
-        && s.split('.').all(|label| {
-            let b = label.as_bytes();
-            !b.is_empty()
-                && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
-                && (b[b.len() - 1].is_ascii_lowercase() || b[b.len() - 1].is_ascii_digit())
-                && b.iter()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        })
 }
 
 #[cfg(test)]
@@ -1114,19 +1075,5 @@ mod tests {
             e.reason.expect("ineligible").to_string(),
             "no required node-affinity term matches: metadata.name In [node-1] (node is test-node)"
         );
-    }
-
-    #[test]
-    fn label_key_and_value_validation() {
-        assert!(is_qualified_name("kubernetes.io/os"));
-        assert!(is_qualified_name("a_b.c-d"));
-        assert!(!is_qualified_name("/os"));
-        assert!(!is_qualified_name("Example.com/os"));
-        assert!(!is_qualified_name("a/b/c"));
-        assert!(!is_qualified_name(&"x".repeat(64)));
-        assert!(is_label_value(""));
-        assert!(is_label_value("v1.2_3-x"));
-        assert!(!is_label_value("-5"));
-        assert!(!is_label_value("a b"));
     }
 }

@@ -1,12 +1,12 @@
 //! The pod rendered for a node: automatic tolerations, labels and node-affinity injection
 //! (docs/semantics.md §4.1 and §4.2).
 
+use crate::manifest::names::is_dns1123_subdomain;
 use crate::model::{
     MANAGED_BY_LABEL, MANAGED_BY_VALUE, NODE_NAME_FIELD, REVISION_HASH_LABEL,
     TEMPLATE_GENERATION_LABEL,
 };
 use crate::plan::daemonset::DaemonSetSpec;
-use crate::plan::eligibility::is_dns1123_subdomain;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{
     Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodSpec,

@@ -21,7 +21,7 @@ mod containers;
 mod dns;
 mod env;
 mod meta;
-mod names;
+pub(crate) mod names;
 mod pod;
 mod resources;
 mod security;

@@ -2,6 +2,11 @@
 //! keys and values, port names, environment variable names, IP addresses. Each returns
 //! upstream's messages (empty when valid). Hand-written matchers stand in for upstream's
 //! regular expressions, so nothing is compiled at run time.
+//!
+//! The rest of daemonsync asks its yes-or-no questions about names here too
+//! ([`is_dns1123_subdomain`], [`is_label_key`], [`is_label_value`], [`is_rfc1123_name`]): one
+//! reading of RFC 1123 names and label keys for the planner, the command line and the
+//! simulated API server.
 
 /// `validation.InclusiveRangeError`.
 pub(super) fn inclusive_range_error(lo: i64, hi: i64) -> String {
@@ -93,6 +98,62 @@ pub(super) fn dns1123_label(s: &str) -> Vec<String> {
         }
     }
     errs
+}
+
+/// How strictly the parts between a name's dots are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dots {
+    /// Each part is a DNS-1123 label, alphanumeric at both ends: upstream's
+    /// `IsDNS1123Subdomain`.
+    Labels,
+    /// Only the whole name begins and ends alphanumeric: `a..b` and `a-.b` pass. The check the
+    /// command line and the simulated API server make of object names.
+    Ends,
+    /// Each part is non-empty, its ends unchecked: `-.a` passes, `a..b` does not. The check of
+    /// the prefix of a `daemonsync.io/waves-by` label key.
+    NonEmpty,
+}
+
+/// A lowercase RFC 1123 name: `[a-z0-9]`, `-` and `.`, at most `max` bytes, its dots read as
+/// `dots` says (`Dots::Labels` and 253 is upstream's DNS-1123 subdomain).
+pub(crate) fn is_rfc1123_name(s: &str, max: usize, dots: Dots) -> bool {
+    let chars = |s: &str| {
+        s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+    };
+    s.len() <= max
+        && match dots {
+            Dots::Labels => is_subdomain_chars(s, false),
+            Dots::Ends => {
+                let b = s.as_bytes();
+                matches!((b.first(), b.last()),
+                    (Some(first), Some(last))
+                        if first.is_ascii_alphanumeric() && last.is_ascii_alphanumeric())
+                    && chars(s)
+            }
+            Dots::NonEmpty => s.split('.').all(|part| !part.is_empty() && chars(part)),
+        }
+}
+
+/// Whether `s` is a DNS-1123 subdomain ([`dns1123_subdomain`] finds nothing to say).
+pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
+    is_rfc1123_name(s, 253, Dots::Labels)
+}
+
+/// A label key, `[prefix/]name`: the name at most 63 bytes of alphanumerics, `-`, `_` and `.`,
+/// alphanumeric at both ends; the prefix a name of at most 253 bytes read as `prefix` says
+/// (`Dots::Labels` is upstream's `IsQualifiedName`: [`qualified_name`] finds nothing to say).
+pub(crate) fn is_label_key(key: &str, prefix: Dots) -> bool {
+    let name_ok = |name: &str| name.len() <= 63 && is_label_key_name(name.as_bytes());
+    match key.split_once('/') {
+        None => name_ok(key),
+        Some((p, name)) => is_rfc1123_name(p, 253, prefix) && name_ok(name),
+    }
+}
+
+/// Whether `s` is a label value ([`label_value`] finds nothing to say).
+pub(crate) fn is_label_value(s: &str) -> bool {
+    s.is_empty() || (s.len() <= 63 && is_label_key_name(s.as_bytes()))
 }
 
 /// `IsDNS1123Subdomain` (util flavour; also `NameIsDNSSubdomain`).
@@ -426,6 +487,80 @@ mod tests {
         assert!(port_name("http").is_empty());
         assert_eq!(port_name("80").len(), 1);
         assert!(dns1123_subdomain_with_underscore("_srv.example.com").is_empty());
+    }
+
+    #[test]
+    fn label_key_and_value_validation() {
+        assert!(is_label_key("kubernetes.io/os", Dots::Labels));
+        assert!(is_label_key("a_b.c-d", Dots::Labels));
+        assert!(!is_label_key("/os", Dots::Labels));
+        assert!(!is_label_key("Example.com/os", Dots::Labels));
+        assert!(!is_label_key("a/b/c", Dots::Labels));
+        assert!(!is_label_key(&"x".repeat(64), Dots::Labels));
+        assert!(is_label_value(""));
+        assert!(is_label_value("v1.2_3-x"));
+        assert!(!is_label_value("-5"));
+        assert!(!is_label_value("a b"));
+    }
+
+    #[test]
+    fn the_yes_or_no_checks_agree_with_upstream_s_messages() {
+        let long = "a".repeat(64);
+        let longer = format!("{}.com", "a".repeat(250));
+        let names = [
+            "",
+            "a",
+            "a.b",
+            "a..b",
+            "a-.b",
+            "-a",
+            "a-",
+            "A",
+            "a_b",
+            "a/b",
+            "a/b/c",
+            "/a",
+            "a/",
+            "-.a/b",
+            "example.com/MyName",
+            "x.y/a.b",
+            &long,
+            &longer,
+        ];
+        for s in names {
+            assert_eq!(
+                is_dns1123_subdomain(s),
+                dns1123_subdomain(s).is_empty(),
+                "{s:?}"
+            );
+            assert_eq!(
+                is_label_key(s, Dots::Labels),
+                qualified_name(s).is_empty(),
+                "{s:?}"
+            );
+            assert_eq!(is_label_value(s), label_value(s).is_empty(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn the_looser_readings_of_dots_are_what_their_callers_took() {
+        for (s, labels, ends, non_empty) in [
+            ("node-agent.v2", true, true, true),
+            ("a..b", false, true, false),
+            ("a-.b", false, true, true),
+            ("-.a", false, false, true),
+            ("-a", false, false, true),
+            ("a.", false, false, false),
+            ("", false, false, false),
+            ("Agent", false, false, false),
+        ] {
+            assert_eq!(is_rfc1123_name(s, 253, Dots::Labels), labels, "{s:?}");
+            assert_eq!(is_rfc1123_name(s, 253, Dots::Ends), ends, "{s:?}");
+            assert_eq!(is_rfc1123_name(s, 253, Dots::NonEmpty), non_empty, "{s:?}");
+        }
+        assert!(!is_rfc1123_name(&"a".repeat(64), 63, Dots::Ends));
+        assert!(is_label_key("-.a/zone", Dots::NonEmpty));
+        assert!(!is_label_key("-.a/zone", Dots::Labels));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use super::patch::{self, PatchType};
 use super::store::{Owners, Store};
 use crate::cluster::sim::NodeSim;
 use crate::cluster::sim::config::{DEFAULT_KUBE_VERSION, KubeVersion};
+use crate::manifest::names::{self, Dots};
 use crate::model::Timestamp;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -123,16 +124,6 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
         .fold(v, |v, k| &v[*k])
         .as_str()
         .unwrap_or_default()
-}
-
-fn is_dns_subdomain(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 253
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-        && name.as_bytes()[0].is_ascii_alphanumeric()
-        && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric()
 }
 
 /// The object without the fields a write does not decide (metadata, status).
@@ -289,7 +280,9 @@ impl World {
     fn validate(&self, kind: &Kind, obj: &Value) -> Result<(), ApiError> {
         let name = str_at(obj, &["metadata", "name"]);
         let mut causes = Vec::new();
-        if !is_dns_subdomain(name) {
+        // Dots anywhere inside: looser than upstream's `IsDNS1123Subdomain`, which holds each
+        // part between dots to a label.
+        if !names::is_rfc1123_name(name, 253, Dots::Ends) {
             causes.push(("metadata.name".to_string(), format!("Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character")));
         }
         for (i, r) in obj["metadata"]["ownerReferences"]
