@@ -2,13 +2,13 @@
 //! affinity, taints and tolerations.
 //!
 //! Everything a DaemonSet contributes is compiled once ([`compile_required_affinity`],
-//! [`crate::plan::daemonset::DaemonSetSpec::compile`]); [`evaluate`] then runs per node
+//! [`crate::plan::spec::DaemonSetSpec::compile`]); [`evaluate`] then runs per node
 //! without allocating unless the node turns out to be ineligible and a reason is built.
 
 use crate::manifest::names::{self, Dots};
 use crate::model::{NODE_NAME_FIELD, Node, Taint, TaintEffect, Toleration, TolerationOp};
 use crate::plan::Policy;
-use crate::plan::daemonset::DaemonSetSpec;
+use crate::plan::spec::DaemonSetSpec;
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm as K8sTerm, PodSpec};
 use std::fmt::{self, Write as _};
 

@@ -4,8 +4,8 @@
 
 use crate::model::Node;
 use crate::plan::Policy;
-use crate::plan::daemonset::DaemonSetSpec;
 use crate::plan::eligibility::evaluate;
+use crate::plan::spec::DaemonSetSpec;
 
 /// Upstream `shouldIgnoreNodeUpdate`, inverted: only label and taint changes can change where
 /// a DaemonSet runs; conditions, capacity and heartbeats cannot.

@@ -16,7 +16,6 @@
 #[cfg(test)]
 mod adoption;
 mod classify;
-pub mod daemonset;
 pub mod eligibility;
 pub mod events;
 pub mod inplace;
@@ -38,6 +37,7 @@ pub mod risks;
 mod rollout;
 #[cfg(test)]
 mod scenarios;
+pub mod spec;
 mod status;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod testkit;
@@ -46,13 +46,13 @@ mod view;
 mod waves;
 
 pub use classify::{NodeState, Reason};
-pub use daemonset::{DaemonSetSpec, IntOrPercent, UpdateStrategy};
 pub use live::{FieldDifference, LiveDiff};
 pub use ownership::{Handover, Mode, Ownership};
 pub use pods::{RECORD_API_VERSION, RECORD_GROUP, RECORD_KIND, is_pod_updated};
 pub use progressive::{Phase, Rollout, RolloutPolicy, RolloutRecord};
 pub use risks::{Risk, RiskKind};
 pub use rollout::{Budgets, allows_surge, budgets};
+pub use spec::{DaemonSetSpec, IntOrPercent, UpdateStrategy};
 pub use status::Status;
 pub use types::{
     DaemonSetPlan, Desired, InPlacePlan, InPlaceUpdate, LiveComparison, Name, NodeEntry,
@@ -237,27 +237,6 @@ impl<'a> Context<'a> {
             d.metadata.namespace.as_deref().unwrap_or("default") == ns
                 && d.metadata.name.as_deref() == Some(name)
         })
-    }
-
-    /// Compiles a desired DaemonSet; when the built-in controller runs one of the same name,
-    /// its template generation decides which of its pods count as updated.
-    fn spec(&self, desired: &Desired) -> (DaemonSetSpec, (LiveComparison, Option<LiveDiff>)) {
-        let ds = &desired.daemonset;
-        let mut spec = DaemonSetSpec::compile(ds);
-        let comparison = match self.live(&spec.namespace, &spec.name) {
-            None => (LiveComparison::None, None),
-            Some(live) => match live::live_diff(live::template_differences(ds, live)) {
-                None => {
-                    spec.template_generation = template_generation(live);
-                    (LiveComparison::Equivalent, None)
-                }
-                Some(diff) => {
-                    spec.template_generation = None;
-                    (LiveComparison::Differs, Some(diff))
-                }
-            },
-        };
-        (spec, comparison)
     }
 
     /// Eligibility of every node for every DaemonSet, indexed `[daemonset][node position]`.
@@ -580,7 +559,7 @@ impl<'a> Context<'a> {
             revision: spec.revision.clone(),
             live: comparison,
             live_diff,
-            strategy: strategy_summary(&spec),
+            strategy: spec::strategy_summary(&spec),
             budgets,
             status,
             nodes,
@@ -1079,37 +1058,4 @@ fn frozen_reason(ds: &DaemonSet, live: Option<&DaemonSet>, spec: &DaemonSetSpec)
         );
     }
     None
-}
-
-fn strategy_summary(spec: &DaemonSetSpec) -> StrategySummary {
-    let show = |v: IntOrPercent| match v {
-        IntOrPercent::Int(i) => i.to_string(),
-        IntOrPercent::Percent(p) => format!("{p}%"),
-    };
-    match spec.strategy {
-        UpdateStrategy::RollingUpdate {
-            max_unavailable,
-            max_surge,
-        } => StrategySummary {
-            type_: "RollingUpdate",
-            max_unavailable: Some(show(max_unavailable)),
-            max_surge: Some(show(max_surge)),
-            min_ready_seconds: spec.min_ready_seconds,
-        },
-        UpdateStrategy::OnDelete => StrategySummary {
-            type_: "OnDelete",
-            max_unavailable: None,
-            max_surge: None,
-            min_ready_seconds: spec.min_ready_seconds,
-        },
-    }
-}
-
-fn template_generation(ds: &DaemonSet) -> Option<i64> {
-    ds.metadata
-        .annotations
-        .as_ref()?
-        .get(crate::model::TEMPLATE_GENERATION_ANNOTATION)?
-        .parse()
-        .ok()
 }

@@ -20,7 +20,7 @@
 //! ControllerRevisions.
 
 use crate::model::{Labels, OwnerRef, Pod};
-use crate::plan::daemonset::DaemonSetSpec;
+use crate::plan::spec::DaemonSetSpec;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use serde::Serialize;

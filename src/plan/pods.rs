@@ -2,7 +2,7 @@
 //! §5.2).
 
 use crate::model::{Pod, PodPhase, TEMPLATE_GENERATION_LABEL, Timestamp};
-use crate::plan::daemonset::DaemonSetSpec;
+use crate::plan::spec::DaemonSetSpec;
 use rustc_hash::FxHashMap as HashMap;
 use std::cmp::Ordering;
 

@@ -6,7 +6,7 @@ use crate::model::{
     MANAGED_BY_LABEL, MANAGED_BY_VALUE, NODE_NAME_FIELD, REVISION_HASH_LABEL,
     TEMPLATE_GENERATION_LABEL,
 };
-use crate::plan::daemonset::DaemonSetSpec;
+use crate::plan::spec::DaemonSetSpec;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{
     Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodSpec,

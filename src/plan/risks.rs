@@ -4,8 +4,8 @@
 //! ("the rollout waits for ..."); risks are the fixed kinds below, each with a message and,
 //! where it applies, the nodes concerned. A risk is never also reported as a warning.
 
-use super::daemonset::{DaemonSetSpec, IntOrPercent, UpdateStrategy};
 use super::rollout::{Budgets, allows_surge};
+use super::spec::{DaemonSetSpec, IntOrPercent, UpdateStrategy};
 use super::status::Status;
 use super::{Name, NodeEntry, NodeState, Step};
 use k8s_openapi::api::apps::v1::DaemonSet;

@@ -5,7 +5,7 @@
 //! visits nodes in ascending name order, then vanished nodes by name: the plan is
 //! deterministic and reviewers can predict the waves.
 
-use crate::plan::daemonset::{DaemonSetSpec, UpdateStrategy};
+use crate::plan::spec::{DaemonSetSpec, UpdateStrategy};
 use crate::plan::view::{Actions, Delete, DeleteReason, Held, Slot};
 use serde::Serialize;
 

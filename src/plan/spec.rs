@@ -1,9 +1,12 @@
-//! A desired DaemonSet compiled into the form the planner evaluates quickly.
+//! A desired DaemonSet compiled into the form the planner evaluates quickly
+//! ([`DaemonSetSpec::compile`]), compared with a live `apps/v1` DaemonSet of the same name, and
+//! its update strategy as the plan shows it.
 
 use crate::model::{LabelSelector, Labels, TEMPLATE_GENERATION_ANNOTATION, Toleration};
 use crate::plan::eligibility::{NodeSelectorTerm, compile_required_affinity};
 use crate::plan::render::daemon_tolerations;
 use crate::plan::revision::revision_hash;
+use crate::plan::{Context, Desired, LiveComparison, LiveDiff, StrategySummary, live};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -113,12 +116,6 @@ impl DaemonSetSpec {
         .map(Toleration::from_k8s)
         .collect();
 
-        let template_generation = meta
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(TEMPLATE_GENERATION_ANNOTATION))
-            .and_then(|v| v.parse::<i64>().ok());
-
         let collision_count = ds.status.as_ref().and_then(|s| s.collision_count);
 
         DaemonSetSpec {
@@ -139,7 +136,7 @@ impl DaemonSetSpec {
                 .unwrap_or(UpdateStrategy::DEFAULT),
             min_ready_seconds: ds_spec.and_then(|s| s.min_ready_seconds).unwrap_or(0),
             revision: revision_hash(&template, collision_count),
-            template_generation,
+            template_generation: template_generation(ds),
             host_network,
             host_ports: host_ports(pod_spec, host_network),
             in_place: meta
@@ -148,6 +145,32 @@ impl DaemonSetSpec {
                 .and_then(|a| a.get(crate::manifest::policy::UPDATE_STRATEGY))
                 .is_some_and(|v| v == "InPlaceIfPossible"),
         }
+    }
+}
+
+impl Context<'_> {
+    /// Compiles a desired DaemonSet; when the built-in controller runs one of the same name,
+    /// its template generation decides which of its pods count as updated.
+    pub(super) fn spec(
+        &self,
+        desired: &Desired,
+    ) -> (DaemonSetSpec, (LiveComparison, Option<LiveDiff>)) {
+        let ds = &desired.daemonset;
+        let mut spec = DaemonSetSpec::compile(ds);
+        let comparison = match self.live(&spec.namespace, &spec.name) {
+            None => (LiveComparison::None, None),
+            Some(live) => match live::live_diff(live::template_differences(ds, live)) {
+                None => {
+                    spec.template_generation = template_generation(live);
+                    (LiveComparison::Equivalent, None)
+                }
+                Some(diff) => {
+                    spec.template_generation = None;
+                    (LiveComparison::Differs, Some(diff))
+                }
+            },
+        };
+        (spec, comparison)
     }
 }
 
@@ -189,6 +212,41 @@ impl IntOrPercent {
                 .map_or(IntOrPercent::Int(0), IntOrPercent::Percent),
         }
     }
+}
+
+/// The update strategy as the plan shows it, budgets as written.
+pub(super) fn strategy_summary(spec: &DaemonSetSpec) -> StrategySummary {
+    let show = |v: IntOrPercent| match v {
+        IntOrPercent::Int(i) => i.to_string(),
+        IntOrPercent::Percent(p) => format!("{p}%"),
+    };
+    match spec.strategy {
+        UpdateStrategy::RollingUpdate {
+            max_unavailable,
+            max_surge,
+        } => StrategySummary {
+            type_: "RollingUpdate",
+            max_unavailable: Some(show(max_unavailable)),
+            max_surge: Some(show(max_surge)),
+            min_ready_seconds: spec.min_ready_seconds,
+        },
+        UpdateStrategy::OnDelete => StrategySummary {
+            type_: "OnDelete",
+            max_unavailable: None,
+            max_surge: None,
+            min_ready_seconds: spec.min_ready_seconds,
+        },
+    }
+}
+
+/// The `deprecated.daemonset.template.generation` annotation, when it is a number.
+fn template_generation(ds: &DaemonSet) -> Option<i64> {
+    ds.metadata
+        .annotations
+        .as_ref()?
+        .get(TEMPLATE_GENERATION_ANNOTATION)?
+        .parse()
+        .ok()
 }
 
 /// Host ports the pod binds: every positive `hostPort` of its init and regular containers,
