@@ -3,10 +3,11 @@
 //! its update strategy as the plan shows it.
 
 use crate::model::{LabelSelector, Labels, TEMPLATE_GENERATION_ANNOTATION, Toleration};
+use crate::plan::context::Context;
 use crate::plan::eligibility::{NodeSelectorTerm, compile_required_affinity};
 use crate::plan::render::daemon_tolerations;
 use crate::plan::revision::revision_hash;
-use crate::plan::{Context, Desired, LiveComparison, LiveDiff, StrategySummary, live};
+use crate::plan::{Desired, LiveComparison, LiveDiff, StrategySummary, live};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;

@@ -1,0 +1,227 @@
+//! What a plan prepares from [`Observed`] once and shares between DaemonSets (the
+//! [`Context`]: nodes in name order, pods indexed by node), what it prepares per DaemonSet
+//! (the per-node view, its slots, and what its annotations say), and the stable DaemonSet a
+//! rollout policy falls back to.
+
+use super::eligibility::{self, Eligibility};
+use super::pods::{self, PodIndex, PodInfo};
+use super::view::{Held, Pods, Slot};
+use super::{DaemonSetSpec, Name, Observed, Policy, RolloutPolicy, RolloutRecord};
+use crate::model::{Pod, Timestamp};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use rustc_hash::FxHashMap as HashMap;
+
+/// What a DaemonSet's annotations say, and the stable DaemonSet with its revision.
+pub(super) struct Annotated<'a> {
+    /// The rollout policy, when the annotations make one.
+    pub(super) policy: Option<RolloutPolicy>,
+    /// The annotations' errors, with their paths.
+    pub(super) errors: Vec<String>,
+    /// The stable DaemonSet and its revision, when a policy (or an abort) needs it.
+    pub(super) stable: Option<(&'a DaemonSet, String)>,
+}
+
+/// Indexes built once per plan and shared by every DaemonSet.
+pub(super) struct Context<'a> {
+    /// What the plan reads.
+    pub(super) observed: &'a Observed,
+    /// Node indices sorted by name.
+    pub(super) order: Vec<u32>,
+    /// Node names, by node index.
+    pub(super) names: Vec<Name>,
+    /// Position in `order` of each node name.
+    pub(super) position: HashMap<&'a str, u32>,
+    /// Pods by the controller they name, and each one's node (built once the specs are).
+    pub(super) pods: PodIndex<'a>,
+    /// No cluster was read: risks that depend on nodes are not reported.
+    pub(super) manifest_only: bool,
+    /// Pass manual pauses.
+    pub(super) auto_promote: bool,
+    /// Planning as the built-in controller (its own pods, no handover).
+    pub(super) builtin: bool,
+}
+
+impl<'a> Context<'a> {
+    /// Indexes the observed nodes by name.
+    pub(super) fn new(observed: &'a Observed) -> Self {
+        let mut order: Vec<u32> = (0..observed.nodes.len() as u32).collect();
+        order.sort_by(|&a, &b| {
+            observed.nodes[a as usize]
+                .name
+                .cmp(&observed.nodes[b as usize].name)
+        });
+        let names = observed
+            .nodes
+            .iter()
+            .map(|n| Name::from(n.name.as_str()))
+            .collect();
+        let position = order
+            .iter()
+            .enumerate()
+            .map(|(pos, &i)| (observed.nodes[i as usize].name.as_str(), pos as u32))
+            .collect();
+        Context {
+            observed,
+            order,
+            names,
+            position,
+            pods: PodIndex::default(),
+            manifest_only: false,
+            auto_promote: false,
+            builtin: false,
+        }
+    }
+
+    /// The live `apps/v1` DaemonSet of that namespace and name.
+    pub(super) fn live(&self, ns: &str, name: &str) -> Option<&'a DaemonSet> {
+        self.observed.daemonsets.iter().find(|d| {
+            d.metadata.namespace.as_deref().unwrap_or("default") == ns
+                && d.metadata.name.as_deref() == Some(name)
+        })
+    }
+
+    /// The record of a managed DaemonSet: where its rollout stands.
+    pub(super) fn record(&self, ns: &str, name: &str) -> Option<&'a RolloutRecord> {
+        self.observed
+            .rollouts
+            .iter()
+            .find(|r| r.namespace == ns && r.name == name)
+    }
+
+    /// An observed pod by its index.
+    pub(super) fn pod(&self, id: u32) -> Option<&'a Pod> {
+        self.observed.pods.get(id as usize)
+    }
+
+    /// The name of a slot's node (a vanished node's too).
+    pub(super) fn slot_name(&self, slot: &Slot) -> Name {
+        match slot.node {
+            Some(pos) => self.names[self.order[pos as usize] as usize].clone(),
+            None => Name::from(self.gone_node(slot)),
+        }
+    }
+
+    /// The name of a vanished node: the target of the pods that keep its slot.
+    fn gone_node(&self, slot: &Slot) -> &'a str {
+        slot.pods
+            .first()
+            .and_then(|p| self.pod(p.id)?.target_node.as_deref())
+            .unwrap_or_default()
+    }
+
+    /// Eligibility of every node for every DaemonSet, indexed `[daemonset][node position]`.
+    /// Nodes are the outer loop: a node's labels and taints stay in cache while every
+    /// DaemonSet is evaluated against them.
+    pub(super) fn eligibility(
+        &self,
+        specs: &[DaemonSetSpec],
+        policy: &Policy,
+    ) -> Vec<Vec<Eligibility>> {
+        let mut out: Vec<Vec<Eligibility>> = specs
+            .iter()
+            .map(|_| Vec::with_capacity(self.order.len()))
+            .collect();
+        for &i in &self.order {
+            let node = &self.observed.nodes[i as usize];
+            for (row, spec) in out.iter_mut().zip(specs) {
+                row.push(eligibility::evaluate(spec, node, policy));
+            }
+        }
+        out
+    }
+
+    /// Builds the per-node view: one slot per node in name order, then one per vanished node
+    /// that still has pods of this DaemonSet.
+    pub(super) fn slots(
+        &self,
+        spec: &DaemonSetSpec,
+        eligibility: &[Eligibility],
+        now: Timestamp,
+    ) -> Vec<Slot> {
+        let mut slots: Vec<Slot> = eligibility
+            .iter()
+            .enumerate()
+            .map(|(pos, e)| Slot {
+                node: Some(pos as u32),
+                should_run: e.should_run,
+                should_continue: e.should_continue_running,
+                pods: Pods::new(),
+                held: Held::No,
+                in_place: false,
+                pulling: false,
+            })
+            .collect();
+        let mut gone: HashMap<&str, u32> = HashMap::default();
+        let pods = &self.observed.pods;
+        for id in self.pods.claimed(pods, spec) {
+            let pod = &pods[id as usize];
+            // Terminal pods that are already being deleted are gone for every purpose.
+            if pod.phase.is_terminal() && pod.is_terminating() {
+                continue;
+            }
+            let Some(target) = pod.target_node.as_deref() else {
+                continue;
+            };
+            let slot = match self.pods.node_position(id) {
+                Some(pos) => pos as usize,
+                None => *gone.entry(target).or_insert_with(|| {
+                    slots.push(Slot {
+                        node: None,
+                        should_run: false,
+                        should_continue: false,
+                        pods: Pods::new(),
+                        held: Held::No,
+                        in_place: false,
+                        pulling: false,
+                    });
+                    (slots.len() - 1) as u32
+                }) as usize,
+            };
+            slots[slot].pods.push(PodInfo::new(pod, id, spec, now));
+        }
+        let first_gone = self.order.len();
+        slots[first_gone..].sort_by(|a, b| self.gone_node(a).cmp(self.gone_node(b)));
+        for slot in slots.iter_mut().filter(|s| s.pods.len() > 1) {
+            slot.pods
+                .sort_by(|a, b| pods::upstream_order(&pods[a.id as usize], &pods[b.id as usize]));
+        }
+        slots
+    }
+
+    /// A DaemonSet's `daemonsync.io/` annotations and its stable revision, read once per plan.
+    pub(super) fn annotated(&self, ds: &DaemonSet, spec: &DaemonSetSpec) -> Annotated<'a> {
+        let (policy, errors) = match RolloutPolicy::of(ds) {
+            Ok(p) => (p, Vec::new()),
+            Err(errs) => (None, errs.iter().map(ToString::to_string).collect()),
+        };
+        let aborted = self
+            .record(&spec.namespace, &spec.name)
+            .is_some_and(|r| r.aborted.is_some());
+        // The stable revision's hash is only needed by a policy (or an abort).
+        let stable = (policy.is_some() || aborted)
+            .then(|| stable_daemonset(self.observed, &spec.namespace, &spec.name))
+            .flatten()
+            .map(|d| (d, DaemonSetSpec::compile(d).revision));
+        Annotated {
+            policy,
+            errors,
+            stable,
+        }
+    }
+}
+
+/// The DaemonSet whose revision nodes held back by a rollout policy run: the one the record
+/// says the last complete rollout reached, else the live `apps/v1` DaemonSet of that name.
+pub fn stable_daemonset<'o>(observed: &'o Observed, ns: &str, name: &str) -> Option<&'o DaemonSet> {
+    observed
+        .rollouts
+        .iter()
+        .find(|r| r.namespace == ns && r.name == name)
+        .and_then(|r| r.stable.as_ref())
+        .or_else(|| {
+            observed.daemonsets.iter().find(|d| {
+                d.metadata.namespace.as_deref().unwrap_or("default") == ns
+                    && d.metadata.name.as_deref() == Some(name)
+            })
+        })
+}
