@@ -1,4 +1,4 @@
-//! Which template changes a pod can take in place.
+//! Which template changes a pod can take in place, and the planner's in-place phase.
 //!
 //! The API server lets a running pod's container and init-container images change and
 //! nothing else of its spec (upstream `ValidatePodUpdate`); the kubelet then restarts only the
@@ -6,7 +6,16 @@
 //! place exactly when A's and B's templates differ in images alone (the revision label is
 //! patched with them). Anything else (env, args, resources, volumes, labels, ...) needs a new
 //! pod, and [`in_place_change`] names the first field that forces it, for the plan.
+//!
+//! Under `daemonsync.io/update-strategy: InPlaceIfPossible` the plan marks the nodes whose
+//! pod is patched rather than replaced, says for the others why not, and opens the readiness
+//! gate of a patched pod once its containers run the new images and are ready.
 
+use super::context::{Annotated, Context};
+use super::pods;
+use super::view::Slot;
+use super::{Budgets, InPlacePlan, NodeUpdate, PodRef};
+use crate::model::Pod;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use serde::Serialize;
 use serde_json::Value;
@@ -120,6 +129,125 @@ fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
             .find_map(|(i, (u, v))| first_difference(u, v, &format!("{path}[{i}]"))),
         _ if a == b => None,
         _ => Some(path.to_string()),
+    }
+}
+
+impl<'a> Context<'a> {
+    /// `daemonsync.io/update-strategy: InPlaceIfPossible`: marks the slots whose old pod can
+    /// take the new revision in place, and says per slot how it will be updated (with a
+    /// warning when maxSurge cannot apply to them).
+    pub(super) fn in_place(
+        &self,
+        ds: &DaemonSet,
+        annotated: &Annotated<'a>,
+        slots: &mut [Slot],
+        budgets: Budgets,
+        rolling: bool,
+        warnings: &mut Vec<String>,
+    ) -> (Option<InPlacePlan>, Vec<Option<NodeUpdate>>) {
+        let updates = self.in_place_updates(ds, annotated, slots, budgets, rolling);
+        let in_place_nodes = slots.iter().filter(|s| s.in_place).count();
+        if budgets.max_surge > 0 && in_place_nodes > 0 {
+            warnings.push(format!(
+                "maxSurge does not apply to the {in_place_nodes} node(s) updated in place: a pod \
+                 restarted in place is unavailable until ready, so maxUnavailable ({}) paces them",
+                budgets.max_unavailable
+            ));
+        }
+        updates
+    }
+
+    fn in_place_updates(
+        &self,
+        ds: &DaemonSet,
+        annotated: &Annotated<'a>,
+        slots: &mut [Slot],
+        budgets: Budgets,
+        rolling: bool,
+    ) -> (Option<InPlacePlan>, Vec<Option<NodeUpdate>>) {
+        let wanted = annotated.policy.as_ref().is_some_and(|p| p.in_place);
+        if !wanted || !rolling || self.manifest_only {
+            return (None, Vec::new());
+        }
+        let from = annotated.stable.as_ref().map(|(_, rev)| rev.clone());
+        let change = annotated
+            .stable
+            .as_ref()
+            .map(|(s, _)| in_place_change(s, ds));
+        let recreate_because = match (&from, &change) {
+            (None, _) => Some(
+                "no stable revision is known (the record keeps the last complete rollout's)"
+                    .to_string(),
+            ),
+            (_, Some(Change::InPlace { .. })) if budgets.max_unavailable == 0 => Some(
+                "maxUnavailable is 0 (a pod restarting in place would be unavailable)".to_string(),
+            ),
+            _ => None,
+        };
+        let images_only = matches!(change, Some(Change::InPlace { .. }));
+        let updates = slots
+            .iter_mut()
+            .map(|slot| {
+                if slot.node.is_none() || !slot.should_run {
+                    return None;
+                }
+                let old = match slot.updated_pods() {
+                    Some((None, Some(old))) => old,
+                    _ => return None,
+                };
+                if !old.available {
+                    // An unavailable old pod is replaced at once, as upstream replaces it.
+                    slot.in_place = false;
+                    return Some(NodeUpdate::Recreate {
+                        because: "its pod is not available".into(),
+                    });
+                }
+                let revision = self.pod(old.id).and_then(Pod::revision_hash);
+                let because = if let Some(why) = &recreate_because {
+                    Some(why.clone())
+                } else if let Some(Change::Recreate { field }) = &change {
+                    Some(format!("{field} changes"))
+                } else if revision != from.as_deref() {
+                    Some(format!(
+                        "its pod runs revision {}, not the stable revision {}",
+                        revision.unwrap_or("(none)"),
+                        from.as_deref().unwrap_or_default()
+                    ))
+                } else {
+                    None
+                };
+                slot.in_place = images_only && because.is_none();
+                Some(match because {
+                    None => NodeUpdate::InPlace,
+                    Some(because) => NodeUpdate::Recreate { because },
+                })
+            })
+            .collect();
+        let plan = InPlacePlan {
+            from_revision: from,
+            change,
+            recreate_because,
+        };
+        (Some(plan), updates)
+    }
+
+    /// Pods whose readiness gate can open: every container runs its image and is ready.
+    pub(super) fn gates_to_open(&self, slots: &[Slot]) -> Vec<PodRef> {
+        slots
+            .iter()
+            .flat_map(|s| s.pods.iter().map(move |p| (s, p)))
+            .filter(|(_, p)| !p.terminating && p.id < pods::SYNTHETIC)
+            .filter_map(|(s, p)| {
+                let pod = self.pod(p.id)?;
+                let d = pod.detail.as_ref()?;
+                let closed = d.gate == Some(false) || (d.has_gate && d.gate.is_none());
+                (closed && d.containers_ready && !d.image_mismatch).then(|| PodRef {
+                    namespace: pod.namespace.clone(),
+                    name: pod.name.clone(),
+                    node: self.slot_name(s),
+                })
+            })
+            .collect()
     }
 }
 

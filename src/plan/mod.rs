@@ -27,6 +27,7 @@ mod manage;
 pub mod ownership;
 mod pods;
 pub mod podsecurity;
+mod prepull;
 pub mod progressive;
 #[cfg(test)]
 mod progressive_tests;
@@ -63,14 +64,14 @@ pub use types::{
 };
 pub use view::DeleteReason;
 
-use crate::model::{Pod, Timestamp};
-use context::{Annotated, Context};
+use crate::model::Timestamp;
+use context::Context;
 use eligibility::Eligibility;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use pods::PodIndex;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
-use view::{Actions, Held, Slot};
+use view::{Actions, Held};
 
 /// Upper bound on creates and on deletes in one step (upstream `BurstReplicas`).
 pub const BURST_REPLICAS: usize = 250;
@@ -202,17 +203,10 @@ impl<'a> Context<'a> {
         let annotated = self.annotated(ds, &spec);
         let (rollout, node_rollouts, errors) =
             self.progressive(&spec, &annotated, &mut slots, rolling, now, &mut warnings);
-        let (in_place, node_updates) = self.in_place(ds, &annotated, &mut slots, budgets, rolling);
+        let (in_place, node_updates) =
+            self.in_place(ds, &annotated, &mut slots, budgets, rolling, &mut warnings);
         let (pre_pull, pre_pull_step, pre_pull_cleanup) =
             self.pre_pull(ds, &spec, &annotated, &mut slots, &node_rollouts, rolling);
-        let in_place_nodes = slots.iter().filter(|s| s.in_place).count();
-        if budgets.max_surge > 0 && in_place_nodes > 0 {
-            warnings.push(format!(
-                "maxSurge does not apply to the {in_place_nodes} node(s) updated in place: a pod \
-                 restarted in place is unavailable until ready, so maxUnavailable ({}) paces them",
-                budgets.max_unavailable
-            ));
-        }
         let ownership = if self.manifest_only || self.builtin {
             Ownership::of_manifest(ds)
         } else {
@@ -500,347 +494,6 @@ impl<'a> Context<'a> {
             pre_pull,
             ownership,
         }
-    }
-
-    /// `daemonsync.io/pre-pull`: marks the out-of-date nodes whose new images are not there
-    /// yet (their turn waits), and returns where pulling stands, the pre-pull pods to create
-    /// (at most the parallelism in flight, in rollout order) and those to remove.
-    fn pre_pull(
-        &self,
-        ds: &DaemonSet,
-        spec: &DaemonSetSpec,
-        annotated: &Annotated<'a>,
-        slots: &mut [Slot],
-        node_rollouts: &[Option<progressive::NodeRollout>],
-        rolling: bool,
-    ) -> (Option<PrePullPlan>, Vec<PrePull>, Vec<PodRef>) {
-        let Some(policy) = annotated.policy.as_ref().filter(|p| p.pre_pull) else {
-            return (None, Vec::new(), Vec::new());
-        };
-        if !rolling || self.manifest_only {
-            return (None, Vec::new(), Vec::new());
-        }
-        let pod_spec = ds.spec.as_ref().and_then(|s| s.template.spec.as_ref());
-        let mut images: Vec<String> = pod_spec
-            .into_iter()
-            .flat_map(|p| p.init_containers.iter().flatten().chain(&p.containers))
-            .filter_map(|c| c.image.clone())
-            .collect();
-        images.sort();
-        images.dedup();
-        let ours = |p: &&Pod| {
-            p.namespace == spec.namespace
-                && p.labels.get(render::PRE_PULL_LABEL) == Some(&spec.name)
-                && !p.is_terminating()
-        };
-        let current =
-            |p: &Pod| p.labels.get(render::PRE_PULL_REVISION_LABEL) == Some(&spec.revision);
-        let pods: Vec<&Pod> = self.observed.pods.iter().filter(ours).collect();
-        let by_node: HashMap<&str, &Pod> = pods
-            .iter()
-            .filter(|p| current(p))
-            .filter_map(|p| Some((p.target_node.as_deref()?, *p)))
-            .collect();
-        let failed_pull = |p: &Pod| {
-            p.waiting_reason.as_deref().is_some_and(|r| {
-                matches!(
-                    r,
-                    "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName" | "ErrImageNeverPull"
-                )
-            })
-        };
-        let mut pulled = 0;
-        let mut in_flight = Vec::new();
-        let mut candidates = Vec::new();
-        let mut failed = Vec::new();
-        let mut has_images: HashMap<&str, bool> = HashMap::default();
-        for (i, slot) in slots.iter_mut().enumerate() {
-            let Some(pos) = slot.node else { continue };
-            if !slot.should_run
-                || !slot.pods.iter().any(|p| p.is_running())
-                || slot.pods.iter().any(|p| p.is_running() && p.updated)
-            {
-                // Nothing to pull ahead: a node without a pod pulls as its pod starts, and
-                // an updated node has its images.
-                continue;
-            }
-            let node = &self.observed.nodes[self.order[pos as usize] as usize];
-            let present = images
-                .iter()
-                .all(|img| node.images.binary_search(img).is_ok());
-            has_images.insert(node.name.as_str(), present);
-            let pod = by_node.get(node.name.as_str());
-            let done = pod.is_some_and(|p| p.phase.is_terminal() && !failed_pull(p));
-            if present || done {
-                pulled += 1;
-                continue;
-            }
-            let partition = node_rollouts
-                .get(i)
-                .copied()
-                .flatten()
-                .is_some_and(|r| r.hold == Some(progressive::Hold::Partition));
-            if partition {
-                continue;
-            }
-            slot.pulling = true;
-            match pod {
-                Some(p) if failed_pull(p) => {
-                    if node.ready != Some(false) {
-                        failed.push(PullFailure {
-                            node: self.slot_name(slot),
-                            pod: p.name.clone(),
-                            reason: format!(
-                                "{} ({})",
-                                p.waiting_reason.clone().unwrap_or_default(),
-                                images.join(", ")
-                            ),
-                        });
-                    }
-                }
-                Some(_) => in_flight.push(i),
-                None => candidates.push((
-                    node_rollouts
-                        .get(i)
-                        .copied()
-                        .flatten()
-                        .and_then(|r| r.stage)
-                        .unwrap_or(u32::MAX),
-                    i,
-                    images
-                        .iter()
-                        .filter(|img| node.images.binary_search(img).is_err())
-                        .cloned()
-                        .collect::<Vec<_>>(),
-                )),
-            }
-        }
-        let eligible = slots
-            .iter()
-            .filter(|s| s.node.is_some() && s.should_run)
-            .count();
-        let parallelism = policy.pre_pull_parallelism.ceil(eligible).max(1);
-        candidates.sort_by_key(|c| (c.0, c.1));
-        let start: Vec<PrePull> = if failed.is_empty() {
-            candidates
-                .iter()
-                .take(parallelism.saturating_sub(in_flight.len()))
-                .map(|(_, i, missing)| PrePull {
-                    node: self.slot_name(&slots[*i]),
-                    images: missing.clone(),
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        // Done pulls go once the node reports the images (or has its new pod); pulls of
-        // another revision go at once. A failed pull stays: it is why the DaemonSet halted.
-        let cleanup = pods
-            .iter()
-            .filter(|p| {
-                let node = p.target_node.as_deref().unwrap_or_default();
-                !current(p)
-                    || (p.phase.is_terminal()
-                        && !failed_pull(p)
-                        && has_images.get(node).is_none_or(|present| *present))
-            })
-            .map(|p| PodRef {
-                namespace: p.namespace.clone(),
-                name: p.name.clone(),
-                node: Name::from(p.target_node.as_deref().unwrap_or_default()),
-            })
-            .collect();
-        let plan = PrePullPlan {
-            images,
-            parallelism,
-            pulled,
-            pulling: in_flight
-                .iter()
-                .map(|&i| self.slot_name(&slots[i]))
-                .collect(),
-            waiting: candidates.len().saturating_sub(start.len()),
-            failed,
-        };
-        (Some(plan), start, cleanup)
-    }
-
-    /// `daemonsync.io/update-strategy: InPlaceIfPossible`: marks the slots whose old pod can
-    /// take the new revision in place, and says per slot how it will be updated.
-    fn in_place(
-        &self,
-        ds: &DaemonSet,
-        annotated: &Annotated<'a>,
-        slots: &mut [Slot],
-        budgets: Budgets,
-        rolling: bool,
-    ) -> (Option<InPlacePlan>, Vec<Option<NodeUpdate>>) {
-        let wanted = annotated.policy.as_ref().is_some_and(|p| p.in_place);
-        if !wanted || !rolling || self.manifest_only {
-            return (None, Vec::new());
-        }
-        let from = annotated.stable.as_ref().map(|(_, rev)| rev.clone());
-        let change = annotated
-            .stable
-            .as_ref()
-            .map(|(s, _)| inplace::in_place_change(s, ds));
-        let recreate_because = match (&from, &change) {
-            (None, _) => Some(
-                "no stable revision is known (the record keeps the last complete rollout's)"
-                    .to_string(),
-            ),
-            (_, Some(inplace::Change::InPlace { .. })) if budgets.max_unavailable == 0 => Some(
-                "maxUnavailable is 0 (a pod restarting in place would be unavailable)".to_string(),
-            ),
-            _ => None,
-        };
-        let images_only = matches!(change, Some(inplace::Change::InPlace { .. }));
-        let updates = slots
-            .iter_mut()
-            .map(|slot| {
-                if slot.node.is_none() || !slot.should_run {
-                    return None;
-                }
-                let old = match slot.updated_pods() {
-                    Some((None, Some(old))) => old,
-                    _ => return None,
-                };
-                if !old.available {
-                    // An unavailable old pod is replaced at once, as upstream replaces it.
-                    slot.in_place = false;
-                    return Some(NodeUpdate::Recreate {
-                        because: "its pod is not available".into(),
-                    });
-                }
-                let revision = self.pod(old.id).and_then(Pod::revision_hash);
-                let because = if let Some(why) = &recreate_because {
-                    Some(why.clone())
-                } else if let Some(inplace::Change::Recreate { field }) = &change {
-                    Some(format!("{field} changes"))
-                } else if revision != from.as_deref() {
-                    Some(format!(
-                        "its pod runs revision {}, not the stable revision {}",
-                        revision.unwrap_or("(none)"),
-                        from.as_deref().unwrap_or_default()
-                    ))
-                } else {
-                    None
-                };
-                slot.in_place = images_only && because.is_none();
-                Some(match because {
-                    None => NodeUpdate::InPlace,
-                    Some(because) => NodeUpdate::Recreate { because },
-                })
-            })
-            .collect();
-        let plan = InPlacePlan {
-            from_revision: from,
-            change,
-            recreate_because,
-        };
-        (Some(plan), updates)
-    }
-
-    /// The rollout policy of a DaemonSet, decided against the slots: marks the held-back
-    /// slots and returns the rollout, each slot's place in it, and errors only the cluster
-    /// reveals.
-    fn progressive(
-        &self,
-        spec: &DaemonSetSpec,
-        annotated: &Annotated<'a>,
-        slots: &mut [Slot],
-        rolling: bool,
-        now: Timestamp,
-        warnings: &mut Vec<String>,
-    ) -> (
-        Option<Rollout>,
-        Vec<Option<progressive::NodeRollout>>,
-        Vec<String>,
-    ) {
-        let (policy, mut errors) = (annotated.policy.clone(), annotated.errors.clone());
-        let record = self.record(&spec.namespace, &spec.name);
-        let aborted = record.and_then(|r| r.aborted.as_deref()) == Some(spec.revision.as_str());
-        let paces = policy.as_ref().is_some_and(RolloutPolicy::paces);
-        if self.manifest_only || (!paces && !aborted) {
-            return (None, Vec::new(), errors);
-        }
-        if !rolling {
-            warnings.push(
-                "the rollout policy annotations are ignored: the update strategy is OnDelete"
-                    .into(),
-            );
-            return (None, Vec::new(), errors);
-        }
-        let policy = policy.unwrap_or_default();
-        if let Some(key) = &policy.waves_by
-            && !self
-                .observed
-                .nodes
-                .iter()
-                .any(|n| n.labels.contains_key(key))
-        {
-            errors.push(
-                crate::manifest::FieldError::invalid(
-                    format!("metadata.annotations[{}]", progressive::WAVES_BY),
-                    format!("{key:?}"),
-                    "no node has this label; name a label the nodes carry, e.g. \
-                     \"topology.kubernetes.io/zone\"",
-                )
-                .to_string(),
-            );
-        }
-        if !errors.is_empty() {
-            return (None, Vec::new(), errors);
-        }
-        // A rollout is under way while some node runs a pod of another revision; otherwise
-        // (a first install, a finished rollout) nodes get the new revision at once.
-        let under_way = slots.iter().any(|s| {
-            s.node.is_some() && s.should_run && s.pods.iter().any(|p| p.is_running() && !p.updated)
-        });
-        let inputs = progressive::Inputs {
-            policy: &policy,
-            record,
-            stable_revision: annotated.stable.as_ref().map(|(_, rev)| rev.as_str()),
-            revision: &spec.revision,
-            auto_promote: self.auto_promote,
-            under_way,
-            now,
-        };
-        let (rollout, targets) = progressive::decide(
-            &inputs,
-            slots,
-            |s| {
-                s.node
-                    .map(|pos| &self.observed.nodes[self.order[pos as usize] as usize])
-            },
-            |s| self.slot_name(s),
-        );
-        for (slot, t) in slots.iter_mut().zip(&targets) {
-            slot.held = match t.map(|t| (t.hold, t.gets)) {
-                Some((Some(_), progressive::Gets::Stable)) => Held::Stable,
-                Some((Some(_), _)) => Held::Wait,
-                _ => Held::No,
-            };
-        }
-        (Some(rollout), targets, errors)
-    }
-
-    /// Pods whose readiness gate can open: every container runs its image and is ready.
-    fn gates_to_open(&self, slots: &[Slot]) -> Vec<PodRef> {
-        slots
-            .iter()
-            .flat_map(|s| s.pods.iter().map(move |p| (s, p)))
-            .filter(|(_, p)| !p.terminating && p.id < pods::SYNTHETIC)
-            .filter_map(|(s, p)| {
-                let pod = self.pod(p.id)?;
-                let d = pod.detail.as_ref()?;
-                let closed = d.gate == Some(false) || (d.has_gate && d.gate.is_none());
-                (closed && d.containers_ready && !d.image_mismatch).then(|| PodRef {
-                    namespace: pod.namespace.clone(),
-                    name: pod.name.clone(),
-                    node: self.slot_name(s),
-                })
-            })
-            .collect()
     }
 }
 

@@ -20,7 +20,9 @@
 
 use crate::model::{Node, Timestamp};
 use crate::plan::Name;
-use crate::plan::view::Slot;
+use crate::plan::context::{Annotated, Context};
+use crate::plan::spec::DaemonSetSpec;
+use crate::plan::view::{Held, Slot};
 use jiff::SignedDuration;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use serde::{Deserialize, Serialize};
@@ -577,4 +579,86 @@ pub(crate) fn decide<'n>(
         wake_at,
     };
     (rollout, targets)
+}
+
+impl<'a> Context<'a> {
+    /// The rollout policy of a DaemonSet, decided against the slots: marks the held-back
+    /// slots and returns the rollout, each slot's place in it, and errors only the cluster
+    /// reveals.
+    pub(super) fn progressive(
+        &self,
+        spec: &DaemonSetSpec,
+        annotated: &Annotated<'a>,
+        slots: &mut [Slot],
+        rolling: bool,
+        now: Timestamp,
+        warnings: &mut Vec<String>,
+    ) -> (Option<Rollout>, Vec<Option<NodeRollout>>, Vec<String>) {
+        let (policy, mut errors) = (annotated.policy.clone(), annotated.errors.clone());
+        let record = self.record(&spec.namespace, &spec.name);
+        let aborted = record.and_then(|r| r.aborted.as_deref()) == Some(spec.revision.as_str());
+        let paces = policy.as_ref().is_some_and(RolloutPolicy::paces);
+        if self.manifest_only || (!paces && !aborted) {
+            return (None, Vec::new(), errors);
+        }
+        if !rolling {
+            warnings.push(
+                "the rollout policy annotations are ignored: the update strategy is OnDelete"
+                    .into(),
+            );
+            return (None, Vec::new(), errors);
+        }
+        let policy = policy.unwrap_or_default();
+        if let Some(key) = &policy.waves_by
+            && !self
+                .observed
+                .nodes
+                .iter()
+                .any(|n| n.labels.contains_key(key))
+        {
+            errors.push(
+                crate::manifest::FieldError::invalid(
+                    format!("metadata.annotations[{}]", WAVES_BY),
+                    format!("{key:?}"),
+                    "no node has this label; name a label the nodes carry, e.g. \
+                     \"topology.kubernetes.io/zone\"",
+                )
+                .to_string(),
+            );
+        }
+        if !errors.is_empty() {
+            return (None, Vec::new(), errors);
+        }
+        // A rollout is under way while some node runs a pod of another revision; otherwise
+        // (a first install, a finished rollout) nodes get the new revision at once.
+        let under_way = slots.iter().any(|s| {
+            s.node.is_some() && s.should_run && s.pods.iter().any(|p| p.is_running() && !p.updated)
+        });
+        let inputs = Inputs {
+            policy: &policy,
+            record,
+            stable_revision: annotated.stable.as_ref().map(|(_, rev)| rev.as_str()),
+            revision: &spec.revision,
+            auto_promote: self.auto_promote,
+            under_way,
+            now,
+        };
+        let (rollout, targets) = decide(
+            &inputs,
+            slots,
+            |s| {
+                s.node
+                    .map(|pos| &self.observed.nodes[self.order[pos as usize] as usize])
+            },
+            |s| self.slot_name(s),
+        );
+        for (slot, t) in slots.iter_mut().zip(&targets) {
+            slot.held = match t.map(|t| (t.hold, t.gets)) {
+                Some((Some(_), Gets::Stable)) => Held::Stable,
+                Some((Some(_), _)) => Held::Wait,
+                _ => Held::No,
+            };
+        }
+        (Some(rollout), targets, errors)
+    }
 }
