@@ -207,38 +207,7 @@ impl<'a> Context<'a> {
             self.in_place(ds, &annotated, &mut slots, budgets, rolling, &mut warnings);
         let (pre_pull, pre_pull_step, pre_pull_cleanup) =
             self.pre_pull(ds, &spec, &annotated, &mut slots, &node_rollouts, rolling);
-        let ownership = if self.manifest_only || self.builtin {
-            Ownership::of_manifest(ds)
-        } else {
-            ownership::decide(&ownership::Inputs {
-                ds,
-                spec: &spec,
-                choice: ownership::Choice::of(ds),
-                live,
-                daemonsets: &self.observed.daemonsets,
-                pods: &self.observed.pods,
-                revisions: &self.observed.revisions,
-            })
-        };
-        let mut ownership = ownership;
-        if ownership.mode == Mode::Native {
-            let paced = annotated.policy.as_ref().is_some_and(RolloutPolicy::paces);
-            ownership.builtin_rollout = budgets.max_surge > 0 && !paced;
-            if budgets.max_surge > 0 && paced {
-                warnings.push(format!(
-                    "maxSurge ({}) cannot work in native mode with a rollout policy: the \
-                     built-in controller runs the DaemonSet under OnDelete, so a new pod only \
-                     comes once its old one is deleted; maxUnavailable ({}) paces the rollout",
-                    budgets.max_surge, budgets.max_unavailable
-                ));
-            } else if ownership.builtin_rollout {
-                warnings.push(
-                    "native mode with maxSurge and no rollout policy: the built-in controller \
-                     rolls the DaemonSet out with its own RollingUpdate; daemonsync reports it"
-                        .to_string(),
-                );
-            }
-        }
+        let ownership = self.ownership(ds, &spec, live, &annotated, budgets, &mut warnings);
         let frozen = frozen_reason(ds, live, &spec).or_else(|| {
             (!errors.is_empty()).then(|| {
                 format!(

@@ -20,7 +20,9 @@
 //! ControllerRevisions.
 
 use crate::model::{Labels, OwnerRef, Pod};
+use crate::plan::context::{Annotated, Context};
 use crate::plan::spec::DaemonSetSpec;
+use crate::plan::{Budgets, RolloutPolicy};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use serde::Serialize;
@@ -464,4 +466,52 @@ pub(crate) fn decide(i: &Inputs<'_>) -> Ownership {
     let kept = claims.iter().filter(|c| c.keep).count();
     let replaced = claims.len() - kept;
     ownership(Handover::Claim { pods: claims }, (kept, replaced))
+}
+
+impl<'a> Context<'a> {
+    /// Who runs the DaemonSet's pods beside the built-in controller, and what must happen
+    /// first (nothing to decide without a cluster, or as the built-in controller); in native
+    /// mode, who rolls it out when it surges.
+    pub(super) fn ownership(
+        &self,
+        ds: &DaemonSet,
+        spec: &DaemonSetSpec,
+        live: Option<&'a DaemonSet>,
+        annotated: &Annotated<'a>,
+        budgets: Budgets,
+        warnings: &mut Vec<String>,
+    ) -> Ownership {
+        let mut ownership = if self.manifest_only || self.builtin {
+            Ownership::of_manifest(ds)
+        } else {
+            decide(&Inputs {
+                ds,
+                spec,
+                choice: Choice::of(ds),
+                live,
+                daemonsets: &self.observed.daemonsets,
+                pods: &self.observed.pods,
+                revisions: &self.observed.revisions,
+            })
+        };
+        if ownership.mode == Mode::Native {
+            let paced = annotated.policy.as_ref().is_some_and(RolloutPolicy::paces);
+            ownership.builtin_rollout = budgets.max_surge > 0 && !paced;
+            if budgets.max_surge > 0 && paced {
+                warnings.push(format!(
+                    "maxSurge ({}) cannot work in native mode with a rollout policy: the \
+                     built-in controller runs the DaemonSet under OnDelete, so a new pod only \
+                     comes once its old one is deleted; maxUnavailable ({}) paces the rollout",
+                    budgets.max_surge, budgets.max_unavailable
+                ));
+            } else if ownership.builtin_rollout {
+                warnings.push(
+                    "native mode with maxSurge and no rollout policy: the built-in controller \
+                     rolls the DaemonSet out with its own RollingUpdate; daemonsync reports it"
+                        .to_string(),
+                );
+            }
+        }
+        ownership
+    }
 }
