@@ -5,8 +5,12 @@
 
 use super::eligibility::{self, Eligibility};
 use super::pods::{self, PodIndex, PodInfo};
+use super::rollout::{Budgets, allows_surge, budgets};
+use super::status::{self, Status};
 use super::view::{Held, Pods, Slot};
-use super::{DaemonSetSpec, Name, Observed, Policy, RolloutPolicy, RolloutRecord};
+use super::{
+    DaemonSetSpec, Desired, Name, Observed, Policy, RolloutPolicy, RolloutRecord, UpdateStrategy,
+};
 use crate::model::{Pod, Timestamp};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use rustc_hash::FxHashMap as HashMap;
@@ -19,6 +23,26 @@ pub(super) struct Annotated<'a> {
     pub(super) errors: Vec<String>,
     /// The stable DaemonSet and its revision, when a policy (or an abort) needs it.
     pub(super) stable: Option<(&'a DaemonSet, String)>,
+}
+
+/// What one DaemonSet's plan prepares before its phases run, and every phase reads.
+pub(super) struct Prepared<'p> {
+    /// The desired DaemonSet.
+    pub(super) ds: &'p DaemonSet,
+    /// It, compiled.
+    pub(super) spec: DaemonSetSpec,
+    /// The live `apps/v1` DaemonSet of the same namespace and name.
+    pub(super) live: Option<&'p DaemonSet>,
+    /// What its `daemonsync.io/` annotations say.
+    pub(super) annotated: Annotated<'p>,
+    /// Its update strategy lets a node run a new pod beside the old one.
+    pub(super) surge: bool,
+    /// Its update strategy is `RollingUpdate`.
+    pub(super) rolling: bool,
+    /// The rolling update's budgets, resolved against the nodes that should run it.
+    pub(super) budgets: Budgets,
+    /// Its status counters, before this step.
+    pub(super) status: Status,
 }
 
 /// Indexes built once per plan and shared by every DaemonSet.
@@ -186,6 +210,35 @@ impl<'a> Context<'a> {
                 .sort_by(|a, b| pods::upstream_order(&pods[a.id as usize], &pods[b.id as usize]));
         }
         slots
+    }
+
+    /// Everything one DaemonSet's phases read: its live counterpart, its per-node view (the
+    /// slots, which the phases go on to mark), its status and budgets, its annotations.
+    pub(super) fn prepare<'p>(
+        &self,
+        desired: &'p Desired,
+        spec: DaemonSetSpec,
+        eligibility: &[Eligibility],
+        now: Timestamp,
+    ) -> (Prepared<'p>, Vec<Slot>)
+    where
+        'a: 'p,
+    {
+        let ds = &desired.daemonset;
+        let live = self.live(&spec.namespace, &spec.name);
+        let slots = self.slots(&spec, eligibility, now);
+        let status = status::status(&slots, ds.metadata.generation);
+        let prepared = Prepared {
+            ds,
+            live,
+            annotated: self.annotated(ds, &spec),
+            surge: allows_surge(&spec),
+            rolling: matches!(spec.strategy, UpdateStrategy::RollingUpdate { .. }),
+            budgets: budgets(&spec, status.desired_number_scheduled),
+            status,
+            spec,
+        };
+        (prepared, slots)
     }
 
     /// A DaemonSet's `daemonsync.io/` annotations and its stable revision, read once per plan.

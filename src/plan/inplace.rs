@@ -11,7 +11,7 @@
 //! pod is patched rather than replaced, says for the others why not, and opens the readiness
 //! gate of a patched pod once its containers run the new images and are ready.
 
-use super::context::{Annotated, Context};
+use super::context::{Annotated, Context, Prepared};
 use super::pods;
 use super::view::Slot;
 use super::{Budgets, InPlacePlan, NodeUpdate, PodRef};
@@ -138,14 +138,12 @@ impl<'a> Context<'a> {
     /// warning when maxSurge cannot apply to them).
     pub(super) fn in_place(
         &self,
-        ds: &DaemonSet,
-        annotated: &Annotated<'a>,
+        d: &Prepared<'_>,
         slots: &mut [Slot],
-        budgets: Budgets,
-        rolling: bool,
         warnings: &mut Vec<String>,
     ) -> (Option<InPlacePlan>, Vec<Option<NodeUpdate>>) {
-        let updates = self.in_place_updates(ds, annotated, slots, budgets, rolling);
+        let budgets = d.budgets;
+        let updates = self.in_place_updates(d.ds, &d.annotated, slots, budgets, d.rolling);
         let in_place_nodes = slots.iter().filter(|s| s.in_place).count();
         if budgets.max_surge > 0 && in_place_nodes > 0 {
             warnings.push(format!(
@@ -160,7 +158,7 @@ impl<'a> Context<'a> {
     fn in_place_updates(
         &self,
         ds: &DaemonSet,
-        annotated: &Annotated<'a>,
+        annotated: &Annotated<'_>,
         slots: &mut [Slot],
         budgets: Budgets,
         rolling: bool,

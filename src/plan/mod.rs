@@ -65,7 +65,7 @@ pub use types::{
 pub use view::DeleteReason;
 
 use crate::model::Timestamp;
-use context::Context;
+use context::{Context, Prepared};
 use eligibility::Eligibility;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use pods::PodIndex;
@@ -190,25 +190,24 @@ impl<'a> Context<'a> {
         now: Timestamp,
         rolling_only: bool,
     ) -> DaemonSetPlan {
-        let ds = &desired.daemonset;
+        let (d, mut slots) = self.prepare(desired, spec, &eligibility, now);
+        let Prepared {
+            ds,
+            ref spec,
+            live,
+            surge,
+            rolling,
+            budgets,
+            status,
+            ..
+        } = d;
         let mut warnings = Vec::new();
-        let live = self.live(&spec.namespace, &spec.name);
-        let mut slots = self.slots(&spec, &eligibility, now);
-        let surge = allows_surge(&spec);
-        let mut status = status::status(&slots);
-        status.observed_generation = ds.metadata.generation;
-        let budgets = budgets(&spec, status.desired_number_scheduled);
-        let rolling = matches!(spec.strategy, UpdateStrategy::RollingUpdate { .. });
-
-        let annotated = self.annotated(ds, &spec);
-        let (rollout, node_rollouts, errors) =
-            self.progressive(&spec, &annotated, &mut slots, rolling, now, &mut warnings);
-        let (in_place, node_updates) =
-            self.in_place(ds, &annotated, &mut slots, budgets, rolling, &mut warnings);
+        let (rollout, node_rollouts, errors) = self.progressive(&d, &mut slots, now, &mut warnings);
+        let (in_place, node_updates) = self.in_place(&d, &mut slots, &mut warnings);
         let (pre_pull, pre_pull_step, pre_pull_cleanup) =
-            self.pre_pull(ds, &spec, &annotated, &mut slots, &node_rollouts, rolling);
-        let ownership = self.ownership(ds, &spec, live, &annotated, budgets, &mut warnings);
-        let frozen = frozen_reason(ds, live, &spec).or_else(|| {
+            self.pre_pull(&d, &mut slots, &node_rollouts);
+        let ownership = self.ownership(&d, &mut warnings);
+        let frozen = frozen_reason(ds, live, spec).or_else(|| {
             (!errors.is_empty()).then(|| {
                 format!(
                     "nothing is done until the rollout policy is fixed: {}",
@@ -426,7 +425,7 @@ impl<'a> Context<'a> {
         let risks = risks::risks(&risks::Inputs {
             desired: ds,
             live,
-            spec: &spec,
+            spec,
             budgets,
             status: &status,
             nodes: &nodes,
@@ -446,7 +445,7 @@ impl<'a> Context<'a> {
             revision: spec.revision.clone(),
             live: comparison,
             live_diff,
-            strategy: spec::strategy_summary(&spec),
+            strategy: spec::strategy_summary(spec),
             budgets,
             status,
             nodes,

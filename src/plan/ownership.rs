@@ -20,9 +20,9 @@
 //! ControllerRevisions.
 
 use crate::model::{Labels, OwnerRef, Pod};
-use crate::plan::context::{Annotated, Context};
+use crate::plan::RolloutPolicy;
+use crate::plan::context::{Context, Prepared};
 use crate::plan::spec::DaemonSetSpec;
-use crate::plan::{Budgets, RolloutPolicy};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use serde::Serialize;
@@ -472,30 +472,27 @@ impl<'a> Context<'a> {
     /// Who runs the DaemonSet's pods beside the built-in controller, and what must happen
     /// first (nothing to decide without a cluster, or as the built-in controller); in native
     /// mode, who rolls it out when it surges.
-    pub(super) fn ownership(
-        &self,
-        ds: &DaemonSet,
-        spec: &DaemonSetSpec,
-        live: Option<&'a DaemonSet>,
-        annotated: &Annotated<'a>,
-        budgets: Budgets,
-        warnings: &mut Vec<String>,
-    ) -> Ownership {
+    pub(super) fn ownership(&self, d: &Prepared<'_>, warnings: &mut Vec<String>) -> Ownership {
+        let (ds, budgets) = (d.ds, d.budgets);
         let mut ownership = if self.manifest_only || self.builtin {
             Ownership::of_manifest(ds)
         } else {
             decide(&Inputs {
                 ds,
-                spec,
+                spec: &d.spec,
                 choice: Choice::of(ds),
-                live,
+                live: d.live,
                 daemonsets: &self.observed.daemonsets,
                 pods: &self.observed.pods,
                 revisions: &self.observed.revisions,
             })
         };
         if ownership.mode == Mode::Native {
-            let paced = annotated.policy.as_ref().is_some_and(RolloutPolicy::paces);
+            let paced = d
+                .annotated
+                .policy
+                .as_ref()
+                .is_some_and(RolloutPolicy::paces);
             ownership.builtin_rollout = budgets.max_surge > 0 && !paced;
             if budgets.max_surge > 0 && paced {
                 warnings.push(format!(

@@ -4,12 +4,10 @@
 //! rollout order, and a pull that fails on a Ready node halts the DaemonSet before any daemon
 //! pod is touched.
 
-use super::context::{Annotated, Context};
-use super::spec::DaemonSetSpec;
+use super::context::{Context, Prepared};
 use super::view::Slot;
 use super::{Name, PodRef, PrePull, PrePullPlan, PullFailure, progressive, render};
 use crate::model::Pod;
-use k8s_openapi::api::apps::v1::DaemonSet;
 use rustc_hash::FxHashMap as HashMap;
 
 impl<'a> Context<'a> {
@@ -18,17 +16,15 @@ impl<'a> Context<'a> {
     /// (at most the parallelism in flight, in rollout order) and those to remove.
     pub(super) fn pre_pull(
         &self,
-        ds: &DaemonSet,
-        spec: &DaemonSetSpec,
-        annotated: &Annotated<'a>,
+        d: &Prepared<'_>,
         slots: &mut [Slot],
         node_rollouts: &[Option<progressive::NodeRollout>],
-        rolling: bool,
     ) -> (Option<PrePullPlan>, Vec<PrePull>, Vec<PodRef>) {
-        let Some(policy) = annotated.policy.as_ref().filter(|p| p.pre_pull) else {
+        let (ds, spec) = (d.ds, &d.spec);
+        let Some(policy) = d.annotated.policy.as_ref().filter(|p| p.pre_pull) else {
             return (None, Vec::new(), Vec::new());
         };
-        if !rolling || self.manifest_only {
+        if !d.rolling || self.manifest_only {
             return (None, Vec::new(), Vec::new());
         }
         let pod_spec = ds.spec.as_ref().and_then(|s| s.template.spec.as_ref());

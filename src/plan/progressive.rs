@@ -20,8 +20,7 @@
 
 use crate::model::{Node, Timestamp};
 use crate::plan::Name;
-use crate::plan::context::{Annotated, Context};
-use crate::plan::spec::DaemonSetSpec;
+use crate::plan::context::{Context, Prepared};
 use crate::plan::view::{Held, Slot};
 use jiff::SignedDuration;
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -587,13 +586,12 @@ impl<'a> Context<'a> {
     /// reveals.
     pub(super) fn progressive(
         &self,
-        spec: &DaemonSetSpec,
-        annotated: &Annotated<'a>,
+        d: &Prepared<'_>,
         slots: &mut [Slot],
-        rolling: bool,
         now: Timestamp,
         warnings: &mut Vec<String>,
     ) -> (Option<Rollout>, Vec<Option<NodeRollout>>, Vec<String>) {
+        let (spec, annotated) = (&d.spec, &d.annotated);
         let (policy, mut errors) = (annotated.policy.clone(), annotated.errors.clone());
         let record = self.record(&spec.namespace, &spec.name);
         let aborted = record.and_then(|r| r.aborted.as_deref()) == Some(spec.revision.as_str());
@@ -601,7 +599,7 @@ impl<'a> Context<'a> {
         if self.manifest_only || (!paces && !aborted) {
             return (None, Vec::new(), errors);
         }
-        if !rolling {
+        if !d.rolling {
             warnings.push(
                 "the rollout policy annotations are ignored: the update strategy is OnDelete"
                     .into(),

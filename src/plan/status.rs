@@ -27,9 +27,13 @@ pub struct Status {
 }
 
 /// Upstream `updateDaemonSetStatus` over the slots of existing nodes (vanished nodes are never
-/// counted). Slot pods are in upstream order, so the first one is the one that counts.
-pub(crate) fn status(slots: &[Slot]) -> Status {
-    let mut s = Status::default();
+/// counted), for the DaemonSet's `generation`. Slot pods are in upstream order, so the first
+/// one is the one that counts.
+pub(crate) fn status(slots: &[Slot], generation: Option<i64>) -> Status {
+    let mut s = Status {
+        observed_generation: generation,
+        ..Status::default()
+    };
     for slot in slots.iter().filter(|s| s.node.is_some()) {
         let first = slot.pods.first();
         if slot.should_run {
