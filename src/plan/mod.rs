@@ -41,6 +41,7 @@ mod rollout;
 mod scenarios;
 pub mod spec;
 mod status;
+mod step;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod testkit;
 mod types;
@@ -57,6 +58,7 @@ pub use risks::{Risk, RiskKind};
 pub use rollout::{Budgets, allows_surge, budgets};
 pub use spec::{DaemonSetSpec, IntOrPercent, UpdateStrategy};
 pub use status::Status;
+pub use step::BURST_REPLICAS;
 pub use types::{
     DaemonSetPlan, Desired, InPlacePlan, InPlaceUpdate, LiveComparison, Name, NodeEntry,
     NodeUpdate, Observed, PLAN_API_VERSION, Plan, PodDeletion, PodRef, Policy, PrePull,
@@ -71,10 +73,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use pods::PodIndex;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
-use view::{Actions, Held};
-
-/// Upper bound on creates and on deletes in one step (upstream `BurstReplicas`).
-pub const BURST_REPLICAS: usize = 250;
+use view::Held;
 
 /// Plans every desired DaemonSet against the observed state at instant `now`.
 pub fn plan(desired: &[Desired], observed: &Observed, policy: &Policy, now: Timestamp) -> Plan {
@@ -207,59 +206,8 @@ impl<'a> Context<'a> {
         let (pre_pull, pre_pull_step, pre_pull_cleanup) =
             self.pre_pull(&d, &mut slots, &node_rollouts);
         let ownership = self.ownership(&d, &mut warnings);
-        let frozen = frozen_reason(ds, live, spec).or_else(|| {
-            (!errors.is_empty()).then(|| {
-                format!(
-                    "nothing is done until the rollout policy is fixed: {}",
-                    errors.join("; ")
-                )
-            })
-        });
-        // Blocked or waiting, nothing rolls; a take-over, a claim or a release happens first
-        // and the step is what follows it.
-        let frozen = frozen.or_else(|| match &ownership.handover {
-            // A risk says why, and what to do.
-            Handover::Blocked { .. } => Some(String::new()),
-            Handover::Waiting { why } => Some(why.clone()),
-            _ => None,
-        });
-        let (phase, mut actions) = match &frozen {
-            Some(why) => {
-                // Errors are reported as errors, not repeated as a warning.
-                if errors.is_empty() && !why.is_empty() {
-                    warnings.push(why.clone());
-                }
-                (StepPhase::None, Actions::default())
-            }
-            None => {
-                let managed = if rolling_only {
-                    Actions::default()
-                } else {
-                    manage::manage(&slots, surge)
-                };
-                if !managed.is_empty() {
-                    (StepPhase::Manage, managed)
-                } else if rolling {
-                    match rollout::rolling_update(&slots, budgets, status.desired_number_scheduled)
-                    {
-                        Ok(a) if a.is_empty() => (StepPhase::None, a),
-                        Ok(a) => (StepPhase::RollingUpdate, a),
-                        Err(rollout::Stalled::NodeGone { slot }) => {
-                            warnings.push(format!(
-                                "rolling update waits: an old pod is bound to node {} which no \
-                                 longer exists; the pod garbage collector must remove it first",
-                                self.slot_name(&slots[slot as usize])
-                            ));
-                            (StepPhase::None, Actions::default())
-                        }
-                    }
-                } else {
-                    (StepPhase::None, Actions::default())
-                }
-            }
-        };
-        actions.create.truncate(BURST_REPLICAS);
-        actions.delete.truncate(BURST_REPLICAS);
+        let frozen = step::frozen(&d, &errors, &ownership, &mut warnings);
+        let actions = self.actions(&d, &slots, frozen.is_some(), rolling_only, &mut warnings);
 
         let mut wave_stages = Vec::new();
         let projection = if frozen.is_some() {
@@ -312,66 +260,14 @@ impl<'a> Context<'a> {
             warnings.push("the rollout does not converge under the current budgets".into());
         }
 
-        let step = Step {
-            phase,
-            create: actions
-                .create
-                .iter()
-                .map(|&s| self.slot_name(&slots[s as usize]))
-                .collect(),
-            create_stable: actions
-                .create_stable
-                .iter()
-                .map(|&s| self.slot_name(&slots[s as usize]))
-                .collect(),
-            in_place: actions
-                .in_place
-                .iter()
-                .map(|&(s, id)| {
-                    let pod = &self.observed.pods[id as usize];
-                    InPlaceUpdate {
-                        namespace: pod.namespace.clone(),
-                        name: pod.name.clone(),
-                        node: self.slot_name(&slots[s as usize]),
-                        images: match in_place.as_ref().and_then(|p| p.change.as_ref()) {
-                            Some(inplace::Change::InPlace { images }) => images.clone(),
-                            _ => Vec::new(),
-                        },
-                        from_revision: pod.revision_hash().unwrap_or_default().to_string(),
-                        detail: pod.detail.clone(),
-                    }
-                })
-                .collect(),
-            open_gates: if frozen.is_some() {
-                Vec::new()
-            } else {
-                self.gates_to_open(&slots)
-            },
-            pre_pull: if frozen.is_some() {
-                Vec::new()
-            } else {
-                pre_pull_step
-            },
-            pre_pull_cleanup: if frozen.is_some() {
-                Vec::new()
-            } else {
-                pre_pull_cleanup
-            },
-            delete: actions
-                .delete
-                .iter()
-                .map(|d| {
-                    let pod = &self.observed.pods[d.pod as usize];
-                    PodDeletion {
-                        namespace: pod.namespace.clone(),
-                        name: pod.name.clone(),
-                        node: self.slot_name(&slots[d.slot as usize]),
-                        reason: d.why,
-                        revision: pod.revision_hash().unwrap_or_default().to_string(),
-                    }
-                })
-                .collect(),
-        };
+        let step = self.step(
+            &slots,
+            actions,
+            in_place.as_ref(),
+            frozen.is_some(),
+            pre_pull_step,
+            pre_pull_cleanup,
+        );
         let waves = projection
             .waves
             .iter()
@@ -463,23 +359,4 @@ impl<'a> Context<'a> {
             ownership,
         }
     }
-}
-
-/// Why a DaemonSet must not be reconciled at all this step, if so.
-fn frozen_reason(ds: &DaemonSet, live: Option<&DaemonSet>, spec: &DaemonSetSpec) -> Option<String> {
-    if spec.selector.as_ref().is_some_and(|s| s.is_empty()) {
-        return Some(
-            "this DaemonSet selects all pods; a non-empty selector is required, nothing is done"
-                .into(),
-        );
-    }
-    if ds.metadata.deletion_timestamp.is_some() {
-        return Some("the DaemonSet is being deleted; nothing is done".into());
-    }
-    if live.is_some_and(|l| l.metadata.deletion_timestamp.is_some()) {
-        return Some(
-            "the live DaemonSet of this name is being deleted; its pods are not adopted".into(),
-        );
-    }
-    None
 }
