@@ -1,8 +1,13 @@
-//! Per-node classification with reasons: why each node is where it is.
+//! Per-node classification with reasons: why each node is where it is, and the plan's node
+//! entries built from it.
 
 use crate::model::PodPhase;
-use crate::plan::eligibility::Ineligible;
+use crate::plan::context::{Context, Prepared};
+use crate::plan::eligibility::{Eligibility, Ineligible};
+use crate::plan::progressive::NodeRollout;
 use crate::plan::view::Slot;
+use crate::plan::{Name, NodeEntry, NodeUpdate};
+use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 use std::fmt;
 
@@ -201,5 +206,55 @@ pub(crate) fn classify(
             (NodeState::Surging, Reason::SurgeStarting)
         }
         _ => (NodeState::Duplicate, Reason::Pods(live_count)),
+    }
+}
+
+impl Context<'_> {
+    /// Every node's state and why (its eligibility explanation taken, not copied), its place
+    /// in a progressive rollout, and how an out-of-date node takes the new revision.
+    pub(super) fn nodes(
+        &self,
+        d: &Prepared<'_>,
+        slots: &[Slot],
+        mut eligibility: Vec<Eligibility>,
+        node_rollouts: &[Option<NodeRollout>],
+        node_updates: &[Option<NodeUpdate>],
+    ) -> Vec<NodeEntry> {
+        // Old pods mostly share a few revisions: name each once.
+        let mut revisions: HashMap<&str, Name> = HashMap::default();
+        slots
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let why = s
+                    .node
+                    .and_then(|pos| eligibility[pos as usize].reason.take());
+                let (state, reason) = classify(
+                    s,
+                    why,
+                    d.surge,
+                    d.spec.min_ready_seconds,
+                    |id| {
+                        let hash = self.pod(id)?.revision_hash()?;
+                        Some(
+                            revisions
+                                .entry(hash)
+                                .or_insert_with(|| Name::from(hash))
+                                .clone(),
+                        )
+                    },
+                    |id| self.pod(id).and_then(|p| p.waiting_reason.clone()),
+                );
+                NodeEntry {
+                    node: self.slot_name(s),
+                    state,
+                    reason,
+                    rollout: node_rollouts.get(i).copied().flatten(),
+                    update: (state == NodeState::OutOfDate)
+                        .then(|| node_updates.get(i).cloned().flatten())
+                        .flatten(),
+                }
+            })
+            .collect()
     }
 }

@@ -1,7 +1,7 @@
 //! What a plan prepares from [`Observed`] once and shares between DaemonSets (the
 //! [`Context`]: nodes in name order, pods indexed by node), what it prepares per DaemonSet
-//! (the per-node view, its slots, and what its annotations say), and the stable DaemonSet a
-//! rollout policy falls back to.
+//! before the phases run ([`Prepared`], and the per-node view, its slots), and the stable
+//! DaemonSet a rollout policy falls back to.
 
 use super::eligibility::{self, Eligibility};
 use super::pods::{self, PodIndex, PodInfo};

@@ -132,7 +132,7 @@ fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
     }
 }
 
-impl<'a> Context<'a> {
+impl Context<'_> {
     /// `daemonsync.io/update-strategy: InPlaceIfPossible`: marks the slots whose old pod can
     /// take the new revision in place, and says per slot how it will be updated (with a
     /// warning when maxSurge cannot apply to them).

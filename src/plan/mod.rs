@@ -72,8 +72,7 @@ use eligibility::Eligibility;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use pods::PodIndex;
 use rayon::prelude::*;
-use rustc_hash::FxHashMap as HashMap;
-use view::Held;
+use spec::strategy_summary;
 
 /// Plans every desired DaemonSet against the observed state at instant `now`.
 pub fn plan(desired: &[Desired], observed: &Observed, policy: &Policy, now: Timestamp) -> Plan {
@@ -179,7 +178,12 @@ fn plan_in(
     }
 }
 
-impl<'a> Context<'a> {
+impl Context<'_> {
+    /// One DaemonSet's plan, phase by phase, each in the file of its phase: what its
+    /// annotations ask for (`progressive`, `inplace`, `prepull`), who runs its pods
+    /// (`ownership`), the next step and the waves that follow (`step`, `waves`), then every
+    /// node's state (`classify`) and the risks (`risks`). The phases mark the slots as they
+    /// decide, and note their warnings in order.
     fn plan_one(
         &self,
         desired: &Desired,
@@ -190,76 +194,25 @@ impl<'a> Context<'a> {
         rolling_only: bool,
     ) -> DaemonSetPlan {
         let (d, mut slots) = self.prepare(desired, spec, &eligibility, now);
-        let Prepared {
-            ds,
-            ref spec,
-            live,
-            surge,
-            rolling,
-            budgets,
-            status,
-            ..
-        } = d;
         let mut warnings = Vec::new();
+        // What the annotations ask for: nodes held back, pods patched in place, images pulled
+        // ahead.
         let (rollout, node_rollouts, errors) = self.progressive(&d, &mut slots, now, &mut warnings);
         let (in_place, node_updates) = self.in_place(&d, &mut slots, &mut warnings);
         let (pre_pull, pre_pull_step, pre_pull_cleanup) =
             self.pre_pull(&d, &mut slots, &node_rollouts);
         let ownership = self.ownership(&d, &mut warnings);
+        // The next step, unless the DaemonSet is frozen, and the waves until it converges.
         let frozen = step::frozen(&d, &errors, &ownership, &mut warnings);
         let actions = self.actions(&d, &slots, frozen.is_some(), rolling_only, &mut warnings);
-
-        let mut wave_stages = Vec::new();
-        let projection = if frozen.is_some() {
-            waves::Projection {
-                waves: Vec::new(),
-                converges: false,
-            }
-        } else if let Some(r) = &rollout {
-            let last = r.stages.len().saturating_sub(1) as u32;
-            let aborted = r.pause == Some(progressive::Paused::Aborted);
-            let stable = r.stable_revision.is_some();
-            let (projection, stages) = waves::project_stages(
-                &slots,
-                if aborted {
-                    r.stage..=r.stage
-                } else {
-                    r.stage..=last
-                },
-                |i, k| match node_rollouts.get(i).copied().flatten() {
-                    Some(t) if t.hold.is_some() => {
-                        if !aborted && t.stage.is_some_and(|s| s <= k) {
-                            Held::No
-                        } else if stable {
-                            Held::Stable
-                        } else {
-                            Held::Wait
-                        }
-                    }
-                    _ => Held::No,
-                },
-                budgets,
-                status.desired_number_scheduled,
-                surge,
-            );
-            wave_stages = stages;
-            projection
-        } else {
-            waves::project(
-                &slots,
-                budgets,
-                status.desired_number_scheduled,
-                surge,
-                rolling,
-            )
-        };
-        // OnDelete with old pods is a risk (see `risks`), not also a warning.
-        let on_delete_waits =
-            !rolling && status.updated_number_scheduled < status.current_number_scheduled;
-        if !on_delete_waits && frozen.is_none() && !projection.converges {
-            warnings.push("the rollout does not converge under the current budgets".into());
-        }
-
+        let (waves, converges) = self.waves(
+            &d,
+            &slots,
+            frozen.is_some(),
+            rollout.as_ref(),
+            &node_rollouts,
+            &mut warnings,
+        );
         let step = self.step(
             &slots,
             actions,
@@ -268,89 +221,33 @@ impl<'a> Context<'a> {
             pre_pull_step,
             pre_pull_cleanup,
         );
-        let waves = projection
-            .waves
-            .iter()
-            .enumerate()
-            .map(|(k, w)| Wave {
-                nodes: w
-                    .iter()
-                    .map(|&s| self.slot_name(&slots[s as usize]))
-                    .collect(),
-                stage: wave_stages.get(k).copied(),
-            })
-            .collect();
         // Last, so that each node's reason can take its eligibility explanation without a copy.
-        // Old pods mostly share a few revisions: name each once.
-        let mut revisions: HashMap<&str, Name> = HashMap::default();
-        let mut eligibility = eligibility;
-        let nodes = slots
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let why = s
-                    .node
-                    .and_then(|pos| eligibility[pos as usize].reason.take());
-                let (state, reason) = classify::classify(
-                    s,
-                    why,
-                    surge,
-                    spec.min_ready_seconds,
-                    |id| {
-                        let hash = self.pod(id)?.revision_hash()?;
-                        Some(
-                            revisions
-                                .entry(hash)
-                                .or_insert_with(|| Name::from(hash))
-                                .clone(),
-                        )
-                    },
-                    |id| self.pod(id).and_then(|p| p.waiting_reason.clone()),
-                );
-                NodeEntry {
-                    node: self.slot_name(s),
-                    state,
-                    reason,
-                    rollout: node_rollouts.get(i).copied().flatten(),
-                    update: (state == NodeState::OutOfDate)
-                        .then(|| node_updates.get(i).cloned().flatten())
-                        .flatten(),
-                }
-            })
-            .collect::<Vec<_>>();
-        let risks = risks::risks(&risks::Inputs {
-            desired: ds,
-            live,
+        let nodes = self.nodes(&d, &slots, eligibility, &node_rollouts, &node_updates);
+        let risks = self.risks(&d, &nodes, &step, &ownership);
+        let Prepared {
             spec,
+            live,
             budgets,
-            status: &status,
-            nodes: &nodes,
-            step: &step,
-            manifest_only: self.manifest_only,
-            ownership: &ownership,
-            namespace: self
-                .observed
-                .namespaces
-                .iter()
-                .find(|n| n.name == spec.namespace),
-        });
+            status,
+            ..
+        } = d;
         DaemonSetPlan {
-            namespace: spec.namespace.clone(),
-            name: spec.name.clone(),
+            strategy: strategy_summary(&spec),
+            node_selector: spec.node_selector,
+            namespace: spec.namespace,
+            name: spec.name,
             source: desired.source.clone(),
-            revision: spec.revision.clone(),
+            revision: spec.revision,
             live: comparison,
             live_diff,
-            strategy: spec::strategy_summary(spec),
             budgets,
             status,
             nodes,
             step,
             waves,
-            converges: projection.converges,
+            converges,
             warnings,
             risks,
-            node_selector: spec.node_selector.clone(),
             created: live.and_then(|l| l.metadata.creation_timestamp.as_ref().map(|t| t.0)),
             rollout,
             errors,

@@ -468,7 +468,7 @@ pub(crate) fn decide(i: &Inputs<'_>) -> Ownership {
     ownership(Handover::Claim { pods: claims }, (kept, replaced))
 }
 
-impl<'a> Context<'a> {
+impl Context<'_> {
     /// Who runs the DaemonSet's pods beside the built-in controller, and what must happen
     /// first (nothing to decide without a cluster, or as the built-in controller); in native
     /// mode, who rolls it out when it surges.

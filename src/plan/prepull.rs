@@ -10,7 +10,7 @@ use super::{Name, PodRef, PrePull, PrePullPlan, PullFailure, progressive, render
 use crate::model::Pod;
 use rustc_hash::FxHashMap as HashMap;
 
-impl<'a> Context<'a> {
+impl Context<'_> {
     /// `daemonsync.io/pre-pull`: marks the out-of-date nodes whose new images are not there
     /// yet (their turn waits), and returns where pulling stands, the pre-pull pods to create
     /// (at most the parallelism in flight, in rollout order) and those to remove.

@@ -580,7 +580,7 @@ pub(crate) fn decide<'n>(
     (rollout, targets)
 }
 
-impl<'a> Context<'a> {
+impl Context<'_> {
     /// The rollout policy of a DaemonSet, decided against the slots: marks the held-back
     /// slots and returns the rollout, each slot's place in it, and errors only the cluster
     /// reveals.

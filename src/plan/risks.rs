@@ -4,10 +4,11 @@
 //! ("the rollout waits for ..."); risks are the fixed kinds below, each with a message and,
 //! where it applies, the nodes concerned. A risk is never also reported as a warning.
 
+use super::context::{Context, Prepared};
 use super::rollout::{Budgets, allows_surge};
 use super::spec::{DaemonSetSpec, IntOrPercent, UpdateStrategy};
 use super::status::Status;
-use super::{Name, NodeEntry, NodeState, Step};
+use super::{Name, NodeEntry, NodeState, Ownership, Step};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use serde::Serialize;
 
@@ -265,6 +266,34 @@ fn name_list(names: &[Name], max: usize) -> String {
         s.push_str(&format!(" and {} more", names.len() - max));
     }
     s
+}
+
+impl Context<'_> {
+    /// The DaemonSet's risks, from its plan so far.
+    pub(super) fn risks(
+        &self,
+        d: &Prepared<'_>,
+        nodes: &[NodeEntry],
+        step: &Step,
+        ownership: &Ownership,
+    ) -> Vec<Risk> {
+        risks(&Inputs {
+            desired: d.ds,
+            live: d.live,
+            spec: &d.spec,
+            budgets: d.budgets,
+            status: &d.status,
+            nodes,
+            step,
+            manifest_only: self.manifest_only,
+            ownership,
+            namespace: self
+                .observed
+                .namespaces
+                .iter()
+                .find(|n| n.name == d.spec.namespace),
+        })
+    }
 }
 
 #[cfg(test)]

@@ -8,8 +8,11 @@
 //! exactly the remaining old nodes in visiting order, `budget` at a time; the projection then
 //! chunks them instead of replaying, which keeps it linear in the number of nodes.
 
+use crate::plan::Wave;
+use crate::plan::context::{Context, Prepared};
 use crate::plan::manage::manage;
 use crate::plan::pods::{PodInfo, SYNTHETIC};
+use crate::plan::progressive::{NodeRollout, Paused, Rollout};
 use crate::plan::rollout::{Budgets, Stalled, rolling_update};
 use crate::plan::view::{Actions, DeleteReason, Held, Slot};
 
@@ -288,4 +291,82 @@ fn regular_remaining(slots: &[Slot], allows_surge: bool) -> Option<Vec<u32>> {
         }
     }
     Some(rest)
+}
+
+impl Context<'_> {
+    /// The waves projected until the DaemonSet converges (none while it is frozen), stage by
+    /// stage under a rollout policy, and whether they get there (a warning when they do not).
+    pub(super) fn waves(
+        &self,
+        d: &Prepared<'_>,
+        slots: &[Slot],
+        frozen: bool,
+        rollout: Option<&Rollout>,
+        node_rollouts: &[Option<NodeRollout>],
+        warnings: &mut Vec<String>,
+    ) -> (Vec<Wave>, bool) {
+        let mut wave_stages = Vec::new();
+        let projection = if frozen {
+            Projection {
+                waves: Vec::new(),
+                converges: false,
+            }
+        } else if let Some(r) = rollout {
+            let last = r.stages.len().saturating_sub(1) as u32;
+            let aborted = r.pause == Some(Paused::Aborted);
+            let stable = r.stable_revision.is_some();
+            let (projection, stages) = project_stages(
+                slots,
+                if aborted {
+                    r.stage..=r.stage
+                } else {
+                    r.stage..=last
+                },
+                |i, k| match node_rollouts.get(i).copied().flatten() {
+                    Some(t) if t.hold.is_some() => {
+                        if !aborted && t.stage.is_some_and(|s| s <= k) {
+                            Held::No
+                        } else if stable {
+                            Held::Stable
+                        } else {
+                            Held::Wait
+                        }
+                    }
+                    _ => Held::No,
+                },
+                d.budgets,
+                d.status.desired_number_scheduled,
+                d.surge,
+            );
+            wave_stages = stages;
+            projection
+        } else {
+            project(
+                slots,
+                d.budgets,
+                d.status.desired_number_scheduled,
+                d.surge,
+                d.rolling,
+            )
+        };
+        // OnDelete with old pods is a risk (see `risks`), not also a warning.
+        let on_delete_waits =
+            !d.rolling && d.status.updated_number_scheduled < d.status.current_number_scheduled;
+        if !on_delete_waits && !frozen && !projection.converges {
+            warnings.push("the rollout does not converge under the current budgets".into());
+        }
+        let waves = projection
+            .waves
+            .iter()
+            .enumerate()
+            .map(|(k, w)| Wave {
+                nodes: w
+                    .iter()
+                    .map(|&s| self.slot_name(&slots[s as usize]))
+                    .collect(),
+                stage: wave_stages.get(k).copied(),
+            })
+            .collect();
+        (waves, projection.converges)
+    }
 }
