@@ -1,4 +1,4 @@
-//! Planner benchmarks on synthetic fleets (see `daemonsync::cluster::synthetic`).
+//! Planner benchmarks on synthetic fleets (see `daemonsync_core::testkit::synthetic`).
 //!
 //! * `plan/full`: one full `plan()` of 20 DaemonSets on 5,000 nodes with 100,000 pods in mixed
 //!   states. Target: at most 50 ms.
@@ -8,8 +8,8 @@
 //! Run with `cargo bench --bench plan`.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use daemonsync::cluster::synthetic::{fleet, fleet_now};
 use daemonsync::plan::{Policy, plan};
+use daemonsync_core::testkit::synthetic::{fleet, fleet_now};
 use std::hint::black_box;
 use std::time::Duration;
 

@@ -31,9 +31,9 @@ pub mod apply;
 pub mod cli;
 pub mod cluster;
 pub mod github;
-pub mod manifest;
-pub mod model;
-pub mod plan;
+pub use daemonsync_core::{manifest, model, plan};
+#[cfg(test)]
+mod manifest_tests;
 pub mod report;
 pub mod source;
 pub mod sync;

@@ -182,7 +182,7 @@ pub fn load(source: &ManifestSource, opts: &LoadOptions) -> Result<Loaded> {
     print_notes(&rendered);
     let warnings = field_warnings(&rendered.manifests);
     print_warnings(&warnings);
-    let record = crate::cluster::RecordSource::of(source, &rendered.revision);
+    let record = crate::source::record_source(source, &rendered.revision);
     Ok(Loaded {
         desired: rendered.desired()?,
         warnings,

@@ -18,7 +18,7 @@ mod phrases;
 mod snapshots;
 pub mod table;
 #[cfg(test)]
-pub(crate) mod testing;
+pub(crate) use daemonsync_core::testkit::fixtures as testing;
 
 pub use counts::{Counts, Diffs};
 pub use json::to_json;

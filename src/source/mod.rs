@@ -48,10 +48,26 @@ impl Rendered {
     }
 }
 
-/// The first 12 characters of a revision (a commit id, or the digest of `local:<digest>`).
-pub fn short_revision(revision: &str) -> &str {
-    let r = revision.strip_prefix("local:").unwrap_or(revision);
-    r.get(..12).unwrap_or(r)
+pub use daemonsync_core::record::short_revision;
+
+/// Where DaemonSets read from `source` at `revision` come from, as their records say (URLs
+/// redacted).
+pub fn record_source(source: &ManifestSource, revision: &str) -> crate::cluster::RecordSource {
+    use crate::cluster::RecordSource;
+    match source {
+        ManifestSource::Git(g) => RecordSource {
+            repository: Some(redact(&g.url)),
+            path: Some(g.path.clone()).filter(|p| !p.is_empty()),
+            commit: Some(revision.to_string()),
+            writer: None,
+        },
+        ManifestSource::Local(_) => RecordSource {
+            repository: None,
+            path: Some(redact(&Source::describe(source))),
+            commit: None,
+            writer: None,
+        },
+    }
 }
 
 impl Rendered {

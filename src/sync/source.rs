@@ -169,7 +169,7 @@ impl Follower {
             }
             invalid.insert(key, why);
         }
-        let record = RecordSource::of(self.tracked.source(), &rendered.revision);
+        let record = crate::source::record_source(self.tracked.source(), &rendered.revision);
         self.in_effect = InEffect {
             desired: desired.into_values().collect(),
             invalid,

@@ -17,12 +17,13 @@
 //! tasks of the connection, aborted when it is dropped.
 
 pub mod cache;
-pub mod record;
 #[cfg(test)]
 mod tests;
 
+pub use daemonsync_core::record;
 pub use record::{
-    ManagedDaemonSet, ManagedDaemonSetSpec, ManagedDaemonSetStatus, RecordSource, RecordWriter,
+    FIELD_MANAGER, ManagedDaemonSet, ManagedDaemonSetSpec, ManagedDaemonSetStatus, RecordSource,
+    RecordWriter,
 };
 
 use super::{Cluster, ClusterError, ClusterState, Event, EventType, Record, RecordStatus};
@@ -36,9 +37,6 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::events::{Recorder, Reporter};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The field manager and event reporter name daemonsync writes as.
-pub const FIELD_MANAGER: &str = "daemonsync";
 
 /// How long a connection may take to show a complete first list of every watched kind.
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
@@ -1236,123 +1234,7 @@ pub mod requests {
         }
     }
 
-    /// The JSON patch of an in-place update: a `test` of the resourceVersion, then the images
-    /// replaced and the labels set.
-    pub fn image_patch(patch: &crate::cluster::ImagePatch) -> serde_json::Value {
-        let escape = |k: &str| k.replace('~', "~0").replace('/', "~1");
-        let mut ops = vec![serde_json::json!({
-            "op": "test", "path": "/metadata/resourceVersion", "value": patch.resource_version
-        })];
-        for (init, index, _, image) in &patch.images {
-            let list = if *init {
-                "initContainers"
-            } else {
-                "containers"
-            };
-            ops.push(serde_json::json!({
-                "op": "replace", "path": format!("/spec/{list}/{index}/image"), "value": image
-            }));
-        }
-        for (k, v) in &patch.labels {
-            ops.push(serde_json::json!({
-                "op": "add", "path": format!("/metadata/labels/{}", escape(k)), "value": v
-            }));
-        }
-        serde_json::Value::Array(ops)
-    }
-
-    /// The strategic merge patch of `pods/status` that sets one condition (conditions merge
-    /// by type); a resourceVersion in it is a precondition (409 when the pod moved on).
-    pub fn condition_patch(
-        condition: &str,
-        status: bool,
-        resource_version: Option<&str>,
-        now: Timestamp,
-    ) -> serde_json::Value {
-        let mut patch = serde_json::json!({"status": {"conditions": [{
-            "type": condition,
-            "status": if status { "True" } else { "False" },
-            "lastTransitionTime": now.to_string(),
-        }]}});
-        if let Some(rv) = resource_version {
-            patch["metadata"] = serde_json::json!({"resourceVersion": rv});
-        }
-        patch
-    }
-
-    /// The strategic merge patch of a pod's controller, labels and annotations, with the
-    /// pod's uid and resourceVersion as preconditions (as upstream's ControllerRefManager
-    /// sends it; owner references merge by uid). `record_uid` is the uid of the record a
-    /// [`OwnerChange::Claim`](crate::cluster::OwnerChange::Claim) names.
-    pub fn metadata_patch(
-        patch: &crate::cluster::MetadataPatch,
-        pod_uid: &str,
-        resource_version: &str,
-        record_uid: &str,
-    ) -> serde_json::Value {
-        use crate::cluster::OwnerChange;
-        let mut metadata = serde_json::json!({"uid": pod_uid, "resourceVersion": resource_version});
-        match &patch.owner {
-            OwnerChange::Keep => {}
-            OwnerChange::Claim(name) => {
-                metadata["ownerReferences"] = serde_json::json!([{
-                    "apiVersion": RECORD_API_VERSION, "kind": RECORD_KIND, "name": name,
-                    "uid": record_uid, "controller": true, "blockOwnerDeletion": true}]);
-            }
-            OwnerChange::Release(uid) => {
-                metadata["ownerReferences"] = serde_json::json!([{"$patch": "delete", "uid": uid}]);
-            }
-        }
-        if !patch.labels.is_empty() {
-            metadata["labels"] = serde_json::json!(patch.labels);
-        }
-        if !patch.annotations.is_empty() {
-            metadata["annotations"] = serde_json::json!(patch.annotations);
-        }
-        serde_json::json!({"metadata": metadata})
-    }
-
-    /// The PodTemplate daemonsync keeps beside a managed DaemonSet's record (named after it,
-    /// owned by the record so it goes with it): its pod template, labelled as a DaemonSet
-    /// pod's for Cluster Autoscaler.
-    pub fn pod_template_body(ds: &DaemonSet, record_uid: &str) -> serde_json::Value {
-        let name = ds.metadata.name.clone().unwrap_or_default();
-        let template = ds
-            .spec
-            .as_ref()
-            .map(|s| s.template.clone())
-            .unwrap_or_default();
-        serde_json::json!({
-            "apiVersion": "v1", "kind": "PodTemplate",
-            "metadata": {
-                "name": name,
-                "labels": {
-                    crate::plan::ownership::AUTOSCALER_DAEMONSET_POD: "true",
-                    crate::model::MANAGED_BY_LABEL: crate::model::MANAGED_BY_VALUE,
-                },
-                "ownerReferences": [{"apiVersion": RECORD_API_VERSION, "kind": RECORD_KIND,
-                                     "name": name, "uid": record_uid}],
-            },
-            "template": template,
-        })
-    }
-
-    /// A DaemonSet as server-side applied: `apiVersion` and `kind` set, no status, no
-    /// server-owned metadata.
-    pub fn daemonset_apply_body(ds: &DaemonSet) -> serde_json::Value {
-        let mut ds = ds.clone();
-        ds.status = None;
-        let meta = &mut ds.metadata;
-        meta.resource_version = None;
-        meta.uid = None;
-        meta.creation_timestamp = None;
-        meta.generation = None;
-        meta.managed_fields = None;
-        let mut body = serde_json::to_value(&ds).unwrap_or_default();
-        body["apiVersion"] = serde_json::json!("apps/v1");
-        body["kind"] = serde_json::json!("DaemonSet");
-        body
-    }
+    pub use daemonsync_core::record::bodies::*;
 
     /// Writes a record's status through the `status` subresource (server-side apply).
     pub async fn write_status(

@@ -1,0 +1,385 @@
+//! Observed cluster state, and the writes that change it.
+//!
+//! [`Cluster`] is the one interface the executor talks to. It is async and fallible because
+//! the live backend (kube-rs, later) is: reads come from watch-driven caches, writes are API
+//! calls that can fail, and [`Cluster::wait_for_change`] is where a watch event wakes the
+//! executor. [`ClusterSpec`] is a cluster as `--cluster` names it; [`AnyCluster`] the connected
+//! backend. Implementations:
+//!
+//! * [`snapshot`]: a file in the shape `kubectl get nodes,pods,daemonsets -A -o yaml` prints,
+//!   read-only, so `plan` can run in CI without cluster credentials ([`SnapshotCluster`]
+//!   refuses every write with a clear error).
+//! * [`sim`]: an in-memory cluster with a virtual clock, a scheduler and a kubelet model.
+//! * [`kube`]: a live cluster through kube-rs (watch-driven caches, API writes, the
+//!   `ManagedDaemonSet` record).
+//! * [`synthetic`]: deterministic generated fleets of any size, shared by tests and benchmarks.
+
+pub use crate::record::{RecordSource, RecordWriter};
+
+use crate::model::Timestamp;
+use crate::plan::progressive::Progress;
+use crate::plan::{Observed, RolloutRecord, Status};
+use std::future::Future;
+
+/// An error from a cluster backend.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The backend cannot write (a snapshot file).
+    #[error(
+        "the {backend} cluster is read-only: {what} was refused (use --dry-run, or a sim: or live cluster)"
+    )]
+    ReadOnly {
+        /// Which backend.
+        backend: &'static str,
+        /// The refused write.
+        what: String,
+    },
+    /// The object does not exist.
+    #[error("{kind} {namespace}/{name} not found")]
+    NotFound {
+        /// Object kind.
+        kind: &'static str,
+        /// Namespace.
+        namespace: String,
+        /// Name.
+        name: String,
+    },
+    /// The write was rejected (validation, conflict, a terminating namespace...).
+    #[error("{0}")]
+    Rejected(String),
+    /// The backend could not be reached or failed.
+    #[error("{0}")]
+    Backend(String),
+    /// The cluster refuses this client the request (401, 403): retrying cannot help until
+    /// someone grants it, so a rollout stops at once.
+    #[error("{0}")]
+    Forbidden(String),
+    /// This client may no longer write (it lost the leader lease, or is shutting down): the
+    /// step stops at once, and nothing was sent.
+    #[error("{0}")]
+    Stopped(String),
+    /// The cluster's admission refused the object (Pod Security, a validating webhook, a
+    /// quota): the object is at fault, not this client's permissions.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl ClusterError {
+    /// Whether the rest of a step must not be attempted: a refusal, or writes stopped.
+    pub fn stops_step(&self) -> bool {
+        matches!(self, ClusterError::Forbidden(_) | ClusterError::Stopped(_))
+    }
+}
+
+/// The in-cluster record of one managed DaemonSet (a small CRD in a live cluster).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// Namespace.
+    pub namespace: String,
+    /// Name (the DaemonSet's).
+    pub name: String,
+    /// The last status written.
+    pub status: Option<RecordStatus>,
+    /// The record carries `daemonsync.io/paused: "true"`: no pod writes for it.
+    pub paused: bool,
+    /// `daemonsync promote`: the record's `daemonsync.io/promote` (revision, stage).
+    pub promoted: Option<(String, u32)>,
+    /// `daemonsync abort`: the record's `daemonsync.io/abort` (a revision).
+    pub aborted: Option<String>,
+    /// The DaemonSet the record holds (its spec), when it reads as one.
+    pub daemonset: Option<k8s_openapi::api::apps::v1::DaemonSet>,
+    /// The record's uid: the controller reference of its pods names it.
+    pub uid: String,
+    /// The record is being deleted (it has a deletionTimestamp; orphan propagation first
+    /// clears its pods' owner references).
+    pub deleting: bool,
+    /// Where its DaemonSet was read from, and who writes it.
+    pub source: Option<RecordSource>,
+}
+
+impl Record {
+    /// What the record tells the planner about the rollout.
+    pub fn rollout_record(&self) -> RolloutRecord {
+        let status = self.status.as_ref();
+        RolloutRecord {
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            stable: status
+                .and_then(|s| s.stable.as_ref())
+                .and_then(|v| serde_json::from_value(v.clone()).ok()),
+            progress: status
+                .and_then(|s| s.rollout.as_ref())
+                .map(|r| r.progress.clone()),
+            promoted: self.promoted.clone(),
+            aborted: self.aborted.clone(),
+            paused: self.paused,
+            halted: status.and_then(|s| s.halted.clone()),
+        }
+    }
+}
+
+/// Where a progressive rollout stands, as a record's status keeps it (`status.rollout`).
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutStatus {
+    /// `Canary`, `Paused`, `Wave k/n`, `Halted` or `Complete`.
+    pub phase: String,
+    /// Why it is paused, while it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The revision, the last unlocked stage, when the current pause began.
+    #[serde(flatten)]
+    pub progress: Progress,
+}
+
+/// What the executor writes to a managed DaemonSet's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordStatus {
+    /// The upstream status counters.
+    pub counters: Status,
+    /// The revision hash of the DaemonSet's current template.
+    pub revision: String,
+    /// Why the rollout halted, while it is halted.
+    pub halted: Option<String>,
+    /// Paused by the record's `daemonsync.io/paused` annotation (the `Paused` condition).
+    pub paused: bool,
+    /// Why the source's newest version of this DaemonSet could not be used (the
+    /// `SourceError` condition); the last good version keeps running meanwhile.
+    pub source_error: Option<String>,
+    /// The progressive rollout, for a DaemonSet with a rollout policy.
+    pub rollout: Option<RolloutStatus>,
+    /// The DaemonSet the last complete rollout reached (`status.stable`): the revision nodes
+    /// held back by a rollout policy run.
+    pub stable: Option<serde_json::Value>,
+    /// Why nothing is written for the DaemonSet (another controller runs it): the `Blocked`
+    /// condition.
+    pub blocked: Option<String>,
+}
+
+impl RecordStatus {
+    /// What a live record's status says.
+    pub fn from_record(status: &crate::record::ManagedDaemonSetStatus) -> Self {
+        RecordStatus {
+            counters: status.counters(),
+            revision: status.current_revision.clone().unwrap_or_default(),
+            halted: status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "Halted" && c.status == "True")
+                .map(|c| c.message.clone()),
+            paused: status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Paused" && c.status == "True"),
+            source_error: status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "SourceError" && c.status == "True")
+                .map(|c| c.message.clone()),
+            rollout: status.rollout.clone(),
+            stable: status.stable.clone(),
+            blocked: status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "Blocked" && c.status == "True")
+                .map(|c| c.message.clone()),
+        }
+    }
+}
+
+/// What a cluster shows at one instant: the planner's input, plus the records.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterState {
+    /// Nodes, the pods that may belong to managed DaemonSets, live `apps/v1` DaemonSets.
+    pub observed: Observed,
+    /// Records of managed DaemonSets, sorted by namespace and name.
+    pub records: Vec<Record>,
+    /// The cluster's idea of now (the sim's virtual clock; the wall clock for a live one).
+    pub now: Timestamp,
+}
+
+/// Severity of an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// Normal progress.
+    Normal,
+    /// Something needs attention.
+    Warning,
+}
+
+/// A Kubernetes Event about a managed DaemonSet's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// Namespace of the record.
+    pub namespace: String,
+    /// Name of the record (the DaemonSet).
+    pub name: String,
+    /// Normal or Warning.
+    pub type_: EventType,
+    /// CamelCase reason, e.g. `SuccessfulCreate`.
+    pub reason: String,
+    /// Human message.
+    pub message: String,
+}
+
+/// A cluster the executor can observe and change. Every method may fail; writes are
+/// individually idempotent from the executor's point of view (it re-observes after each step
+/// and never trusts its memory of what it did).
+///
+/// Contract: [`Cluster::observe`] reflects every write this client has completed (a live
+/// backend waits until its watch cache has seen its own creates and deletes, as upstream's
+/// controller expectations do); otherwise a re-plan on a stale cache could act twice.
+pub trait Cluster: Send {
+    /// The current state. A live backend serves it from its watch caches.
+    fn observe(&mut self) -> impl Future<Output = Result<ClusterState, ClusterError>> + Send;
+
+    /// Creates a pod (with `metadata.generateName`); returns the name given to it.
+    fn create_pod(
+        &mut self,
+        pod: k8s_openapi::api::core::v1::Pod,
+    ) -> impl Future<Output = Result<String, ClusterError>> + Send;
+
+    /// Deletes a pod (graceful: it terminates first). [`ClusterError::NotFound`] when absent.
+    fn delete_pod(
+        &mut self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send;
+
+    /// Makes sure the record of a managed DaemonSet exists and holds `daemonset` (the
+    /// DaemonSet from the source) and where it came from. The executor calls it before it
+    /// writes the DaemonSet's pods or status. Backends whose records need no spec keep the
+    /// default, which does nothing.
+    fn ensure_record(
+        &mut self,
+        daemonset: &k8s_openapi::api::apps::v1::DaemonSet,
+        source: &RecordSource,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send {
+        let _ = (daemonset, source);
+        async { Ok(()) }
+    }
+
+    /// Writes the status of a managed DaemonSet's record (the sim creates the record if
+    /// needed; a live backend needs [`Cluster::ensure_record`] first).
+    fn write_status(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        status: &RecordStatus,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send;
+
+    /// Emits an Event on a managed DaemonSet's record.
+    fn emit_event(&mut self, event: Event)
+    -> impl Future<Output = Result<(), ClusterError>> + Send;
+
+    /// Updates a pod in place: its container images and labels, on the condition that it is
+    /// still at `patch.resource_version` (a JSON patch with a `test` of the resourceVersion
+    /// on a live cluster). [`ClusterError::Rejected`] when the pod changed meanwhile.
+    fn patch_pod_images(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        patch: &ImagePatch,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send;
+
+    /// Sets a condition in a pod's status (the `pods/status` subresource): daemonsync's
+    /// readiness gate. With `resource_version`, only while the pod is still at it. Returns
+    /// the pod's resourceVersion after the write (empty when the backend does not say).
+    fn set_pod_condition(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        condition: &str,
+        status: bool,
+        resource_version: Option<&str>,
+    ) -> impl Future<Output = Result<String, ClusterError>> + Send;
+
+    /// Changes a pod's controller, labels and annotations (a strategic merge patch, as the
+    /// built-in controllers' ControllerRefManager sends), on the condition that the pod is
+    /// still the one and at the resourceVersion this client last observed.
+    /// [`ClusterError::Rejected`] when it changed meanwhile.
+    fn patch_pod_metadata(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        patch: &MetadataPatch,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send;
+
+    /// Deletes an `apps/v1` DaemonSet with orphan propagation (its pods and
+    /// ControllerRevisions keep running, their owner reference cleared by the garbage
+    /// collector), on the condition that it is still the one with `uid`.
+    fn delete_daemonset(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        uid: &str,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send;
+
+    /// Server-side applies an `apps/v1` DaemonSet (field manager daemonsync, forced: it owns
+    /// what it writes of a DaemonSet it keeps native).
+    fn apply_daemonset(
+        &mut self,
+        daemonset: &k8s_openapi::api::apps::v1::DaemonSet,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send;
+
+    /// Sets (`Some`) or removes (`None`) annotations of a managed DaemonSet's record, as
+    /// `daemonsync pause` does.
+    fn annotate_record(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        annotations: &std::collections::BTreeMap<String, Option<String>>,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send;
+
+    /// Deletes a managed DaemonSet's record with orphan propagation (what it still owns keeps
+    /// running).
+    fn delete_record(
+        &mut self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send;
+
+    /// Waits until something changes (a watch event; the sim's next scheduled event) or until
+    /// `deadline`. Returns `true` when something changed, `false` when the deadline passed.
+    fn wait_for_change(
+        &mut self,
+        deadline: Timestamp,
+    ) -> impl Future<Output = Result<bool, ClusterError>> + Send;
+}
+
+/// A change of a pod's metadata: who controls it, and labels and annotations set.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MetadataPatch {
+    /// The new controller (daemonsync's record; its uid is filled in by the backend), or the
+    /// uid of a controller reference to remove.
+    pub owner: OwnerChange,
+    /// Labels set (others are kept).
+    pub labels: std::collections::BTreeMap<String, String>,
+    /// Annotations set (others are kept).
+    pub annotations: std::collections::BTreeMap<String, String>,
+}
+
+/// What a [`MetadataPatch`] does to a pod's controller reference.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum OwnerChange {
+    /// Leaves it.
+    #[default]
+    Keep,
+    /// Makes the record of this managed DaemonSet (by name) the controller.
+    Claim(String),
+    /// Removes the reference to the owner with this uid.
+    Release(String),
+}
+
+/// An in-place update of one pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImagePatch {
+    /// The resourceVersion the pod must still have.
+    pub resource_version: String,
+    /// The images, by container: (init container, index in its list, name, new image).
+    pub images: Vec<(bool, usize, String, String)>,
+    /// Labels set with them (the new `controller-revision-hash`).
+    pub labels: std::collections::BTreeMap<String, String>,
+}

@@ -1,0 +1,5 @@
+//! Builders for tests, benchmarks and fuzzing (feature `testkit`).
+
+pub mod fixtures;
+pub mod plan;
+pub mod synthetic;
