@@ -185,6 +185,12 @@ impl State {
             .find_map(|(i, f)| f.items.get(key).filter(|p| self.speaks_for(i, p)))
     }
 
+    /// Whether any pod feed holds `key`, whether or not it speaks for it (a pod relabelled
+    /// into the managed feed shows in the feed it leaves before the one it joins).
+    pub fn in_any_feed(&self, key: &Key) -> bool {
+        self.pods.iter().any(|f| f.items.contains_key(key))
+    }
+
     /// Every cached pod once, in key order, each from the feed that speaks for it.
     pub fn all_pods(&self) -> Vec<Pod> {
         let mut merged: BTreeMap<&Key, &CachedPod> = BTreeMap::new();

@@ -458,9 +458,12 @@ impl KubeCluster {
         }
         let met = move |s: &cache::State| {
             creates.iter().all(|k| s.pod(k).is_some())
-                && updates.iter().all(|(k, before)| {
-                    s.pod(k)
-                        .is_none_or(|p| !before.contains(&p.resource_version))
+                // An updated pod shows its new version in the feed that speaks for it; one
+                // that only the feed it leaves shows yet (a claim adds the managed-by label)
+                // is awaited, not counted gone.
+                && updates.iter().all(|(k, before)| match s.pod(k) {
+                    Some(p) => !before.contains(&p.resource_version),
+                    None => !s.in_any_feed(k),
                 })
                 && deletes.iter().all(|(k, uid)| {
                     s.pod(k)
