@@ -346,22 +346,8 @@ pub enum SourceError {
     #[error(transparent)]
     Load(#[from] LoadError),
     /// Some DaemonSets are invalid: nothing is planned from a partly broken source.
-    #[error("{}", invalid_message(.0))]
+    #[error("{}", crate::manifest::invalid_message(.0, "; nothing was planned"))]
     Invalid(Vec<InvalidDaemonSet>),
-}
-
-fn invalid_message(invalid: &[InvalidDaemonSet]) -> String {
-    let mut msg = format!(
-        "{} invalid DaemonSet(s); nothing was planned:",
-        invalid.len()
-    );
-    for bad in invalid {
-        msg.push_str(&format!("\n  {} ({}):", bad.name, bad.source));
-        for e in &bad.errors {
-            msg.push_str(&format!("\n    - {e}"));
-        }
-    }
-    msg
 }
 
 /// Loads manifest files (label, text) in order and checks the result is not empty.

@@ -650,13 +650,7 @@ pub(crate) fn load_running(manifest: &Path) -> Result<Vec<crate::plan::Desired>>
         );
     }
     if !loaded.invalid.is_empty() {
-        let mut msg = format!("{} invalid DaemonSet(s):", loaded.invalid.len());
-        for bad in &loaded.invalid {
-            msg.push_str(&format!("\n  {} ({}):", bad.name, bad.source));
-            for e in &bad.errors {
-                msg.push_str(&format!("\n    - {e}"));
-            }
-        }
+        let msg = crate::manifest::invalid_message(&loaded.invalid, "");
         return Err(anyhow::anyhow!(msg)).with_context(context);
     }
     if loaded.daemonsets.is_empty() {

@@ -429,6 +429,19 @@ impl KubeCluster {
             .collect()
     }
 
+    /// The uid and resourceVersion of a cached pod, the preconditions of a write to it.
+    fn cached_pod(&self, key: &Key) -> Result<(String, String), ClusterError> {
+        self.cache
+            .lock()
+            .pod(key)
+            .map(|p| (p.uid.clone(), p.resource_version.clone()))
+            .ok_or_else(|| ClusterError::NotFound {
+                kind: "pod",
+                namespace: key.0.clone(),
+                name: key.1.clone(),
+            })
+    }
+
     /// Runs a request as a task of its own: once sent, a write completes (and its expectation
     /// is recorded) even when the caller stops waiting for it.
     async fn run<T: Send + 'static>(
@@ -778,19 +791,7 @@ impl Cluster for KubeCluster {
 
     async fn delete_pod(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
         let key = (namespace.to_string(), name.to_string());
-        let (uid, resource_version) = {
-            let s = self.cache.lock();
-            match s.pod(&key) {
-                Some(p) => (p.uid.clone(), p.resource_version.clone()),
-                None => {
-                    return Err(ClusterError::NotFound {
-                        kind: "pod",
-                        namespace: namespace.into(),
-                        name: name.into(),
-                    });
-                }
-            }
-        };
+        let (uid, resource_version) = self.cached_pod(&key)?;
         let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let target = self.target.clone();
         let (ns, n, u) = (key.0.clone(), key.1.clone(), uid.clone());
@@ -919,19 +920,7 @@ impl Cluster for KubeCluster {
         patch: &crate::cluster::MetadataPatch,
     ) -> Result<(), ClusterError> {
         let key = (namespace.to_string(), name.to_string());
-        let (uid, resource_version) = {
-            let s = self.cache.lock();
-            match s.pod(&key) {
-                Some(p) => (p.uid.clone(), p.resource_version.clone()),
-                None => {
-                    return Err(ClusterError::NotFound {
-                        kind: "pod",
-                        namespace: namespace.into(),
-                        name: name.into(),
-                    });
-                }
-            }
-        };
+        let (uid, resource_version) = self.cached_pod(&key)?;
         let record_uid = match &patch.owner {
             crate::cluster::OwnerChange::Claim(record) => {
                 self.record_uid(namespace, record).ok_or_else(|| {

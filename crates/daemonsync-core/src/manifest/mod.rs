@@ -88,6 +88,19 @@ pub struct InvalidDaemonSet {
     pub errors: Vec<FieldError>,
 }
 
+/// `N invalid DaemonSet(s)` and `what`, then each one with where it came from and its errors,
+/// an indented line each: how sources and the simulator report invalid manifests.
+pub fn invalid_message(invalid: &[InvalidDaemonSet], what: &str) -> String {
+    let mut msg = format!("{} invalid DaemonSet(s){what}:", invalid.len());
+    for bad in invalid {
+        msg.push_str(&format!("\n  {} ({}):", bad.name, bad.source));
+        for e in &bad.errors {
+            msg.push_str(&format!("\n    - {e}"));
+        }
+    }
+    msg
+}
+
 /// An object this module does not manage (RBAC, ConfigMaps, CRDs, ...). Never an error.
 ///
 /// Only identifying fields are kept; e.g. a Secret's data is dropped.

@@ -359,7 +359,10 @@ pub fn apply(
 }
 
 /// How an owner that wrote by an update (not an apply) is keyed: upstream's managedFields
-/// entries are per manager and operation.
+/// entries are per manager and operation (kube-apiserver's field manager,
+/// `BuildManagerIdentifier` in `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/
+/// fieldmanager/internal/managedfields.go`, keys an entry by manager, operation, the API
+/// version of an update and the subresource).
 const UPDATE_OPERATION: &str = "\u{0}Update";
 
 /// Ownership after a non-apply write by `manager`: changed leaves become its alone (as its
