@@ -4,10 +4,12 @@ use super::source::{Loaded, SourceArgs, load};
 use super::{EXIT_OK, parse_now};
 use crate::apply::{self, ApplyOptions, ApplyReport, Outcome, Progress, ProgressUpdate};
 use crate::cluster::{ClusterSpec, RecordSource, RecordWriter};
-use crate::manifest::duration;
+use crate::manifest::{LoadOptions, duration};
 use crate::model::Timestamp;
 use crate::plan::Policy;
 use crate::report;
+use crate::report::apply::{ApplyFormat, ApplyReportOptions, clock};
+use crate::source::ManifestSource;
 use anyhow::{Result, anyhow, bail};
 use jiff::SignedDuration;
 use std::io::{IsTerminal, Write};
@@ -117,10 +119,33 @@ pub struct ApplyArgs {
     pub force: bool,
 }
 
+/// `daemonsync apply` as its flags say, converted once: where the manifests come from, the
+/// cluster, the executor's options and how the report is shown.
+#[derive(Debug, Clone)]
+pub struct ApplyCommandOptions {
+    /// Where the manifests come from.
+    pub source: ManifestSource,
+    /// How they are read.
+    pub load: LoadOptions,
+    /// The cluster.
+    pub cluster: ClusterSpec,
+    /// The instant a snapshot is judged at.
+    pub now: Timestamp,
+    /// The executor's options; the record's source is the loaded one's, with `apply` as its
+    /// writer.
+    pub apply: ApplyOptions,
+    /// The final report; whether the cluster is simulated is known once connected.
+    pub report: ApplyReportOptions,
+}
+
 impl ApplyArgs {
-    /// The executor's options, the records naming `source` and `apply` as their writer.
-    pub fn options(&self, source: RecordSource) -> ApplyOptions {
-        ApplyOptions {
+    /// Validates the flags into [`ApplyCommandOptions`], before anything is read.
+    pub fn options(&self) -> Result<ApplyCommandOptions> {
+        let now = match &self.now {
+            Some(s) => parse_now(s)?,
+            None => Timestamp::now(),
+        };
+        let apply = ApplyOptions {
             dry_run: self.dry_run,
             progress_deadline: self.progress_deadline,
             prune: self.prune,
@@ -132,19 +157,42 @@ impl ApplyArgs {
             timeout: self.timeout,
             source: RecordSource {
                 writer: Some(RecordWriter::apply()),
-                ..source
+                ..RecordSource::default()
             },
             force: self.force,
             ..ApplyOptions::default()
-        }
+        };
+        let report = ApplyReportOptions {
+            format: match self.output {
+                Output::Table => ApplyFormat::Table,
+                Output::Wide => ApplyFormat::Wide,
+                Output::Json => ApplyFormat::Json,
+            },
+            color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            max_nodes: self.max_nodes,
+            simulated: false,
+            progress_deadline: self.progress_deadline,
+            pruned: self.prune && !self.dry_run,
+            // A sim: cluster starts afresh each run: it keeps no record to promote.
+            promote_cluster: (!matches!(self.cluster, ClusterSpec::Sim(_)))
+                .then(|| self.cluster.to_string()),
+        };
+        Ok(ApplyCommandOptions {
+            source: self.source.source(),
+            load: self.source.load_options(),
+            cluster: self.cluster.clone(),
+            now,
+            apply,
+            report,
+        })
     }
 }
 
 /// The desired DaemonSets of `apply`: from a git repository at a ref (`--repo`), or the
 /// manifests on disk. Any error (unreadable source, an invalid DaemonSet, none at all) stops
 /// `apply` before it observes or writes anything, so nothing is ever pruned on a bad source.
-pub fn load_desired(args: &ApplyArgs) -> Result<Loaded> {
-    let loaded = load(&args.source.source(), &args.source.load_options())?;
+pub fn load_desired(opts: &ApplyCommandOptions) -> Result<Loaded> {
+    let loaded = load(&opts.source, &opts.load)?;
     if let Some(line) = &loaded.line {
         eprintln!("{line}");
     }
@@ -153,20 +201,26 @@ pub fn load_desired(args: &ApplyArgs) -> Result<Loaded> {
 
 /// Runs `daemonsync apply`; returns the exit code.
 pub async fn run(args: &ApplyArgs) -> Result<i32> {
-    let now = match &args.now {
-        Some(s) => parse_now(s)?,
-        None => Timestamp::now(),
-    };
+    execute(args.options()?).await
+}
+
+/// Applies as `opts` say and prints the report; returns the exit code.
+pub async fn execute(mut opts: ApplyCommandOptions) -> Result<i32> {
     let Loaded {
         desired, record, ..
-    } = load_desired(args)?;
+    } = load_desired(&opts)?;
+    let dry_run = opts.apply.dry_run;
     let adopt = crate::cluster::kube::adoption_selectors(&desired);
-    let mut cluster = args.cluster.connect(now, adopt).await?;
-    if cluster.is_read_only() && !args.dry_run {
+    let mut cluster = opts.cluster.connect(opts.now, adopt).await?;
+    if cluster.is_read_only() && !dry_run {
         bail!("a snapshot cluster is read-only: add --dry-run, or use --cluster sim:FILE or kube");
     }
-    let opts = args.options(record);
-    if !args.dry_run {
+    opts.apply.source = RecordSource {
+        writer: opts.apply.source.writer.take(),
+        ..record
+    };
+    opts.report.simulated = cluster.is_simulated();
+    if !dry_run {
         let names: Vec<&str> = desired
             .iter()
             .filter_map(|d| d.daemonset.metadata.name.as_deref())
@@ -175,15 +229,14 @@ pub async fn run(args: &ApplyArgs) -> Result<i32> {
             "Applying {} DaemonSet(s) ({}) to {}",
             names.len(),
             names.join(", "),
-            args.cluster
+            opts.cluster
         );
     }
-    let mut progress = LineProgress::new(args.dry_run);
-    let simulated = cluster.is_simulated();
-    let report = apply::apply(&mut cluster, &desired, &opts, &mut progress).await;
+    let mut progress = LineProgress::new(dry_run);
+    let report = apply::apply(&mut cluster, &desired, &opts.apply, &mut progress).await;
     progress.finish();
     let report = report.map_err(|e| anyhow!(e))?;
-    print_report(&report, args, simulated)?;
+    print_report(&report, &opts.report)?;
     if super::plan::report_cluster_errors(&report.plan) {
         return Ok(super::EXIT_ERROR);
     }
@@ -310,226 +363,13 @@ impl Progress for LineProgress {
 /// Least cluster time between two progress lines.
 const PRINT_EVERY: SignedDuration = SignedDuration::from_secs(10);
 
-/// `m:ss` (or `h:mm:ss`) of a duration.
-fn clock(d: SignedDuration) -> String {
-    let s = d.as_secs().max(0);
-    if s >= 3600 {
-        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
-    } else {
-        format!("{}:{:02}", s / 60, s % 60)
-    }
-}
-
-fn print_report(r: &ApplyReport, args: &ApplyArgs, simulated: bool) -> Result<()> {
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let (out, err) = render_report(r, args, simulated, color);
+fn print_report(r: &ApplyReport, opts: &ApplyReportOptions) -> Result<()> {
+    let (out, err) = report::apply::render(r, opts);
     eprint!("{err}");
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(out.as_bytes())?;
     stdout.flush()?;
     Ok(())
-}
-
-/// The final report: (stdout, stderr). With `-o table` everything goes to stdout; with
-/// `-o json` stdout is only the plan JSON and the notes and summary go to stderr.
-pub(crate) fn render_report(
-    r: &ApplyReport,
-    args: &ApplyArgs,
-    simulated: bool,
-    color: bool,
-) -> (String, String) {
-    let mut out = String::new();
-    match args.output {
-        Output::Json => out.push_str(&report::json::apply_to_json(r)),
-        Output::Table | Output::Wide => {
-            out.push_str(&report::table::to_table(
-                &r.plan,
-                &report::table::TableOptions {
-                    color,
-                    max_nodes_per_group: args.max_nodes,
-                    wide: args.output == Output::Wide,
-                },
-            ));
-        }
-    }
-    let mut notes = String::new();
-    let time = format!(
-        "{}{}",
-        clock(r.elapsed()),
-        if simulated { " (simulated)" } else { "" }
-    );
-    let mut totals = format!(
-        "{} step(s), {} pod(s) created, {} deleted",
-        r.steps, r.creates, r.deletes
-    );
-    if r.in_place > 0 {
-        totals.push_str(&format!(", {} updated in place", r.in_place));
-    }
-    if r.handover_writes > 0 {
-        totals.push_str(&format!(
-            ", {} handover write(s) with the built-in controller (see -o json)",
-            r.handover_writes
-        ));
-    }
-    let summary = match r.outcome {
-        Outcome::Converged => format!("Converged in {time}: {totals}."),
-        Outcome::DryRun => "Dry run: nothing was written; the table shows the current state and \
-             the next step."
-            .to_string(),
-        Outcome::Halted
-            if !r.failed.is_empty()
-                && r.failed
-                    .iter()
-                    .all(|f| f.reason.starts_with("pre-pull failed")) =>
-        {
-            format!(
-                "Halted after {time}: the new images of {} cannot be pulled ({}) on {} node(s); \
-                 no daemon pod was touched. Fix the image and apply again. {totals}.",
-                r.halted.join(", "),
-                r.failed[0].reason.trim_start_matches("pre-pull failed: "),
-                r.failed.len(),
-            )
-        }
-        Outcome::Halted if !r.refused.is_empty() => {
-            let refused: Vec<String> = r
-                .refused
-                .iter()
-                .map(|(ds, why)| format!("{ds}: {why}"))
-                .collect();
-            format!(
-                "Halted after {time}: the cluster refuses the pods of {}{}. {totals}.",
-                refused.join("; "),
-                if r.halted.len() < r.plan.daemonsets.len() {
-                    "; every other DaemonSet converged"
-                } else {
-                    ""
-                },
-            )
-        }
-        Outcome::Halted => format!(
-            "Halted after {time}: new pods of {} stayed unavailable past the progress deadline \
-             ({:#}) on {} node(s); nothing more of {} was replaced{}. {totals}.",
-            r.halted.join(", "),
-            args.progress_deadline,
-            r.failed.len(),
-            if r.halted.len() == 1 { "it" } else { "them" },
-            if r.halted.len() < r.plan.daemonsets.len() {
-                "; every other DaemonSet converged"
-            } else {
-                ""
-            },
-        ),
-        Outcome::Blocked => {
-            let blocked: Vec<String> = r
-                .blocked
-                .iter()
-                .map(|(ds, why)| format!("  {ds}: {why}"))
-                .collect();
-            format!(
-                "Converged in {time}, except {} blocked DaemonSet(s), for which nothing was \
-                 written ({totals}):\n{}",
-                blocked.len(),
-                blocked.join("\n")
-            )
-        }
-        Outcome::Paused => format!(
-            "Converged in {time}, except {}: paused by daemonsync.io/paused on the record, left \
-             alone (`kubectl annotate manageddaemonset NAME daemonsync.io/paused-` resumes). \
-             {totals}.",
-            r.paused.join(", ")
-        ),
-        Outcome::AwaitingPromotion => {
-            let waiting: Vec<String> = r
-                .plan
-                .daemonsets
-                .iter()
-                .filter(|ds| {
-                    r.awaiting
-                        .contains(&format!("{}/{}", ds.namespace, ds.name))
-                })
-                .map(|ds| {
-                    let after = match ds.rollout.as_ref().and_then(|ro| ro.pause.as_ref()) {
-                        Some(crate::plan::progressive::Paused::Manual { after }) => {
-                            format!(" after the {after}")
-                        }
-                        _ => String::new(),
-                    };
-                    if matches!(args.cluster, ClusterSpec::Sim(_)) {
-                        format!("{}/{} waits{after}", ds.namespace, ds.name)
-                    } else {
-                        format!(
-                            "{}/{} waits{after}; `daemonsync promote {} -n {} --cluster {}` \
-                             continues",
-                            ds.namespace, ds.name, ds.name, ds.namespace, args.cluster
-                        )
-                    }
-                })
-                .collect();
-            format!(
-                "Paused after {time} at a manual pause: {}. {totals}.{}",
-                waiting.join("; "),
-                if matches!(args.cluster, ClusterSpec::Sim(_)) {
-                    " A sim: cluster starts afresh each run, so there is nothing to promote: add \
-                     --auto-promote to pass manual pauses."
-                } else {
-                    ""
-                }
-            )
-        }
-        Outcome::TimedOut => format!("Timed out after {time} before converging: {totals}."),
-        Outcome::Stalled if !r.node_problems.is_empty() => format!(
-            "Stopped after {time}: the rollout cannot finish while the NotReady node(s) above \
-             use its unavailability budget; repair or remove them and apply again. {totals}."
-        ),
-        Outcome::Stalled => format!(
-            "Stopped after {time}: the rollout cannot finish and nothing is left that would \
-             change it. {totals}."
-        ),
-        Outcome::Interrupted => format!("Interrupted after {time}: {totals}."),
-    };
-    if !r.failed.is_empty() {
-        notes.push_str("\nFailing nodes (the new version does not become ready):\n");
-        for f in &r.failed {
-            notes.push_str(&format!(
-                "  {}/{}  node {}  pod {}: {}\n",
-                f.namespace, f.daemonset, f.node, f.pod, f.reason
-            ));
-        }
-    }
-    if !r.node_problems.is_empty() {
-        notes.push_str("\nNode problems (not counted against the new version):\n");
-        for f in &r.node_problems {
-            notes.push_str(&format!(
-                "  {}/{}  node {} is NotReady; pod {} waits for it\n",
-                f.namespace, f.daemonset, f.node, f.pod
-            ));
-        }
-    }
-    for o in &r.orphans {
-        if args.prune && !args.dry_run {
-            notes.push_str(&format!(
-                "\nPruned {}/{}: no longer in the manifests.\n",
-                o.namespace, o.name
-            ));
-        } else {
-            notes.push_str(&format!(
-                "\n{}/{} is no longer in the manifests; its {} pod(s) were left running \
-                 (--prune deletes them).\n",
-                o.namespace,
-                o.name,
-                o.pods.len()
-            ));
-        }
-    }
-    let mut err = String::new();
-    if args.output != Output::Json {
-        out.push_str(&notes);
-        out.push_str(&format!("\n{summary}\n"));
-    } else {
-        err.push_str(&notes);
-        err.push_str(&format!("{summary}\n"));
-    }
-    (out, err)
 }
 
 #[cfg(test)]
@@ -552,6 +392,15 @@ mod tests {
         }
     }
 
+    /// The report options of a simulated cluster, without colours.
+    fn view(opts: &ApplyCommandOptions) -> ApplyReportOptions {
+        ApplyReportOptions {
+            simulated: true,
+            color: false,
+            ..opts.report.clone()
+        }
+    }
+
     fn demo(extra: &[&str], file: &str) -> (ApplyReport, String) {
         let cluster = format!("sim:{}/examples/sim/{file}", env!("CARGO_MANIFEST_DIR"));
         let mut all = vec!["--cluster", &cluster];
@@ -559,20 +408,16 @@ mod tests {
         let a = args(&all);
         let mut sim =
             crate::block_on(a.cluster.connect(Timestamp::now(), Vec::new())).expect("sim");
-        let desired = load_desired(&a).expect("manifests").desired;
-        let opts = ApplyOptions {
-            dry_run: a.dry_run,
-            progress_deadline: a.progress_deadline,
-            ..ApplyOptions::default()
-        };
+        let opts = a.options().expect("options");
+        let desired = load_desired(&opts).expect("manifests").desired;
         let r = crate::block_on(apply::apply(
             &mut sim,
             &desired,
-            &opts,
+            &opts.apply,
             &mut apply::NoProgress,
         ))
         .expect("apply");
-        let (out, _) = render_report(&r, &a, true, false);
+        let (out, _) = report::apply::render(&r, &view(&opts));
         (r, out)
     }
 
@@ -631,9 +476,13 @@ mod tests {
                 .filter_map(|d| d.daemonset.metadata.name)
                 .collect()
         };
-        let git = names(load_desired(&a).expect("git source").desired);
+        let git = names(
+            load_desired(&a.options().expect("options"))
+                .expect("git source")
+                .desired,
+        );
         let dir = names(
-            load_desired(&args(&["-c", "sim:x"]))
+            load_desired(&args(&["-c", "sim:x"]).options().expect("options"))
                 .expect("directory")
                 .desired,
         );
@@ -648,7 +497,7 @@ mod tests {
     fn json_output_keeps_stdout_machine_readable() {
         let (r, _) = demo(&[], "seven-nodes.yaml");
         let a = args(&["--cluster", "sim:x", "-o", "json"]);
-        let (out, err) = render_report(&r, &a, true, false);
+        let (out, err) = report::apply::render(&r, &view(&a.options().expect("options")));
         let v: serde_json::Value = serde_json::from_str(&out).expect("stdout is JSON");
         assert_eq!(v["kind"], "ApplyReport");
         assert_eq!(v["plan"]["kind"], "Plan");

@@ -9,6 +9,7 @@
 //! * [`table`]: the terminal form for people, in the style of `kubectl get`.
 //! * `phrases`: the wording the table and the Markdown report share.
 
+pub mod apply;
 pub mod counts;
 pub mod diff;
 pub mod json;
