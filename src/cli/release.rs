@@ -55,37 +55,75 @@ pub struct ReleaseArgs {
     pub timeout: SignedDuration,
 }
 
+/// `daemonsync release` as its flags say, converted and checked once.
+#[derive(Debug, Clone)]
+pub struct ReleaseCommandOptions {
+    /// The record's name.
+    pub name: String,
+    /// Its namespace; `None`: the kubeconfig context's.
+    pub namespace: Option<String>,
+    /// The live cluster's kubeconfig context.
+    pub context: Option<String>,
+    /// How the hand-back runs.
+    pub release: ReleaseOptions,
+}
+
+impl ReleaseArgs {
+    /// Validates the flags into [`ReleaseCommandOptions`]: a live cluster, one namespace, and
+    /// names the API server could hold.
+    pub fn options(&self) -> Result<ReleaseCommandOptions> {
+        let context = live_cluster_context(
+            "release",
+            "ManagedDaemonSet",
+            &self.cluster,
+            "serve it with `daemonsync sim serve` and use --cluster kube against it",
+        )?;
+        let (namespace, name) = match self.target.split_once('/') {
+            Some((ns, name)) => {
+                if self.namespace.as_deref().is_some_and(|n| n != ns) {
+                    bail!(
+                        "{} names namespace {ns}, --namespace says {}: give one of them",
+                        self.target,
+                        self.namespace.as_deref().unwrap_or_default()
+                    );
+                }
+                (Some(ns.to_string()), name.to_string())
+            }
+            None => (self.namespace.clone(), self.target.clone()),
+        };
+        check_name("NAME", &name, 253)?;
+        if let Some(ns) = &namespace {
+            check_name("namespace", ns, 63)?;
+        }
+        Ok(ReleaseCommandOptions {
+            name,
+            namespace,
+            context,
+            release: ReleaseOptions {
+                timeout: self.timeout,
+                ..ReleaseOptions::default()
+            },
+        })
+    }
+}
+
 /// Runs `daemonsync release`; returns the exit code.
 pub async fn run(args: &ReleaseArgs) -> Result<i32> {
-    let context = live_cluster_context(
-        "release",
-        "ManagedDaemonSet",
-        &args.cluster,
-        "serve it with `daemonsync sim serve` and use --cluster kube against it",
-    )?;
-    let (namespace, name) = match args.target.split_once('/') {
-        Some((ns, name)) => {
-            if args.namespace.as_deref().is_some_and(|n| n != ns) {
-                bail!(
-                    "{} names namespace {ns}, --namespace says {}: give one of them",
-                    args.target,
-                    args.namespace.as_deref().unwrap_or_default()
-                );
-            }
-            (Some(ns.to_string()), name.to_string())
-        }
-        None => (args.namespace.clone(), args.target.clone()),
-    };
-    check_name("NAME", &name, 253)?;
-    if let Some(ns) = &namespace {
-        check_name("namespace", ns, 63)?;
-    }
+    execute(&args.options()?).await
+}
+
+/// Hands the DaemonSet back as `opts` say and prints each write; returns the exit code.
+pub async fn execute(opts: &ReleaseCommandOptions) -> Result<i32> {
+    let name = opts.name.clone();
     let options = KubeOptions {
-        context,
+        context: opts.context.clone(),
         ..KubeOptions::default()
     };
     let mut cluster = KubeCluster::connect(options).await?;
-    let namespace = namespace.unwrap_or_else(|| cluster.client().default_namespace().to_string());
+    let namespace = opts
+        .namespace
+        .clone()
+        .unwrap_or_else(|| cluster.client().default_namespace().to_string());
     let key = format!("{namespace}/{name}");
     // The record's pods, wherever their controller goes, and the built-in controller's.
     if let Some(ds) = cluster.managed_daemonsets().into_iter().find(|d| {
@@ -104,11 +142,7 @@ pub async fn run(args: &ReleaseArgs) -> Result<i32> {
         "releasing {key} to the built-in DaemonSet controller in {}",
         cluster.target()
     );
-    let opts = ReleaseOptions {
-        timeout: args.timeout,
-        ..ReleaseOptions::default()
-    };
-    let released = match release(&mut cluster, &namespace, &name, &opts).await {
+    let released = match release(&mut cluster, &namespace, &name, &opts.release).await {
         Ok(released) => released,
         Err(ReleaseError::Cluster(e)) => return Err(anyhow!("releasing {key}: {e}")),
         Err(e) => return Err(anyhow!(e)),

@@ -3,6 +3,7 @@
 
 use super::source::{LoadArgs, load_desired_paths};
 use crate::cluster::ClusterSpec;
+use crate::manifest::LoadOptions;
 use crate::plan::eligibility;
 use crate::plan::render::{PodOwner, pod_for_node};
 use crate::plan::{DaemonSetSpec, Desired, Policy};
@@ -51,26 +52,59 @@ pub struct RenderArgs {
     pub load: LoadArgs,
 }
 
+/// `daemonsync render` as its flags say, converted once.
+#[derive(Debug, Clone)]
+pub struct RenderOptions {
+    /// Manifest files or directories.
+    pub manifests: Vec<PathBuf>,
+    /// How they are read.
+    pub load: LoadOptions,
+    /// Render the pod for this node instead of the DaemonSets.
+    pub node: Option<String>,
+    /// Where `node` is checked: a snapshot (or any cluster).
+    pub cluster: Option<ClusterSpec>,
+    /// Only this DaemonSet (`NAME` or `NAMESPACE/NAME`).
+    pub daemonset: Option<String>,
+}
+
+impl RenderArgs {
+    /// Validates the flags into [`RenderOptions`], before anything is read.
+    pub fn options(&self) -> Result<RenderOptions> {
+        if let Some(node) = &self.node
+            && node.trim().is_empty()
+        {
+            bail!("--node must name a node");
+        }
+        Ok(RenderOptions {
+            manifests: self.manifests.clone(),
+            load: self.load.load_options(),
+            node: self.node.clone(),
+            cluster: self.cluster.clone(),
+            daemonset: self.daemonset.clone(),
+        })
+    }
+}
+
 /// Runs `daemonsync render`; returns the exit code.
 pub async fn run(args: &RenderArgs) -> Result<i32> {
-    if let Some(node) = &args.node
-        && node.trim().is_empty()
-    {
-        bail!("--node must name a node");
-    }
-    let mut desired = load_desired_paths(&args.manifests, &args.load.load_options())?;
-    if let Some(want) = &args.daemonset {
+    execute(&args.options()?).await
+}
+
+/// Renders as `opts` say to stdout; returns the exit code.
+pub async fn execute(opts: &RenderOptions) -> Result<i32> {
+    let mut desired = load_desired_paths(&opts.manifests, &opts.load)?;
+    if let Some(want) = &opts.daemonset {
         desired.retain(|d| matches_name(d, want));
         if desired.is_empty() {
             bail!("no DaemonSet named {want:?} in the manifests");
         }
     }
-    let docs: Vec<serde_json::Value> = match &args.node {
+    let docs: Vec<serde_json::Value> = match &opts.node {
         None => desired
             .iter()
             .map(|d| serde_json::to_value(&d.daemonset))
             .collect::<Result<_, _>>()?,
-        Some(node) => pods(&desired, node, args.cluster.as_ref()).await?,
+        Some(node) => pods(&desired, node, opts.cluster.as_ref()).await?,
     };
     let yaml = serde_saphyr::to_string_multiple(&docs).context("cannot write YAML")?;
     let mut out = std::io::stdout().lock();

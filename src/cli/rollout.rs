@@ -128,24 +128,58 @@ pub struct RolloutArgs {
     pub cluster: ClusterSpec,
 }
 
+/// `daemonsync VERB NAME` as its flags say, converted and checked once.
+#[derive(Debug, Clone)]
+pub struct RolloutOptions {
+    /// What to do.
+    pub verb: Verb,
+    /// The record's name.
+    pub name: String,
+    /// Its namespace; `None`: the kubeconfig context's.
+    pub namespace: Option<String>,
+    /// The live cluster, as `--cluster` named it (for the hints printed).
+    pub cluster: ClusterSpec,
+    /// Its kubeconfig context.
+    pub context: Option<String>,
+}
+
+impl RolloutArgs {
+    /// Validates the flags for `verb` into [`RolloutOptions`]: a live cluster, and names the
+    /// API server could hold.
+    pub fn options(&self, verb: Verb) -> Result<RolloutOptions> {
+        let context = live_context(verb, &self.cluster)?;
+        check_name("NAME", &self.name, 253)?;
+        if let Some(ns) = &self.namespace {
+            check_name("--namespace", ns, 63)?;
+        }
+        Ok(RolloutOptions {
+            verb,
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+            cluster: self.cluster.clone(),
+            context,
+        })
+    }
+}
+
 /// Runs `daemonsync VERB NAME`; returns the exit code.
 pub async fn run(verb: Verb, args: &RolloutArgs) -> Result<i32> {
-    let context = live_context(verb, &args.cluster)?;
-    check_name("NAME", &args.name, 253)?;
-    if let Some(ns) = &args.namespace {
-        check_name("--namespace", ns, 63)?;
-    }
+    execute(&args.options(verb)?).await
+}
+
+/// Steers the rollout as `opts` say and prints what changed; returns the exit code.
+pub async fn execute(opts: &RolloutOptions) -> Result<i32> {
     let options = KubeOptions {
-        context,
+        context: opts.context.clone(),
         ..KubeOptions::default()
     };
     let mut cluster = KubeCluster::connect(options).await?;
-    let (mut lines, aborted) = steer(verb, args, &cluster).await?;
+    let (mut lines, aborted) = steer(opts, &cluster).await?;
     if let Some(aborted) = aborted {
         let state = cluster.observe().await?;
         lines.extend(revision_lines(
             &state.observed.pods,
-            (&aborted.namespace, &args.name),
+            (&aborted.namespace, &opts.name),
             &aborted.revision,
         ));
         lines.push(format!(
@@ -217,17 +251,17 @@ pub(super) fn check_name(what: &str, name: &str, max: usize) -> Result<()> {
 /// Reads the record, writes its annotations; returns the lines to print, and for `abort` the
 /// revision it stopped.
 async fn steer(
-    verb: Verb,
-    args: &RolloutArgs,
+    opts: &RolloutOptions,
     cluster: &KubeCluster,
 ) -> Result<(Vec<String>, Option<Aborted>)> {
+    let verb = opts.verb;
     let target = cluster.target().clone();
     let client = cluster.client();
-    let namespace = args
+    let namespace = opts
         .namespace
         .clone()
         .unwrap_or_else(|| client.default_namespace().to_string());
-    let name = args.name.as_str();
+    let name = opts.name.as_str();
     let key = format!("{namespace}/{name}");
     let api: Api<ManagedDaemonSet> = Api::namespaced(client, &namespace);
     let record = api
@@ -249,7 +283,7 @@ async fn steer(
     let status = record.status.as_ref();
     let rollout: Option<&RolloutStatus> = status.and_then(|s| s.rollout.as_ref());
     let annotations = record.metadata.annotations.clone().unwrap_or_default();
-    let resume_hint = resume_command(name, &namespace, &args.cluster);
+    let resume_hint = resume_command(name, &namespace, &opts.cluster);
 
     let (patch, lines) = match verb {
         Verb::Promote => {

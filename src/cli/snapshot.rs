@@ -63,29 +63,78 @@ pub struct SnapshotArgs {
     pub output: PathBuf,
 }
 
+/// Where a snapshot is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SnapshotOutput {
+    /// To stdout, as YAML.
+    Stdout,
+    /// To a file, replaced whole; as JSON when `json`.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// JSON rather than YAML.
+        json: bool,
+    },
+}
+
+/// `daemonsync snapshot` as its flags say, converted once.
+#[derive(Debug, Clone)]
+pub struct SnapshotOptions {
+    /// Where the observed state comes from.
+    pub cluster: ClusterSpec,
+    /// Where it goes.
+    pub output: SnapshotOutput,
+}
+
+impl SnapshotArgs {
+    /// The flags as [`SnapshotOptions`].
+    pub fn options(&self) -> SnapshotOptions {
+        let output = if self.output.as_os_str() == "-" {
+            SnapshotOutput::Stdout
+        } else {
+            SnapshotOutput::File {
+                path: self.output.clone(),
+                json: self.output.extension().is_some_and(|e| e == "json"),
+            }
+        };
+        SnapshotOptions {
+            cluster: self.cluster.clone(),
+            output,
+        }
+    }
+}
+
 /// Runs `daemonsync snapshot`; returns the exit code.
 pub async fn run(args: &SnapshotArgs) -> Result<i32> {
-    let observed = args.cluster.observe().await?;
-    let json = args.output.extension().is_some_and(|e| e == "json");
-    let text = if json {
-        to_json(&observed)?
-    } else {
-        to_yaml(&observed)?
-    };
-    if args.output.as_os_str() == "-" {
-        let mut out = std::io::stdout().lock();
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
-    } else {
-        write_replacing(&args.output, &text)
-            .with_context(|| format!("cannot write snapshot {}", args.output.display()))?;
-        eprintln!(
-            "wrote {}: {} nodes, {} pods, {} DaemonSets",
-            args.output.display(),
-            observed.nodes.len(),
-            observed.pods.len(),
-            observed.daemonsets.len()
-        );
+    execute(&args.options()).await
+}
+
+/// Observes the cluster and writes the snapshot as `opts` say; returns the exit code.
+pub async fn execute(opts: &SnapshotOptions) -> Result<i32> {
+    let observed = opts.cluster.observe().await?;
+    match &opts.output {
+        SnapshotOutput::Stdout => {
+            let text = to_yaml(&observed)?;
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+        SnapshotOutput::File { path, json } => {
+            let text = if *json {
+                to_json(&observed)?
+            } else {
+                to_yaml(&observed)?
+            };
+            write_replacing(path, &text)
+                .with_context(|| format!("cannot write snapshot {}", path.display()))?;
+            eprintln!(
+                "wrote {}: {} nodes, {} pods, {} DaemonSets",
+                path.display(),
+                observed.nodes.len(),
+                observed.pods.len(),
+                observed.daemonsets.len()
+            );
+        }
     }
     Ok(super::EXIT_OK)
 }

@@ -11,7 +11,7 @@
 use super::plan::color_enabled;
 use super::source::{LoadArgs, load_desired_paths};
 use crate::cluster::ClusterSpec;
-use crate::manifest;
+use crate::manifest::{self, LoadOptions};
 use crate::model::Timestamp;
 use crate::plan::{self, Desired, Policy};
 use crate::report;
@@ -79,28 +79,66 @@ pub struct StatusArgs {
     pub load: LoadArgs,
 }
 
+/// `daemonsync status` as its flags say, converted once.
+#[derive(Debug, Clone)]
+pub struct StatusOptions {
+    /// Where the observed state comes from.
+    pub cluster: ClusterSpec,
+    /// Manifests of managed DaemonSets (may be empty).
+    pub manifests: Vec<PathBuf>,
+    /// How they are read.
+    pub load: LoadOptions,
+    /// The instant availability is judged at.
+    pub now: Timestamp,
+    /// The format.
+    pub output: StatusOutput,
+    /// Every node of every DaemonSet in the table.
+    pub nodes: bool,
+    /// ANSI colours in the table.
+    pub color: bool,
+}
+
+impl StatusArgs {
+    /// Validates the flags into [`StatusOptions`], before anything is read.
+    pub fn options(&self) -> Result<StatusOptions> {
+        Ok(StatusOptions {
+            cluster: self.cluster.clone(),
+            manifests: self.manifests.clone(),
+            load: self.load.load_options(),
+            now: match &self.now {
+                Some(s) => super::parse_now(s)?,
+                None => Timestamp::now(),
+            },
+            output: self.output,
+            nodes: self.nodes,
+            color: color_enabled(),
+        })
+    }
+}
+
 /// Runs `daemonsync status`; returns the exit code.
 pub async fn run(args: &StatusArgs) -> Result<i32> {
-    let now = match &args.now {
-        Some(s) => super::parse_now(s)?,
-        None => Timestamp::now(),
-    };
-    let mut desired = if args.manifests.is_empty() {
+    execute(&args.options()?).await
+}
+
+/// Prints the status `opts` ask for; returns the exit code.
+pub async fn execute(opts: &StatusOptions) -> Result<i32> {
+    let mut desired = if opts.manifests.is_empty() {
         Vec::new()
     } else {
-        load_desired_paths(&args.manifests, &args.load.load_options())?
+        load_desired_paths(&opts.manifests, &opts.load)?
     };
-    let (observed, managed) = args.cluster.observe_with_managed().await?;
+    let (observed, managed) = opts.cluster.observe_with_managed().await?;
     let managed = as_desired(managed, "record");
     desired.extend(not_given(&desired, managed));
     desired.extend(not_given(
         &desired,
         as_desired(observed.daemonsets.clone(), "live"),
     ));
-    let plan = plan::plan(&desired, &observed, &Policy::default(), now);
-    let text = match args.output {
+    let plan = plan::plan(&desired, &observed, &Policy::default(), opts.now);
+    let text = match opts.output {
         StatusOutput::Json => report::to_json(&plan),
-        StatusOutput::Table => status_table(&plan, color_enabled(), args.nodes),
+        StatusOutput::Table => status_table(&plan, opts.color, opts.nodes),
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
