@@ -3,12 +3,12 @@
 //! would remove. Pure.
 
 use super::handover::{self, Work};
-use super::health::{FailedNode, Health};
-use super::options::{ApplyOptions, Key, Orphan};
+use super::health::Health;
+use super::options::{ApplyOptions, FailedNode, Key, Orphan};
 use super::writer::{self, Standing};
 use crate::cluster::{ClusterState, RecordSource};
 use crate::model::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, Timestamp};
-use crate::plan::{self, DaemonSetSpec, Desired, NodeState, Plan};
+use crate::plan::{self, DaemonSetSpec, Desired, Plan};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The compiled specs of the desired DaemonSets, by key.
@@ -375,12 +375,4 @@ fn orphans(state: &ClusterState, specs: &Specs<'_>) -> Vec<Orphan> {
             pods,
         })
         .collect()
-}
-
-/// True for node states that need nothing more.
-pub(crate) fn is_settled(state: NodeState) -> bool {
-    matches!(
-        state,
-        NodeState::UpToDate | NodeState::Ineligible | NodeState::Blocked
-    )
 }

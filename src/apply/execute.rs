@@ -3,7 +3,7 @@
 
 use super::assess::{Assessment, active_steps};
 use super::handover;
-use super::options::{ApplyOptions, Key, Log};
+use super::options::{ApplyOptions, Key, Log, keep_forbidden};
 use super::status::event_message;
 use crate::cluster::{Cluster, ClusterError, ClusterState, Event, EventType};
 use crate::model::{IN_PLACE_READY_CONDITION, REVISION_HASH_LABEL};
@@ -715,12 +715,4 @@ fn admission_hint(message: &str, namespace: &str) -> String {
         "the cluster's admission refused it".to_string()
     };
     format!("{message}; {hint}")
-}
-
-/// Keeps the first error of a step, unless a refusal (or a stop) comes later: that one
-/// decides.
-pub(super) fn keep_forbidden(first: &mut Option<ClusterError>, e: ClusterError) {
-    if first.is_none() || e.stops_step() && !first.as_ref().is_some_and(ClusterError::stops_step) {
-        *first = Some(e);
-    }
 }

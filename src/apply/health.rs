@@ -2,26 +2,11 @@
 //! problem themselves, when to look again.
 
 use super::DaemonSetProgress;
-use super::assess::is_settled;
+use super::options::FailedNode;
 use crate::model::Timestamp;
 use crate::plan::{DaemonSetSpec, Desired, NodeState, Observed, Plan, RECORD_KIND};
 use jiff::SignedDuration;
 use std::collections::{BTreeMap, BTreeSet};
-
-/// A node whose new pod is not available.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FailedNode {
-    /// DaemonSet namespace.
-    pub namespace: String,
-    /// DaemonSet name.
-    pub daemonset: String,
-    /// Node.
-    pub node: String,
-    /// The pod.
-    pub pod: String,
-    /// Why: the container's waiting reason, "node NotReady", or "not ready after …".
-    pub reason: String,
-}
 
 /// What the observed pods say about the rollout.
 #[derive(Debug, Clone, Default)]
@@ -198,4 +183,12 @@ impl Health {
             })
         })
     }
+}
+
+/// True for node states that need nothing more.
+pub(crate) fn is_settled(state: NodeState) -> bool {
+    matches!(
+        state,
+        NodeState::UpToDate | NodeState::Ineligible | NodeState::Blocked
+    )
 }

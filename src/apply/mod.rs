@@ -24,10 +24,10 @@ mod writer;
 
 pub use assess::{Assessment, assess};
 pub use handover::{ReleaseError, ReleaseOptions, Released, Work, native_form, release};
-pub use health::{FailedNode, Health};
+pub use health::Health;
 pub use options::{
-    ApplyError, ApplyOptions, ApplyReport, DaemonSetProgress, Key, NoProgress, Orphan, Outcome,
-    Progress, ProgressUpdate, Write,
+    ApplyError, ApplyOptions, ApplyReport, DaemonSetProgress, FailedNode, Key, NoProgress, Orphan,
+    Outcome, Progress, ProgressUpdate, Write,
 };
 pub use status::announce_complete;
 pub use writer::Standing;

@@ -1,7 +1,6 @@
 //! What an apply is asked and what it reports: its options, its outcome and report, the
 //! log of its writes, and the progress it shows on the way.
 
-use super::health::FailedNode;
 use crate::cluster::{ClusterError, RecordSource};
 use crate::model::Timestamp;
 use crate::plan::{Plan, Policy};
@@ -275,5 +274,28 @@ impl Log<'_> {
                 phase: phase.to_string(),
             });
         }
+    }
+}
+
+/// A node whose new pod is not available.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedNode {
+    /// DaemonSet namespace.
+    pub namespace: String,
+    /// DaemonSet name.
+    pub daemonset: String,
+    /// Node.
+    pub node: String,
+    /// The pod.
+    pub pod: String,
+    /// Why: the container's waiting reason, "node NotReady", or "not ready after …".
+    pub reason: String,
+}
+
+/// Keeps the first error of a step, unless a refusal (or a stop) comes later: that one
+/// decides.
+pub(super) fn keep_forbidden(first: &mut Option<ClusterError>, e: ClusterError) {
+    if first.is_none() || e.stops_step() && !first.as_ref().is_some_and(ClusterError::stops_step) {
+        *first = Some(e);
     }
 }

@@ -2,8 +2,7 @@
 //! and the events (a halt, a block, a forced take-over, a completed rollout).
 
 use super::assess::{Assessment, active_steps};
-use super::execute::keep_forbidden;
-use super::options::{ApplyOptions, Key};
+use super::options::{ApplyOptions, Key, keep_forbidden};
 use super::writer::Standing;
 use crate::cluster::{Cluster, ClusterError, ClusterState, Event, EventType, RecordStatus};
 use crate::plan;
