@@ -1,4 +1,4 @@
-//! Arbitrary valid fleets, built with the planner's test builders (`plan::testkit`): nodes
+//! Arbitrary valid fleets, built with the planner's test builders (`testkit::plan`): nodes
 //! with labels, taints and readiness; pods old and new, ready or not, terminating, failed or
 //! unbound; a valid DaemonSet (defaulted, and skipped unless it validates) with an arbitrary
 //! rolling budget. Each planned step, for a few steps, must hold the invariants the property
@@ -10,7 +10,7 @@ use arbitrary::Arbitrary;
 use daemonsync::manifest::{apply_defaults, validate};
 use daemonsync::model::{PodPhase, REVISION_HASH_LABEL, ReadyCondition, TaintEffect};
 use daemonsync::plan::StepPhase;
-use daemonsync::plan::testkit::{Cluster, check_step, ds, node, t0, unavailable_and_surging};
+use daemonsync_core::testkit::plan::{Cluster, check_step, ds, node, t0, unavailable_and_surging};
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
 

@@ -244,7 +244,7 @@ fn ports_conflict(a: &(String, String, i32), b: &(String, String, i32)) -> bool 
 #[derive(Debug, Clone, Default)]
 pub struct Placement {
     node_selector: crate::model::Labels,
-    required: Option<Vec<crate::plan::eligibility::NodeSelectorTerm>>,
+    required: Option<Vec<crate::plan::affinity::NodeSelectorTerm>>,
 }
 
 impl Placement {
@@ -252,7 +252,7 @@ impl Placement {
     pub fn of(spec: &PodSpec) -> Self {
         Placement {
             node_selector: spec.node_selector.clone().unwrap_or_default(),
-            required: crate::plan::eligibility::compile_required_affinity(spec),
+            required: crate::plan::affinity::compile_required_affinity(spec),
         }
     }
 

@@ -4,10 +4,10 @@
 
 use serde_json::{Value, json};
 
-use super::testkit::{Cluster, nodes};
 use super::{DaemonSetPlan, LiveComparison, NodeState};
 use crate::model::TEMPLATE_GENERATION_LABEL;
 use crate::model::{REVISION_HASH_LABEL, ReadyCondition, TEMPLATE_GENERATION_ANNOTATION};
+use crate::testkit::plan::{Cluster, nodes};
 use k8s_openapi::api::apps::v1::DaemonSet;
 
 fn daemonset(template: Value, live: bool) -> DaemonSet {
@@ -79,7 +79,7 @@ fn adopt(git_template: Value, live_template: Value) -> DaemonSetPlan {
             .insert(TEMPLATE_GENERATION_LABEL.into(), "3".into());
         p.ready = Some(ReadyCondition {
             status: true,
-            last_transition: Some(super::testkit::t0()),
+            last_transition: Some(crate::testkit::plan::t0()),
         });
     }
     c.plan(&git_ds)

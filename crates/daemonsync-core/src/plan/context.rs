@@ -6,10 +6,12 @@
 use super::eligibility::{self, Eligibility};
 use super::pods::{self, PodIndex, PodInfo};
 use super::rollout::{Budgets, allows_surge, budgets};
+use super::spec::template_generation;
 use super::status::{self, Status};
 use super::view::{Held, Pods, Slot};
 use super::{
-    DaemonSetSpec, Desired, Name, Observed, Policy, RolloutPolicy, RolloutRecord, UpdateStrategy,
+    DaemonSetSpec, Desired, LiveComparison, LiveDiff, Name, Observed, Policy, RolloutPolicy,
+    RolloutRecord, UpdateStrategy, live,
 };
 use crate::model::{Pod, Timestamp};
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -277,4 +279,30 @@ pub fn stable_daemonset<'o>(observed: &'o Observed, ns: &str, name: &str) -> Opt
                     && d.metadata.name.as_deref() == Some(name)
             })
         })
+}
+
+impl Context<'_> {
+    /// Compiles a desired DaemonSet; when the built-in controller runs one of the same name,
+    /// its template generation decides which of its pods count as updated.
+    pub(super) fn spec(
+        &self,
+        desired: &Desired,
+    ) -> (DaemonSetSpec, (LiveComparison, Option<LiveDiff>)) {
+        let ds = &desired.daemonset;
+        let mut spec = DaemonSetSpec::compile(ds);
+        let comparison = match self.live(&spec.namespace, &spec.name) {
+            None => (LiveComparison::None, None),
+            Some(live) => match live::live_diff(live::template_differences(ds, live)) {
+                None => {
+                    spec.template_generation = template_generation(live);
+                    (LiveComparison::Equivalent, None)
+                }
+                Some(diff) => {
+                    spec.template_generation = None;
+                    (LiveComparison::Differs, Some(diff))
+                }
+            },
+        };
+        (spec, comparison)
+    }
 }

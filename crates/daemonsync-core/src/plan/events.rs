@@ -35,7 +35,7 @@ pub fn node_event_requeues(
 mod tests {
     use super::*;
     use crate::model::TaintEffect;
-    use crate::plan::testkit::{ds, node};
+    use crate::testkit::plan::{ds, node};
     use serde_json::json;
 
     #[test]

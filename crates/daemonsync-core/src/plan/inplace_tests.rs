@@ -1,8 +1,8 @@
 //! In-place updates in the planner: which nodes qualify, budgets, surge, mixed fleets.
 
-use super::testkit::*;
 use super::{DaemonSetSpec, NodeState, NodeUpdate, RolloutRecord};
 use crate::model::REVISION_HASH_LABEL;
+use crate::testkit::plan::*;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use proptest::prelude::*;
 use serde_json::json;

@@ -15,6 +15,7 @@
 
 #[cfg(test)]
 mod adoption;
+pub mod affinity;
 mod classify;
 mod context;
 pub mod eligibility;
@@ -42,8 +43,7 @@ mod scenarios;
 pub mod spec;
 mod status;
 mod step;
-#[cfg(any(test, feature = "testkit"))]
-pub use crate::testkit::plan as testkit;
+pub mod tolerations;
 mod types;
 mod view;
 mod waves;

@@ -2,9 +2,9 @@
 //! mid-rollout, partition changes, pauses, and the invariants as property tests.
 
 use super::progressive::{Gets, Hold, Paused, Progress};
-use super::testkit::*;
 use super::{DaemonSetPlan, DaemonSetSpec, Phase, RolloutRecord};
 use crate::model::{Node, REVISION_HASH_LABEL};
+use crate::testkit::plan::*;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use proptest::prelude::*;
 use serde_json::json;

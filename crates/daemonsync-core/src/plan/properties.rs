@@ -1,9 +1,9 @@
 //! Property tests of the planner's invariants: budgets are never exceeded, rollouts converge
 //! within a stated bound, and plans are deterministic.
 
-use super::testkit::*;
 use crate::model::{PodPhase, REVISION_HASH_LABEL, ReadyCondition, TaintEffect};
 use crate::plan::StepPhase;
+use crate::testkit::plan::*;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use proptest::prelude::*;
 use serde_json::json;

@@ -1,9 +1,9 @@
 //! The scenarios of docs/semantics.md §9, named after their ids. Counts are
 //! `(creates, deletes)` of one upstream sync (see `testkit::Cluster::sync`).
 
-use super::testkit::*;
 use crate::model::{PodPhase, ReadyCondition, TaintEffect};
 use crate::plan::{NodeState, Status, StepPhase, budgets, is_pod_updated};
+use crate::testkit::plan::*;
 use serde_json::json;
 
 fn both_strategies(f: impl Fn(DsBuilder)) {
@@ -207,7 +207,8 @@ fn m15_live_daemonset_being_deleted_does_not_adopt() {
     let mut c = Cluster::new(nodes(5));
     let orphan = c.pod(&ds, "node-0");
     orphan.controller = None;
-    c.live.push(super::testkit::ds("foo").deleting().build());
+    c.live
+        .push(crate::testkit::plan::ds("foo").deleting().build());
     assert_eq!(c.sync(&ds), (0, 0));
 }
 

@@ -3,11 +3,10 @@
 //! its update strategy as the plan shows it.
 
 use crate::model::{LabelSelector, Labels, TEMPLATE_GENERATION_ANNOTATION, Toleration};
-use crate::plan::context::Context;
-use crate::plan::eligibility::{NodeSelectorTerm, compile_required_affinity};
-use crate::plan::render::daemon_tolerations;
+use crate::plan::StrategySummary;
+use crate::plan::affinity::{NodeSelectorTerm, compile_required_affinity};
 use crate::plan::revision::revision_hash;
-use crate::plan::{Desired, LiveComparison, LiveDiff, StrategySummary, live};
+use crate::plan::tolerations::daemon_tolerations;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -149,32 +148,6 @@ impl DaemonSetSpec {
     }
 }
 
-impl Context<'_> {
-    /// Compiles a desired DaemonSet; when the built-in controller runs one of the same name,
-    /// its template generation decides which of its pods count as updated.
-    pub(super) fn spec(
-        &self,
-        desired: &Desired,
-    ) -> (DaemonSetSpec, (LiveComparison, Option<LiveDiff>)) {
-        let ds = &desired.daemonset;
-        let mut spec = DaemonSetSpec::compile(ds);
-        let comparison = match self.live(&spec.namespace, &spec.name) {
-            None => (LiveComparison::None, None),
-            Some(live) => match live::live_diff(live::template_differences(ds, live)) {
-                None => {
-                    spec.template_generation = template_generation(live);
-                    (LiveComparison::Equivalent, None)
-                }
-                Some(diff) => {
-                    spec.template_generation = None;
-                    (LiveComparison::Differs, Some(diff))
-                }
-            },
-        };
-        (spec, comparison)
-    }
-}
-
 impl UpdateStrategy {
     /// The apps/v1 default: `RollingUpdate` with `maxUnavailable: 1`, `maxSurge: 0`.
     pub const DEFAULT: UpdateStrategy = UpdateStrategy::RollingUpdate {
@@ -241,7 +214,7 @@ pub(super) fn strategy_summary(spec: &DaemonSetSpec) -> StrategySummary {
 }
 
 /// The `deprecated.daemonset.template.generation` annotation, when it is a number.
-fn template_generation(ds: &DaemonSet) -> Option<i64> {
+pub(super) fn template_generation(ds: &DaemonSet) -> Option<i64> {
     ds.metadata
         .annotations
         .as_ref()?
