@@ -14,11 +14,11 @@
 //!   `ManagedDaemonSet` record).
 //! * [`synthetic`]: deterministic generated fleets of any size, shared by tests and benchmarks.
 
-pub use crate::record::{RecordSource, RecordWriter};
-
 use crate::model::Timestamp;
 use crate::plan::progressive::Progress;
 use crate::plan::{Observed, RolloutRecord, Status};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::future::Future;
 
 /// An error from a cluster backend.
@@ -156,37 +156,6 @@ pub struct RecordStatus {
     /// Why nothing is written for the DaemonSet (another controller runs it): the `Blocked`
     /// condition.
     pub blocked: Option<String>,
-}
-
-impl RecordStatus {
-    /// What a live record's status says.
-    pub fn from_record(status: &crate::record::ManagedDaemonSetStatus) -> Self {
-        RecordStatus {
-            counters: status.counters(),
-            revision: status.current_revision.clone().unwrap_or_default(),
-            halted: status
-                .conditions
-                .iter()
-                .find(|c| c.type_ == "Halted" && c.status == "True")
-                .map(|c| c.message.clone()),
-            paused: status
-                .conditions
-                .iter()
-                .any(|c| c.type_ == "Paused" && c.status == "True"),
-            source_error: status
-                .conditions
-                .iter()
-                .find(|c| c.type_ == "SourceError" && c.status == "True")
-                .map(|c| c.message.clone()),
-            rollout: status.rollout.clone(),
-            stable: status.stable.clone(),
-            blocked: status
-                .conditions
-                .iter()
-                .find(|c| c.type_ == "Blocked" && c.status == "True")
-                .map(|c| c.message.clone()),
-        }
-    }
 }
 
 /// What a cluster shows at one instant: the planner's input, plus the records.
@@ -382,4 +351,112 @@ pub struct ImagePatch {
     pub images: Vec<(bool, usize, String, String)>,
     /// Labels set with them (the new `controller-revision-hash`).
     pub labels: std::collections::BTreeMap<String, String>,
+}
+
+/// Where a managed DaemonSet was read from.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordSource {
+    /// The repository (redacted URL) or local directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// The path inside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The commit, for a git source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Who writes the DaemonSet: one writer at a time (a `sync` daemon, or `apply`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<RecordWriter>,
+}
+
+impl RecordSource {
+    /// Whether a record written from `self` and one written from `other` name the same
+    /// writer (see [`RecordWriter::same`]).
+    pub fn same_writer(&self, other: &RecordSource) -> bool {
+        match (&self.writer, &other.writer) {
+            (Some(a), Some(b)) => a.same(b),
+            (a, b) => a.is_none() && b.is_none(),
+        }
+    }
+
+    /// `REPOSITORY/PATH at COMMIT`, or the directory, for messages.
+    pub fn describe(&self) -> String {
+        let place = match (&self.repository, &self.path) {
+            (Some(r), Some(p)) => format!("{r} ({p})"),
+            (Some(r), None) => r.clone(),
+            (None, Some(p)) => p.clone(),
+            (None, None) => "an unnamed source".into(),
+        };
+        match &self.commit {
+            Some(c) => format!("{place} at commit {}", short_revision(c)),
+            None => place,
+        }
+    }
+}
+
+/// The first 12 characters of a revision (a commit id, or the digest of `local:<digest>`).
+pub fn short_revision(revision: &str) -> &str {
+    let r = revision.strip_prefix("local:").unwrap_or(revision);
+    r.get(..12).unwrap_or(r)
+}
+
+/// The writer of a managed DaemonSet, as its record names it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordWriter {
+    /// `sync` (the daemon) or `apply`.
+    pub command: String,
+    /// The daemon's identity (its lease holder name, User-Agent and field manager).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+    /// The daemon's leader-election Lease, `NAMESPACE/NAME`: the same lease is the same
+    /// daemon, whichever replica holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<String>,
+}
+
+impl RecordWriter {
+    /// The `sync` daemon `identity`, electing its leader with `lease` (`NAMESPACE/NAME`).
+    pub fn sync(identity: &str, lease: Option<String>) -> Self {
+        RecordWriter {
+            command: "sync".into(),
+            identity: Some(identity.to_string()),
+            lease,
+        }
+    }
+
+    /// `daemonsync apply`.
+    pub fn apply() -> Self {
+        RecordWriter {
+            command: "apply".into(),
+            ..RecordWriter::default()
+        }
+    }
+
+    /// A `sync` daemon.
+    pub fn is_sync(&self) -> bool {
+        self.command == "sync"
+    }
+
+    /// Whether `self` and `other` are the same writer: the same command and lease.
+    pub fn same(&self, other: &RecordWriter) -> bool {
+        self.command == other.command && self.lease == other.lease
+    }
+
+    /// `the daemon IDENTITY (lease NS/NAME)` or `daemonsync apply`, for messages.
+    pub fn describe(&self) -> String {
+        if !self.is_sync() {
+            return format!("`daemonsync {}`", self.command);
+        }
+        let mut out = format!(
+            "the daemonsync sync daemon {}",
+            self.identity.as_deref().unwrap_or("(unnamed)")
+        );
+        if let Some(lease) = &self.lease {
+            out.push_str(&format!(" (lease {lease})"));
+        }
+        out
+    }
 }
