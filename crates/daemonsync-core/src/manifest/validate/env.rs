@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{
 
 use super::meta::validate_label_name;
 use super::names::{config_map_key, dns1123_label, dns1123_subdomain, relaxed_env_var_name};
-use super::volumes::validate_path_no_backsteps;
+use super::paths::validate_path_no_backsteps;
 use super::{Errs, FieldPath, invalid_each};
 use crate::manifest::FieldError;
 use crate::manifest::error::quote;

@@ -322,7 +322,7 @@ fn validate_seccomp_profile(profile: &str, path: &FieldPath, errs: &mut Errs) {
         return;
     }
     if let Some(local) = profile.strip_prefix("localhost/") {
-        super::volumes::validate_local_descending_path(local, path, errs);
+        super::paths::validate_local_descending_path(local, path, errs);
         return;
     }
     errs.push(FieldError::invalid(

@@ -22,6 +22,7 @@ mod dns;
 mod env;
 mod meta;
 pub mod names;
+mod paths;
 mod pod;
 mod resources;
 mod security;

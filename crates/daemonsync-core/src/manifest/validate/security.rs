@@ -20,7 +20,7 @@ use super::meta::{APPARMOR_CONTAINER_PREFIX, SECCOMP_CONTAINER_PREFIX};
 use super::names::{
     SYSCTL_RE, dns1123_subdomain, is_valid_sysctl_name, normalize_sysctl_name, unix_id,
 };
-use super::volumes::validate_local_descending_path;
+use super::paths::validate_local_descending_path;
 use super::{Errs, FieldPath, json};
 use crate::manifest::FieldError;
 use crate::manifest::error::quote;

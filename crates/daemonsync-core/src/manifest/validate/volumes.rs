@@ -19,6 +19,9 @@ use super::env::{
     VOLUME_FIELD_PATHS, validate_object_field_selector, validate_resource_field_selector,
 };
 use super::names::{dns1123_label, dns1123_subdomain, inclusive_range_error};
+use super::paths::{
+    validate_local_descending_path, validate_local_non_reserved_path, validate_path_no_backsteps,
+};
 use super::{Errs, FieldPath, invalid_each, json};
 use crate::manifest::FieldError;
 use crate::manifest::error::quote;
@@ -513,41 +516,6 @@ fn validate_key_to_path(kp: &KeyToPath, path: &FieldPath, errs: &mut Errs) {
     }
     validate_local_non_reserved_path(&kp.path, &path.child("path"), errs);
     file_mode(kp.mode, &path.child("mode"), errs);
-}
-
-/// `validatePathNoBacksteps`: no `..` element (reported once).
-pub(super) fn validate_path_no_backsteps(target: &str, path: &FieldPath, errs: &mut Errs) {
-    if target.split('/').any(|part| part == "..") {
-        errs.push(FieldError::invalid(
-            path,
-            quote(target),
-            "must not contain '..'",
-        ));
-    }
-}
-
-/// `validateLocalDescendingPath`: relative, without `..` elements.
-pub(super) fn validate_local_descending_path(target: &str, path: &FieldPath, errs: &mut Errs) {
-    if target.starts_with('/') {
-        errs.push(FieldError::invalid(
-            path,
-            quote(target),
-            "must be a relative path",
-        ));
-    }
-    validate_path_no_backsteps(target, path, errs);
-}
-
-/// `ValidateLocalNonReservedPath`: a descending path that does not start with `..`.
-pub(super) fn validate_local_non_reserved_path(target: &str, path: &FieldPath, errs: &mut Errs) {
-    validate_local_descending_path(target, path, errs);
-    if target.starts_with("..") && !target.starts_with("../") {
-        errs.push(FieldError::invalid(
-            path,
-            quote(target),
-            "must not start with '..'",
-        ));
-    }
 }
 
 /// `validateDownwardAPIVolumeFile` (reported under the source's path, without the item index,
