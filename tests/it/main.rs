@@ -14,6 +14,7 @@ mod handover_live;
 mod hardening_inputs;
 mod hardening_sources;
 mod inplace;
+mod layers;
 mod live;
 mod live_budget;
 mod plan;
