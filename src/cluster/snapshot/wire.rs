@@ -926,6 +926,8 @@ fn pod_from(meta: Meta, spec: Option<PodSpec>, status: Option<PodStatus>) -> Pod
         deletion_timestamp: meta.deletion_timestamp,
         ready,
         waiting_reason,
+        // A snapshot only plans: what halts a rollout early is not read.
+        signals: None,
         // A snapshot only plans: what an in-place write needs is not read.
         detail: None,
     }

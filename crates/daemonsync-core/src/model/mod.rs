@@ -11,7 +11,9 @@ mod selector;
 mod toleration;
 
 pub use node::{Node, Taint, TaintEffect};
-pub use pod::{IN_PLACE_READY_CONDITION, OwnerRef, Pod, PodDetail, PodPhase, ReadyCondition};
+pub use pod::{
+    IN_PLACE_READY_CONDITION, OwnerRef, Pod, PodDetail, PodPhase, PodSignals, ReadyCondition,
+};
 pub use quantity::{Quantity, QuantityError, QuantityFormat, canonical_quantity};
 pub use selector::{LabelSelector, SelectorOp, SelectorRequirement};
 pub use toleration::{Toleration, TolerationOp};

@@ -28,8 +28,83 @@ pub struct Pod {
     /// Why a container is waiting or failing (`CrashLoopBackOff`, `ImagePullBackOff`, …), for
     /// reports.
     pub waiting_reason: Option<String>,
+    /// What the kubelet and the scheduler say beyond readiness: restarts, the container a
+    /// waiting reason belongs to, an unschedulable verdict (`None` when there is nothing).
+    pub signals: Option<Box<PodSignals>>,
     /// What updating the pod in place needs (a live pod's; snapshots leave it out).
     pub detail: Option<Box<PodDetail>>,
+}
+
+/// What a pod's status says of its containers and its scheduling beyond readiness: what a
+/// rollout judges a new pod by before its progress deadline.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PodSignals {
+    /// The container [`Pod::waiting_reason`] belongs to.
+    pub waiting_container: Option<String>,
+    /// The container restarted most and its `restartCount` (`None` when none restarted).
+    pub restarts: Option<(String, u32)>,
+    /// When a container's last run ended most recently (`lastState.terminated.finishedAt`).
+    pub last_exit: Option<Timestamp>,
+    /// `PodScheduled=False` with reason `Unschedulable`: the scheduler's message.
+    pub unschedulable: Option<String>,
+}
+
+impl PodSignals {
+    /// `None` when there is nothing to say, else the signals boxed.
+    pub fn boxed(self) -> Option<Box<PodSignals>> {
+        (self != PodSignals::default()).then(|| Box::new(self))
+    }
+
+    /// The signals of a pod's `status`.
+    pub fn from_status(status: &k8s_openapi::api::core::v1::PodStatus) -> Option<Box<PodSignals>> {
+        let statuses = || {
+            status
+                .init_container_statuses
+                .iter()
+                .chain(status.container_statuses.iter())
+                .flatten()
+        };
+        let waiting_container = statuses()
+            .find(|cs| {
+                cs.state.as_ref().is_some_and(|st| {
+                    st.waiting
+                        .as_ref()
+                        .and_then(|w| w.reason.as_ref())
+                        .is_some()
+                        || st
+                            .terminated
+                            .as_ref()
+                            .and_then(|t| t.reason.as_ref())
+                            .is_some()
+                })
+            })
+            .map(|cs| cs.name.clone());
+        let most = statuses()
+            .filter(|cs| cs.restart_count > 0)
+            .max_by_key(|cs| cs.restart_count);
+        let unschedulable = status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| {
+                c.type_ == "PodScheduled"
+                    && c.status == "False"
+                    && c.reason.as_deref() == Some("Unschedulable")
+            })
+            .map(|c| c.message.clone().unwrap_or_default());
+        PodSignals {
+            waiting_container,
+            restarts: most.map(|cs| (cs.name.clone(), cs.restart_count.max(0) as u32)),
+            last_exit: statuses()
+                .filter_map(|cs| {
+                    let t = cs.last_state.as_ref()?.terminated.as_ref()?;
+                    t.finished_at.as_ref().map(|t| t.0)
+                })
+                .max(),
+            unschedulable,
+        }
+        .boxed()
+    }
 }
 
 /// The readiness gate daemonsync gives pods it may update in place: False from just before
@@ -297,6 +372,7 @@ impl Pod {
             deletion_timestamp: meta.deletion_timestamp.as_ref().map(|t| t.0),
             ready,
             waiting_reason,
+            signals: status.and_then(PodSignals::from_status),
             detail,
         }
     }

@@ -68,6 +68,7 @@ pub fn pod(ns: &str, ds: &str, node: &str, hash: &str, ready: bool) -> Pod {
             last_transition: Some("2025-06-01T10:01:00Z".parse().unwrap()),
         }),
         waiting_reason: (!ready).then(|| "CrashLoopBackOff".into()),
+        signals: None,
         detail: None,
     }
 }

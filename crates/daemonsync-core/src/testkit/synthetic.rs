@@ -365,6 +365,7 @@ impl DsKind {
                 last_transition: ready_since,
             }),
             waiting_reason: (state == PodState::NotReady).then(|| "CrashLoopBackOff".into()),
+            signals: None,
             detail: None,
         }
     }
@@ -418,6 +419,7 @@ fn other_controller_pod(
             last_transition: Timestamp::from_second(now.as_second() - 500).ok(),
         }),
         waiting_reason: None,
+        signals: None,
         detail: None,
     }
 }
