@@ -366,7 +366,15 @@ pub struct Failures {
     pub nodes: Vec<NodeFailure>,
 }
 
-/// An image that never starts.
+/// An image that never starts, or that crashes some time after it started.
+///
+/// `reason` is the kubelet's waiting reason: the pull reasons (`ErrImagePull`,
+/// `ImagePullBackOff`, `InvalidImageName`, …) and `CreateContainerConfigError` /
+/// `CreateContainerError` leave the container never run (the pod stays Pending);
+/// `CrashLoopBackOff` (the default), `RunContainerError` and any other reason make it exit at
+/// once, each time the kubelet starts it again after its back-off, its `restartCount` growing.
+/// With `crashAfter` the container runs, becomes ready, exits after that long and is started
+/// again after the back-off, again and again (or `crashes` times, then it keeps running).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ImageFailure {
@@ -375,6 +383,12 @@ pub struct ImageFailure {
     /// The container's waiting reason (default `CrashLoopBackOff`).
     #[serde(default = "crash_loop")]
     pub reason: String,
+    /// The container runs this long, ready, then exits with an error.
+    #[serde(default)]
+    pub crash_after: Option<Dur>,
+    /// With `crashAfter`: it crashes this many times, then keeps running (default: always).
+    #[serde(default)]
+    pub crashes: Option<u32>,
 }
 
 /// A node on which pods never start.

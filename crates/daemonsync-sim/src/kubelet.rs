@@ -34,6 +34,26 @@ pub(crate) fn is_pull_reason(reason: &str) -> bool {
     reason.contains("Image")
 }
 
+/// True for the waiting reasons of a container the kubelet could not create: a pull
+/// failure, `CreateContainerConfigError` (a missing ConfigMap, Secret or key) or
+/// `CreateContainerError`. It never ran, so it is not restarted and its pod stays Pending.
+pub(crate) fn never_ran(reason: &str) -> bool {
+    is_pull_reason(reason)
+        || matches!(
+            reason,
+            "CreateContainerConfigError" | "CreateContainerError"
+        )
+}
+
+/// The kubelet's crash-loop back-off before the `restarts + 1`th start of a container that
+/// exited: 10 s, doubling at each restart, at most 5 minutes (upstream `initialBackOff`,
+/// `MaxContainerBackOff`).
+pub(crate) fn crash_back_off(restarts: u32) -> u64 {
+    const INITIAL_MS: u64 = 10_000;
+    const MAX_MS: u64 = 300_000;
+    INITIAL_MS.saturating_mul(1 << restarts.min(10)).min(MAX_MS)
+}
+
 fn conflict(name: &str) -> ClusterError {
     ClusterError::Rejected(format!(
         "Operation cannot be fulfilled on pods \"{name}\": the object has been modified; please \
@@ -96,7 +116,7 @@ impl SimPod {
                 || c.last.is_some()
                 || match &c.state {
                     ContainerState::Running(_) | ContainerState::Terminated(_) => true,
-                    ContainerState::Failing(reason, _) => !is_pull_reason(reason),
+                    ContainerState::Failing(reason, _) => !never_ran(reason),
                     ContainerState::Creating | ContainerState::PullFailed(_) => false,
                 }
         };
@@ -107,13 +127,41 @@ impl SimPod {
         }
     }
 
-    /// Why the first failing container (init containers first) is failing.
-    fn failure_reason(&self) -> Option<String> {
+    /// The first failing container (init containers first) and why it is failing.
+    fn failing(&self) -> Option<(&SimContainer, String)> {
         self.containers.iter().find_map(|c| match &c.state {
-            ContainerState::PullFailed(r) | ContainerState::Failing(r, _) => Some(r.clone()),
-            ContainerState::Terminated(r) if r.exit_code != 0 => Some(r.reason.clone()),
+            ContainerState::PullFailed(r) | ContainerState::Failing(r, _) => Some((c, r.clone())),
+            ContainerState::Terminated(r) if r.exit_code != 0 => Some((c, r.reason.clone())),
             _ => None,
         })
+    }
+
+    /// Why the first failing container (init containers first) is failing.
+    fn failure_reason(&self) -> Option<String> {
+        self.failing().map(|(_, reason)| reason)
+    }
+
+    /// What its status says beyond readiness, as [`crate::model::PodSignals::from_status`]
+    /// reads it from the API's.
+    pub(crate) fn signals(&self) -> Option<Box<crate::model::PodSignals>> {
+        let most = self.containers.iter().filter(|c| c.restarts > 0).fold(
+            None::<&SimContainer>,
+            |best, c| match best {
+                Some(b) if b.restarts >= c.restarts => Some(b),
+                _ => Some(c),
+            },
+        );
+        crate::model::PodSignals {
+            waiting_container: self.failing().map(|(c, _)| c.name.clone()),
+            restarts: most.map(|c| (c.name.clone(), c.restarts)),
+            last_exit: self
+                .containers
+                .iter()
+                .filter_map(|c| c.last.as_ref().map(|r| r.finished))
+                .max(),
+            unschedulable: self.unschedulable.clone(),
+        }
+        .boxed()
     }
 }
 
@@ -189,9 +237,24 @@ impl NodeSim {
             .or_else(|| {
                 f.images
                     .iter()
-                    .find(|i| i.image == image && !is_pull_reason(&i.reason))
+                    .find(|i| {
+                        i.image == image && i.crash_after.is_none() && !is_pull_reason(&i.reason)
+                    })
                     .map(|i| i.reason.clone())
             })
+    }
+
+    /// How long a container of `image` that restarted `restarts` times runs before it exits
+    /// with an error, if it does.
+    fn crash_after(&self, image: &str, restarts: u32) -> Option<u64> {
+        self.cfg
+            .failures
+            .images
+            .iter()
+            .find(|i| i.image == image)
+            .filter(|i| i.crashes.is_none_or(|n| restarts < n))
+            .and_then(|i| i.crash_after)
+            .map(|d| d.millis())
     }
 
     /// `prefix` plus five random characters, unused in `namespace` (generateName).
@@ -379,6 +442,8 @@ impl NodeSim {
         if let Some(p) = self.pod_mut(key) {
             p.set_up = Some(now);
         }
+        // The kubelet's first status of the pod: not ready yet.
+        self.report(key);
         self.begin_pulls(key);
     }
 
@@ -591,31 +656,135 @@ impl NodeSim {
             .iter()
             .map(|c| self.start_failure(&c.image, &node))
             .collect();
+        let crash_after: Vec<Option<u64>> = p
+            .containers
+            .iter()
+            .map(|c| self.crash_after(&c.image, c.restarts))
+            .collect();
         let Some(p) = self.pod_mut(key) else { return };
         p.waiting_for_node = false;
         let to_completion = p.run_to_completion;
+        let epoch = p.epoch;
         let starting = std::mem::take(&mut p.starting);
-        for (c, failure) in p.containers.iter_mut().zip(failures) {
+        // (container, after how long) of the kubelet's next restarts and of the crashes to come.
+        let mut restarts = Vec::new();
+        let mut crashes = Vec::new();
+        for ((c, failure), crash_after) in p.containers.iter_mut().zip(failures).zip(crash_after) {
             if !starting.contains(&c.name) {
                 continue;
             }
-            let ran = |exit_code: i32, reason: &str| {
-                ContainerState::Terminated(Ran {
-                    started: now,
-                    finished: now,
-                    exit_code,
-                    reason: reason.into(),
-                    image: c.image.clone(),
-                })
+            let ran = |exit_code: i32, reason: &str| Ran {
+                started: now,
+                finished: now,
+                exit_code,
+                reason: reason.into(),
+                image: c.image.clone(),
             };
             c.state = match failure {
-                Some(reason) if to_completion && !is_pull_reason(&reason) => ran(1, "Error"),
-                Some(reason) => ContainerState::Failing(reason, now),
-                None if c.init || to_completion => ran(0, "Completed"),
-                None => ContainerState::Running(now),
+                Some(reason) if to_completion && !is_pull_reason(&reason) => {
+                    ContainerState::Terminated(ran(1, "Error"))
+                }
+                Some(reason) if never_ran(&reason) => ContainerState::Failing(reason, now),
+                Some(reason) => {
+                    // It ran and exited at once (a start error ends with 128, `StartError`):
+                    // the kubelet starts it again after its back-off.
+                    c.last = Some(if reason == "RunContainerError" {
+                        ran(128, "StartError")
+                    } else {
+                        ran(1, "Error")
+                    });
+                    restarts.push((c.name.clone(), crash_back_off(c.restarts)));
+                    ContainerState::Failing(reason, now)
+                }
+                None if c.init || to_completion => ContainerState::Terminated(ran(0, "Completed")),
+                None => {
+                    if let Some(after) = crash_after.filter(|_| !c.init) {
+                        crashes.push((c.name.clone(), after));
+                    }
+                    ContainerState::Running(now)
+                }
             };
         }
+        let clock = self.clock();
+        for (container, after) in restarts {
+            self.schedule(
+                clock.saturating_add(after),
+                SimEvent::ContainerRestart {
+                    namespace: key.0.clone(),
+                    name: key.1.clone(),
+                    container,
+                    epoch,
+                },
+            );
+        }
+        for (container, after) in crashes {
+            self.schedule(
+                clock.saturating_add(after),
+                SimEvent::ContainerCrash {
+                    namespace: key.0.clone(),
+                    name: key.1.clone(),
+                    container,
+                    epoch,
+                },
+            );
+        }
         self.report(key);
+    }
+
+    /// A running container of a `crashAfter` image exits with an error: the pod is no longer
+    /// ready, and the kubelet starts the container again after its back-off.
+    pub(crate) fn container_crash(&mut self, key: &PodKey, container: &str, epoch: u64) {
+        let now = self.now();
+        let Some(p) = self.pods.get(key) else { return };
+        if p.epoch != epoch || p.pod.is_terminating() {
+            return;
+        }
+        let Some(p) = self.pod_mut(key) else { return };
+        let Some(c) = p.containers.iter_mut().find(|c| c.name == container) else {
+            return;
+        };
+        let ContainerState::Running(since) = c.state else {
+            return;
+        };
+        c.last = Some(Ran {
+            started: since,
+            finished: now,
+            exit_code: 1,
+            reason: "Error".into(),
+            image: c.image.clone(),
+        });
+        c.state = ContainerState::Failing("CrashLoopBackOff".into(), now);
+        let after = crash_back_off(c.restarts);
+        let at = self.clock().saturating_add(after);
+        self.schedule(
+            at,
+            SimEvent::ContainerRestart {
+                namespace: key.0.clone(),
+                name: key.1.clone(),
+                container: container.to_string(),
+                epoch,
+            },
+        );
+        self.report(key);
+    }
+
+    /// A crashed container's back-off is over: the kubelet starts it again, counting the
+    /// restart (on a NotReady node, once the node is back).
+    pub(crate) fn container_restart(&mut self, key: &PodKey, container: &str, epoch: u64) {
+        let Some(p) = self.pods.get(key) else { return };
+        if p.epoch != epoch || p.pod.is_terminating() {
+            return;
+        }
+        let Some(p) = self.pod_mut(key) else { return };
+        let Some(c) = p.containers.iter_mut().find(|c| c.name == container) else {
+            return;
+        };
+        if !matches!(&c.state, ContainerState::Failing(reason, _) if !never_ran(reason)) {
+            return;
+        }
+        c.restarts += 1;
+        p.starting.insert(container.to_string());
+        self.pod_started(key, epoch);
     }
 
     /// What the kubelet reports after a change of the pod's containers or conditions: phase,

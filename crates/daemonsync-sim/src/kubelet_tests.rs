@@ -460,6 +460,99 @@ failures:
 }
 
 #[test]
+fn a_crash_looping_container_is_restarted_after_a_doubling_back_off() {
+    let mut s = sim("kubelet: {startLatency: {fixed: 0s}}
+nodes: [{name: n1}]
+failures:
+  images: [{image: 'agent:bad'}]");
+    let name = create(&mut s, "n1", one("agent:bad"));
+    let restarts = |s: &NodeSim| s.pods[&("ns".to_string(), name.clone())].containers[0].restarts;
+    // Started at once (no latencies), exited, then started again after 10 s, 20 s, 40 s.
+    assert_eq!(until(&mut s, |s| restarts(s) == 1), secs(10));
+    assert_eq!(until(&mut s, |s| restarts(s) == 2), secs(30));
+    assert_eq!(until(&mut s, |s| restarts(s) == 3), secs(70));
+    let st = status(&s, &name);
+    let c = container(&st, "agent");
+    assert_eq!(c["restartCount"], 3);
+    assert_eq!(c["state"]["waiting"]["reason"], "CrashLoopBackOff");
+    assert_eq!(c["lastState"]["terminated"]["reason"], "Error");
+    let signals = s.observed().pods[0].signals.clone().expect("signals");
+    assert_eq!(signals.restarts, Some(("agent".to_string(), 3)));
+    assert_eq!(signals.waiting_container.as_deref(), Some("agent"));
+    assert!(!model(&s, &name).is_ready());
+}
+
+#[test]
+fn a_container_whose_configuration_cannot_be_built_never_runs() {
+    let mut s = sim("kubelet: {startLatency: {fixed: 0s}}
+nodes: [{name: n1}]
+failures:
+  images: [{image: 'agent:cfg', reason: CreateContainerConfigError},
+           {image: 'agent:create', reason: CreateContainerError},
+           {image: 'agent:start', reason: RunContainerError}]");
+    let cfg = create(&mut s, "n1", one("agent:cfg"));
+    let create_error = create(&mut s, "n1", one("agent:create"));
+    let start = create(&mut s, "n1", one("agent:start"));
+    while s.advance(s.start() + secs(120)) {}
+    for name in [&cfg, &create_error] {
+        let p = model(&s, name);
+        assert_eq!(p.phase, PodPhase::Pending, "{name} never ran");
+        let st = status(&s, name);
+        let c = container(&st, "agent");
+        assert_eq!(c["restartCount"], 0);
+        assert_eq!(c["lastState"], json!({}));
+    }
+    assert_eq!(
+        model(&s, &cfg).waiting_reason.as_deref(),
+        Some("CreateContainerConfigError")
+    );
+    // A start error: the container was created, its start failed (128, StartError), and the
+    // kubelet keeps trying.
+    let p = model(&s, &start);
+    assert_eq!(p.phase, PodPhase::Running);
+    assert_eq!(p.waiting_reason.as_deref(), Some("RunContainerError"));
+    let st = status(&s, &start);
+    let c = container(&st, "agent");
+    assert_eq!(c["lastState"]["terminated"]["exitCode"], 128);
+    assert_eq!(c["lastState"]["terminated"]["reason"], "StartError");
+    assert!(c["restartCount"].as_u64().unwrap_or_default() >= 2, "{c:#}");
+}
+
+#[test]
+fn a_container_that_crashes_after_start_is_ready_then_restarted_with_its_count_growing() {
+    let mut s = sim("kubelet: {startLatency: {fixed: 0s}}
+nodes: [{name: n1}]
+failures:
+  images: [{image: 'agent:leaky', crashAfter: 30s}]");
+    let name = create(&mut s, "n1", one("agent:leaky"));
+    s.advance(s.start() + secs(1));
+    assert!(model(&s, &name).is_ready(), "it starts and becomes ready");
+    // Exits after 30 s; started again 10 s later; ready again; exits 30 s after that; ...
+    assert_eq!(until(&mut s, |s| !model(s, &name).is_ready()), secs(30));
+    let st = status(&s, &name);
+    assert_eq!(
+        container(&st, "agent")["state"]["waiting"]["reason"],
+        "CrashLoopBackOff"
+    );
+    assert_eq!(
+        container(&st, "agent")["lastState"]["terminated"]["exitCode"],
+        1
+    );
+    assert_eq!(until(&mut s, |s| model(s, &name).is_ready()), secs(40));
+    assert_eq!(container(&status(&s, &name), "agent")["restartCount"], 1);
+    assert_eq!(until(&mut s, |s| !model(s, &name).is_ready()), secs(70));
+    assert_eq!(until(&mut s, |s| model(s, &name).is_ready()), secs(90));
+    assert_eq!(container(&status(&s, &name), "agent")["restartCount"], 2);
+    let signals = s.observed().pods[0].signals.clone().expect("signals");
+    assert_eq!(signals.restarts, Some(("agent".to_string(), 2)));
+    assert_eq!(
+        signals.last_exit,
+        Some(s.start() + secs(70)),
+        "the last run ended at 70 s"
+    );
+}
+
+#[test]
 fn node_images_and_the_new_latencies_are_checked() {
     let bad = |cfg: &str| {
         SimConfig::parse(cfg)

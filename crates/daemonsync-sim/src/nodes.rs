@@ -108,6 +108,7 @@ impl SimPod {
                 image_mismatch: false,
                 containers_ready: self.containers_ready.is_some_and(|(ready, _)| ready),
             })),
+            signals: self.signals(),
             ..self.pod.clone()
         }
     }
@@ -152,6 +153,21 @@ pub(crate) enum SimEvent {
     PodStarted {
         namespace: String,
         name: String,
+        epoch: u64,
+    },
+    /// A crashed container's back-off is over: the kubelet starts it again (of start plan
+    /// `epoch`).
+    ContainerRestart {
+        namespace: String,
+        name: String,
+        container: String,
+        epoch: u64,
+    },
+    /// A running container of a `crashAfter` image exits with an error.
+    ContainerCrash {
+        namespace: String,
+        name: String,
+        container: String,
         epoch: u64,
     },
     /// The kubelet backs off failed pulls: `ErrImagePull` becomes the configured reason.
@@ -483,6 +499,18 @@ impl NodeSim {
                 name,
                 epoch,
             } => self.pull_back_off(&(namespace, name), epoch),
+            SimEvent::ContainerRestart {
+                namespace,
+                name,
+                container,
+                epoch,
+            } => self.container_restart(&(namespace, name), &container, epoch),
+            SimEvent::ContainerCrash {
+                namespace,
+                name,
+                container,
+                epoch,
+            } => self.container_crash(&(namespace, name), &container, epoch),
             SimEvent::PodGone { namespace, name } => {
                 self.remove_pod(&(namespace, name));
             }

@@ -1,7 +1,7 @@
 //! What a simulated pod's kubelet (and the scheduler) report in its `status`, as the API shows
 //! it: phase, conditions, container statuses. `sim serve` adds the addresses.
 
-use super::kubelet::is_pull_reason;
+use super::kubelet::{is_pull_reason, never_ran};
 use super::nodes::{ContainerState, NodeSim, Ran, SimContainer, SimPod};
 use crate::model::{PodPhase, Timestamp};
 use serde_json::{Value, json};
@@ -39,7 +39,17 @@ fn waiting_message(reason: &str, image: &str) -> String {
         "ErrImagePull" => format!(
             "failed to pull image {image:?}: the simulated registry refuses it (failures.images)"
         ),
+        "InvalidImageName" => format!("Failed to apply default image tag {image:?}: couldn't parse image name {image:?}: invalid reference format"),
         r if is_pull_reason(r) => format!("Back-off pulling image {image:?}"),
+        "CreateContainerConfigError" => {
+            "the simulated kubelet cannot build the container's configuration (failures.images): a referenced configmap or secret is missing".to_string()
+        }
+        "CreateContainerError" => format!(
+            "failed to create the container of image {image:?} in the simulated runtime (failures.images)"
+        ),
+        "RunContainerError" => format!(
+            "failed to start the container of image {image:?} in the simulated runtime (failures.images)"
+        ),
         _ => "back-off restarting failed container".to_string(),
     }
 }
@@ -80,7 +90,7 @@ fn container_status(c: &SimContainer, has_init: bool, node_ready: bool) -> Value
             image_id(&c.image),
         ),
         ContainerState::Failing(reason, since) => {
-            if last.is_none() && !is_pull_reason(reason) {
+            if last.is_none() && !never_ran(reason) {
                 last = Some(terminated(&Ran {
                     started: *since,
                     finished: *since,
