@@ -3,7 +3,8 @@
 
 use super::DaemonSetProgress;
 use super::options::FailedNode;
-use crate::model::Timestamp;
+use crate::manifest::policy::FailurePolicy;
+use crate::model::{Pod, Timestamp};
 use crate::plan::{DaemonSetSpec, Desired, NodeState, Observed, Plan, RECORD_KIND};
 use jiff::SignedDuration;
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,10 +49,19 @@ impl Health {
                 h.next_deadline = Some(h.next_deadline.map_or(t, |d| d.min(t)));
             }
         };
+        // Nodes where a pod is on its way out: its resources come free, so a new pod the
+        // scheduler cannot place there yet may still fit.
+        let freeing: BTreeSet<&str> = observed
+            .pods
+            .iter()
+            .filter(|p| p.is_terminating())
+            .filter_map(|p| p.node_name.as_deref())
+            .collect();
         for ds in &plan.daemonsets {
-            let Some((_, spec)) = specs.get(&(ds.namespace.clone(), ds.name.clone())) else {
+            let Some((desired, spec)) = specs.get(&(ds.namespace.clone(), ds.name.clone())) else {
                 continue;
             };
+            let policy = FailurePolicy::of(&desired.daemonset);
             for pod in &observed.pods {
                 let owned = pod.controller.as_ref().is_some_and(|c| {
                     c.name == ds.name && (c.kind == RECORD_KIND || c.kind == "DaemonSet")
@@ -66,6 +76,28 @@ impl Health {
                 let Some(node) = pod.target_node.as_deref().filter(|n| nodes.contains(n)) else {
                     continue;
                 };
+                let entry = |reason: String| FailedNode {
+                    namespace: ds.namespace.clone(),
+                    daemonset: ds.name.clone(),
+                    node: node.to_string(),
+                    pod: pod.name.clone(),
+                    reason,
+                };
+                // An in-place update is judged from when it began, not from the pod's birth.
+                let created = pod
+                    .creation_timestamp
+                    .into_iter()
+                    .chain(pod.detail.as_ref().and_then(|d| d.updating_since()))
+                    .max()
+                    .unwrap_or(now);
+                // A pod that crashes after passing readiness fails as soon as it restarted
+                // too often, ready or not at this instant.
+                if !h.not_ready.contains(node)
+                    && let Some(why) = restarted_too_often(pod, created, &policy)
+                {
+                    h.failed.push(entry(why));
+                    continue;
+                }
                 if pod.is_ready() {
                     if let Some(t) = pod.ready.and_then(|r| r.last_transition)
                         && spec.min_ready_seconds > 0
@@ -80,25 +112,19 @@ impl Health {
                     }
                     continue;
                 }
-                let entry = |reason: String| FailedNode {
-                    namespace: ds.namespace.clone(),
-                    daemonset: ds.name.clone(),
-                    node: node.to_string(),
-                    pod: pod.name.clone(),
-                    reason,
-                };
                 if h.not_ready.contains(node) {
                     h.node_problems
                         .push(entry("node problem: the node is NotReady".into()));
                     continue;
                 }
-                // An in-place update is judged from when it began, not from the pod's birth.
-                let created = pod
-                    .creation_timestamp
-                    .into_iter()
-                    .chain(pod.detail.as_ref().and_then(|d| d.updating_since()))
-                    .max()
-                    .unwrap_or(now);
+                // A definitive start failure, or a pod the scheduler cannot place where nothing
+                // is leaving: failed now, not at the deadline.
+                if let Some(why) = start_failure(pod)
+                    .or_else(|| unschedulable(pod).filter(|_| !freeing.contains(node)))
+                {
+                    h.failed.push(entry(why));
+                    continue;
+                }
                 let expires = crate::model::later(created, deadline);
                 if expires <= now {
                     let reason = match &pod.waiting_reason {
@@ -191,4 +217,75 @@ pub(crate) fn is_settled(state: NodeState) -> bool {
         state,
         NodeState::UpToDate | NodeState::Ineligible | NodeState::Blocked
     )
+}
+
+/// The waiting reasons that say a new pod will not start however long it is given: its
+/// configuration, its image or its container cannot be made to run, or it crashes.
+pub const START_FAILURES: &[&str] = &[
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "InvalidImageName",
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "CrashLoopBackOff",
+    "RunContainerError",
+];
+
+/// `REASON in container C` when a pod shows one of the [`START_FAILURES`]. A crash of a pod
+/// that was ready before it (its Ready condition turned False when or after its container
+/// last exited) is left to the restart count: it passed readiness once.
+fn start_failure(pod: &Pod) -> Option<String> {
+    let reason = pod
+        .waiting_reason
+        .as_deref()
+        .filter(|r| START_FAILURES.contains(r))?;
+    let crashed_after_ready = matches!(reason, "CrashLoopBackOff" | "RunContainerError")
+        && pod
+            .ready
+            .and_then(|r| r.last_transition)
+            .zip(pod.signals.as_ref().and_then(|s| s.last_exit))
+            .is_some_and(|(unready_since, exited)| {
+                unready_since >= exited && pod.creation_timestamp.is_some_and(|c| unready_since > c)
+            });
+    if crashed_after_ready {
+        return None;
+    }
+    Some(
+        match pod
+            .signals
+            .as_ref()
+            .and_then(|s| s.waiting_container.as_deref())
+        {
+            Some(c) => format!("{reason} in container {c}"),
+            None => reason.to_string(),
+        },
+    )
+}
+
+/// `Unschedulable: MESSAGE` when the scheduler cannot place the pod.
+fn unschedulable(pod: &Pod) -> Option<String> {
+    let message = pod.signals.as_ref()?.unschedulable.as_deref()?;
+    Some(if message.is_empty() {
+        "Unschedulable".to_string()
+    } else {
+        format!("Unschedulable: {message}")
+    })
+}
+
+/// `restarted N times within W (container C)` when the pod's containers restarted more than
+/// the policy allows since `started` (its creation, or the start of its in-place update),
+/// the last restart within the window. An in-place update's own restart is not counted.
+fn restarted_too_often(pod: &Pod, started: Timestamp, policy: &FailurePolicy) -> Option<String> {
+    let signals = pod.signals.as_ref()?;
+    let (container, count) = signals.restarts.as_ref()?;
+    let own = u32::from(pod.detail.as_ref().is_some_and(|d| d.gate.is_some()));
+    let count = count.saturating_sub(own);
+    let last = signals.last_exit?;
+    let within = last >= started && last <= crate::model::later(started, policy.restart_window);
+    (count > policy.max_restarts && within).then(|| {
+        format!(
+            "restarted {count} times within {:#} (container {container})",
+            policy.restart_window
+        )
+    })
 }

@@ -17,6 +17,8 @@ mod handover;
 mod handover_tests;
 mod health;
 mod options;
+#[cfg(test)]
+mod signals_tests;
 mod status;
 #[cfg(test)]
 mod tests;

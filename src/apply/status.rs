@@ -117,7 +117,7 @@ pub(super) async fn announce_halt<C: Cluster>(cluster: &mut C, a: &Assessment<'_
         daemonset = %format!("{}/{}", key.0, key.1),
         nodes = failed.len(),
         first = failed.first().map(String::as_str).unwrap_or(""),
-        "rollout halted: new pods failed past the progress deadline; the other DaemonSets go on"
+        "rollout halted: new pods failed; the other DaemonSets go on"
     );
     let event = Event {
         namespace: key.0.clone(),

@@ -109,19 +109,37 @@ pub fn render(r: &ApplyReport, o: &ApplyReportOptions) -> (String, String) {
                 },
             )
         }
-        Outcome::Halted => format!(
-            "Halted after {time}: new pods of {} stayed unavailable past the progress deadline \
-             ({:#}) on {} node(s); nothing more of {} was replaced{}. {totals}.",
-            r.halted.join(", "),
-            o.progress_deadline,
-            r.failed.len(),
-            if r.halted.len() == 1 { "it" } else { "them" },
-            if r.halted.len() < r.plan.daemonsets.len() {
-                "; every other DaemonSet converged"
+        Outcome::Halted => {
+            // The failure signals seen (a crash loop, a configuration error, restarts, the
+            // deadline), each once, in the order of the failing nodes.
+            let mut signals: Vec<&str> = Vec::new();
+            for f in &r.failed {
+                let signal = signal_of(&f.reason);
+                if !signals.contains(&signal) {
+                    signals.push(signal);
+                }
+            }
+            let why = if signals.iter().all(|s| *s == DEADLINE) {
+                format!(
+                    "stayed unavailable past the progress deadline ({:#})",
+                    o.progress_deadline
+                )
             } else {
-                ""
-            },
-        ),
+                format!("failed ({})", signals.join("; "))
+            };
+            format!(
+                "Halted after {time}: new pods of {} {why} on {} node(s); nothing more of {} was \
+                 replaced{}. {totals}.",
+                r.halted.join(", "),
+                r.failed.len(),
+                if r.halted.len() == 1 { "it" } else { "them" },
+                if r.halted.len() < r.plan.daemonsets.len() {
+                    "; every other DaemonSet converged"
+                } else {
+                    ""
+                },
+            )
+        }
         Outcome::Blocked => {
             let blocked: Vec<String> = r
                 .blocked
@@ -232,6 +250,21 @@ pub fn render(r: &ApplyReport, o: &ApplyReportOptions) -> (String, String) {
         err.push_str(&format!("{summary}\n"));
     }
     (out, err)
+}
+
+/// What [`signal_of`] calls a failure found only at the progress deadline.
+const DEADLINE: &str = "the progress deadline";
+
+/// The signal a failing node's reason names: `CrashLoopBackOff in container agent`,
+/// `restarted 3 times within 10m (container agent)`, `Unschedulable`, or the deadline.
+fn signal_of(reason: &str) -> &str {
+    if reason.contains("(not ready after ") || reason.starts_with("not ready after ") {
+        DEADLINE
+    } else if let Some((head, _)) = reason.split_once(": ") {
+        head
+    } else {
+        reason
+    }
 }
 
 /// `m:ss` (or `h:mm:ss`) of a duration.

@@ -28,6 +28,7 @@ mod serve_inplace;
 mod serve_kube;
 mod serve_kubectl;
 mod serve_support;
+mod signals_live;
 mod snapshot_reader;
 mod source_cli;
 mod support;

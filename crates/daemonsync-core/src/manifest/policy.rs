@@ -48,6 +48,12 @@ pub const ADOPT: &str = "daemonsync.io/adopt";
 /// daemonsync's.
 pub const MODE: &str = "daemonsync.io/mode";
 
+/// Annotation: how many times a new pod's containers may restart within the restart window
+/// before the pod counts as failed (default `"2"`).
+pub const MAX_RESTARTS: &str = "daemonsync.io/max-restarts";
+/// Annotation: how long after a new pod started its restarts count (default `"10m"`).
+pub const RESTART_WINDOW: &str = "daemonsync.io/restart-window";
+
 /// Every `daemonsync.io/` annotation a DaemonSet in git may carry; any other key under that
 /// prefix is an error, so that a typo cannot silently disable a canary.
 pub const KNOWN_ANNOTATIONS: &[&str] = &[
@@ -64,6 +70,8 @@ pub const KNOWN_ANNOTATIONS: &[&str] = &[
     PRE_PULL_PARALLELISM,
     ADOPT,
     MODE,
+    MAX_RESTARTS,
+    RESTART_WINDOW,
 ];
 
 /// The prefix every daemonsync annotation shares.
@@ -230,8 +238,9 @@ impl RolloutPolicy {
             if !key.starts_with(PREFIX) {
                 break;
             }
-            if key == ADOPT || key == MODE {
-                // Not a rollout policy: who runs the pods (checked below).
+            if key == ADOPT || key == MODE || key == MAX_RESTARTS || key == RESTART_WINDOW {
+                // Not a rollout policy: who runs the pods, when a new pod failed (checked
+                // below).
                 continue;
             }
             let path = annotation_path(key);
@@ -338,6 +347,9 @@ impl RolloutPolicy {
             }
         }
         errs.extend(check_ownership(annotations));
+        if let Err(e) = FailurePolicy::from_annotations(annotations) {
+            errs.extend(e);
+        }
         if policy.canary_selector.is_some() && policy.canary == Some(Count::Nodes(0)) {
             errs.push(FieldError::invalid(
                 annotation_path(CANARY),
@@ -433,6 +445,77 @@ impl Choice {
     }
 }
 
+/// When a new pod that keeps restarting counts as failed: `daemonsync.io/max-restarts` and
+/// `daemonsync.io/restart-window` (the definitive start failures fail a pod whatever these
+/// say).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailurePolicy {
+    /// More restarts than this within the window fail the pod.
+    pub max_restarts: u32,
+    /// How long after the pod started (or its in-place update began) its restarts count.
+    #[serde(serialize_with = "serialize_duration")]
+    pub restart_window: SignedDuration,
+}
+
+fn serialize_duration<S: serde::Serializer>(d: &SignedDuration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{d:#}"))
+}
+
+impl Default for FailurePolicy {
+    fn default() -> Self {
+        FailurePolicy {
+            max_restarts: 2,
+            restart_window: SignedDuration::from_mins(10),
+        }
+    }
+}
+
+impl FailurePolicy {
+    /// The policy of a DaemonSet whose annotations validation accepted (defaults for what it
+    /// does not say, or says wrongly).
+    pub fn of(ds: &DaemonSet) -> FailurePolicy {
+        ds.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| Self::from_annotations(a).ok())
+            .unwrap_or_default()
+    }
+
+    /// Parses and checks `daemonsync.io/max-restarts` and `daemonsync.io/restart-window`.
+    pub fn from_annotations(
+        annotations: &BTreeMap<String, String>,
+    ) -> Result<FailurePolicy, Vec<FieldError>> {
+        let mut policy = FailurePolicy::default();
+        let mut errs = Vec::new();
+        if let Some(v) = annotations.get(MAX_RESTARTS) {
+            match v.parse::<u32>() {
+                Ok(n) if !v.starts_with('+') => policy.max_restarts = n,
+                _ => errs.push(FieldError::invalid(
+                    annotation_path(MAX_RESTARTS),
+                    quoted(v),
+                    "must be a whole number of restarts, e.g. \"2\" (\"0\": any restart fails                      the pod)",
+                )),
+            }
+        }
+        if let Some(v) = annotations.get(RESTART_WINDOW) {
+            match super::duration::parse_annotation(v) {
+                Some(d) if d > SignedDuration::ZERO => policy.restart_window = d,
+                _ => errs.push(FieldError::invalid(
+                    annotation_path(RESTART_WINDOW),
+                    quoted(v),
+                    "must be a duration above zero such as \"10m\", \"30s\" or \"1h\"",
+                )),
+            }
+        }
+        if errs.is_empty() {
+            Ok(policy)
+        } else {
+            Err(errs)
+        }
+    }
+}
+
 /// Checks `daemonsync.io/adopt` and `daemonsync.io/mode`: the values they take, and that a
 /// DaemonSet is not both taken over and kept native.
 pub fn check_ownership(annotations: &BTreeMap<String, String>) -> Vec<FieldError> {
@@ -475,6 +558,43 @@ pub fn check_ownership(annotations: &BTreeMap<String, String>) -> Vec<FieldError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn max_restarts_and_restart_window_are_read_and_checked() {
+        let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert_eq!(
+            FailurePolicy::from_annotations(&map(&[])),
+            Ok(FailurePolicy::default())
+        );
+        let p =
+            FailurePolicy::from_annotations(&map(&[(MAX_RESTARTS, "0"), (RESTART_WINDOW, "90s")]))
+                .expect("valid");
+        assert_eq!(p.max_restarts, 0);
+        assert_eq!(p.restart_window, SignedDuration::from_secs(90));
+        let errs =
+            FailurePolicy::from_annotations(&map(&[(MAX_RESTARTS, "-1"), (RESTART_WINDOW, "0s")]))
+                .expect_err("refused");
+        let text: Vec<String> = errs.iter().map(ToString::to_string).collect();
+        assert!(
+            text[0].contains("metadata.annotations[daemonsync.io/max-restarts]"),
+            "{text:?}"
+        );
+        assert!(text[1].contains("a duration above zero"), "{text:?}");
+        // Neither makes a rollout policy of its own, and both are known annotations.
+        assert_eq!(
+            RolloutPolicy::from_annotations(&map(&[(MAX_RESTARTS, "3")])),
+            Ok(None)
+        );
+        assert!(
+            RolloutPolicy::from_annotations(&map(&[(RESTART_WINDOW, "soon")])).is_err(),
+            "validation reports a bad window"
+        );
+    }
 
     fn policy_errors(annotations: &[(&str, &str)]) -> Vec<String> {
         let map: BTreeMap<String, String> = annotations
