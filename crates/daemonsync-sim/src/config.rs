@@ -288,8 +288,11 @@ impl NodeSpec {
                     taints: taints.clone(),
                     ready: Some(self.ready.unwrap_or_default().is_ready()),
                     unschedulable: false,
-                    // The simulator keeps the images a node has itself (`Sim::node_images`).
+                    // The simulator keeps the images a node has itself (`Sim::node_images`),
+                    // and its resources (`NodeSim::resources`).
                     images: Vec::new(),
+                    allocatable: None,
+                    requested: None,
                 }
             })
             .collect())

@@ -412,9 +412,14 @@ impl NodeSim {
             nodes: self
                 .nodes
                 .values()
-                .map(|n| Node {
-                    images: self.node_images(&n.name),
-                    ..n.clone()
+                .map(|n| {
+                    let (allocatable, requested) = self.node_usage(&n.name);
+                    Node {
+                        images: self.node_images(&n.name),
+                        allocatable: Some(Box::new(allocatable)),
+                        requested: Some(Box::new(requested)),
+                        ..n.clone()
+                    }
                 })
                 .collect(),
             pods: self.pods.values().map(SimPod::observed).collect(),

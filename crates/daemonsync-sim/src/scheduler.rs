@@ -17,11 +17,11 @@ use super::config::NodeSpec;
 use super::nodes::{NodeEvent, NodeSim, SimPod};
 use crate::model::{Node, Quantity, TaintEffect, Toleration};
 use anyhow::{Result, bail};
-use k8s_openapi::api::core::v1::{Container, PodSpec};
+use k8s_openapi::api::core::v1::PodSpec;
 use std::collections::BTreeMap;
 
-/// Resource amounts by name: cpu in millicores, everything else in units (bytes, pods).
-pub type Resources = BTreeMap<String, i64>;
+pub use crate::model::resources::{Resources, pod_requests};
+use crate::model::resources::{add, amount};
 
 /// A node's resources.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,14 +49,6 @@ const NOT_HELPFUL: &str = "Preemption is not helpful for scheduling";
 const NO_VICTIMS: &str = "No preemption victims found for incoming pod";
 /// The taint the node lifecycle controller keeps on cordoned nodes.
 const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
-
-fn amount(name: &str, q: &Quantity) -> i64 {
-    if name == "cpu" {
-        q.milli_value()
-    } else {
-        q.value()
-    }
-}
 
 /// Reads a resource list as written in a sim file or a pod spec (`{cpu: 500m, memory: 1Gi}`).
 fn parse_list<'a>(
@@ -142,73 +134,6 @@ impl NodeResources {
             .collect();
         serde_json::json!(shown)
     }
-}
-
-/// The requests of one container: its requests, a limit standing for a missing request.
-fn container_requests(c: &Container) -> Resources {
-    let r = c.resources.as_ref();
-    let mut out = Resources::new();
-    let mut put = |list: Option<
-        &BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
-    >,
-                   overwrite: bool| {
-        for (name, q) in list.into_iter().flatten() {
-            if let Ok(q) = Quantity::parse(&q.0)
-                && (overwrite || !out.contains_key(name))
-            {
-                out.insert(name.clone(), amount(name, &q));
-            }
-        }
-    };
-    put(r.and_then(|r| r.requests.as_ref()), true);
-    put(r.and_then(|r| r.limits.as_ref()), false);
-    out
-}
-
-fn add(into: &mut Resources, r: &Resources) {
-    for (k, v) in r {
-        *into.entry(k.clone()).or_default() += v;
-    }
-}
-
-fn max_into(into: &mut Resources, r: &Resources) {
-    for (k, v) in r {
-        let e = into.entry(k.clone()).or_default();
-        *e = (*e).max(*v);
-    }
-}
-
-/// Upstream `PodRequests`: what the scheduler reserves for a pod (`pods` included).
-pub fn pod_requests(spec: &PodSpec) -> Resources {
-    let mut total = Resources::new();
-    for c in &spec.containers {
-        add(&mut total, &container_requests(c));
-    }
-    let mut sidecars = Resources::new();
-    let mut init_peak = Resources::new();
-    for c in spec.init_containers.iter().flatten() {
-        let r = container_requests(c);
-        if c.restart_policy.as_deref() == Some("Always") {
-            add(&mut sidecars, &r);
-            add(&mut total, &r);
-            max_into(&mut init_peak, &sidecars);
-        } else {
-            let mut during = sidecars.clone();
-            add(&mut during, &r);
-            max_into(&mut init_peak, &during);
-        }
-    }
-    max_into(&mut total, &init_peak);
-    if let Some(overhead) = &spec.overhead {
-        for (name, q) in overhead {
-            if let Ok(q) = Quantity::parse(&q.0) {
-                *total.entry(name.clone()).or_default() += amount(name, &q);
-            }
-        }
-    }
-    total.insert("pods".into(), 1);
-    total.retain(|_, v| *v > 0);
-    total
 }
 
 /// The host ports a pod binds: `(hostIP, protocol, port)`.
@@ -353,6 +278,18 @@ impl NodeSim {
             reasons,
             resolvable: true,
         })
+    }
+
+    /// A node's allocatable resources and what the pods holding them request (its `load`
+    /// included), as `kubectl describe node` adds them up.
+    pub(crate) fn node_usage(&self, node: &str) -> (Resources, Resources) {
+        let default = NodeResources::default_node();
+        let r = self.resources.get(node).unwrap_or(&default);
+        let mut used = r.load.clone();
+        for pod in self.pods_holding(node) {
+            add(&mut used, &pod.requests);
+        }
+        (r.allocatable.clone(), used)
     }
 
     /// NodeResourcesFit: the resources `pod` needs beyond what is left on `node`.

@@ -7,6 +7,7 @@
 mod node;
 mod pod;
 mod quantity;
+pub mod resources;
 mod selector;
 mod toleration;
 

@@ -19,6 +19,11 @@ pub struct Node {
     /// `status.images[*].names`, sorted: the images the kubelet reports present (a live
     /// node's; snapshots leave them out). Pre-pull skips nodes that have their new images.
     pub images: Vec<String>,
+    /// `status.allocatable`: what the node gives pods (`None`: not known).
+    pub allocatable: Option<Box<super::resources::Resources>>,
+    /// What every pod bound to it requests, daemon pods or not, as the scheduler counts it
+    /// (`None`: not known; a live cluster's and a snapshot's are).
+    pub requested: Option<Box<super::resources::Resources>>,
 }
 
 /// Effect of a taint.
@@ -128,6 +133,13 @@ impl Node {
                 images.dedup();
                 images
             },
+            allocatable: node
+                .status
+                .as_ref()
+                .and_then(|s| s.allocatable.as_ref())
+                .map(|a| Box::new(super::resources::from_list(a))),
+            // The pods bound to it are the cluster's to count.
+            requested: None,
         }
     }
 }

@@ -31,6 +31,9 @@ pub struct Pod {
     /// What the kubelet and the scheduler say beyond readiness: restarts, the container a
     /// waiting reason belongs to, an unschedulable verdict (`None` when there is nothing).
     pub signals: Option<Box<PodSignals>>,
+    /// What the scheduler reserves for it on its node (upstream `PodRequests`; `None`: not
+    /// known).
+    pub requests: Option<Box<super::resources::Resources>>,
     /// What updating the pod in place needs (a live pod's; snapshots leave it out).
     pub detail: Option<Box<PodDetail>>,
 }
@@ -373,6 +376,10 @@ impl Pod {
             ready,
             waiting_reason,
             signals: status.and_then(PodSignals::from_status),
+            // A pod has a container; one without (a pruned snapshot's) says nothing of them.
+            requests: spec
+                .filter(|s| !s.containers.is_empty())
+                .map(|s| Box::new(super::resources::pod_requests(s))),
             detail,
         }
     }

@@ -69,6 +69,7 @@ pub fn pod(ns: &str, ds: &str, node: &str, hash: &str, ready: bool) -> Pod {
         }),
         waiting_reason: (!ready).then(|| "CrashLoopBackOff".into()),
         signals: None,
+        requests: None,
         detail: None,
     }
 }

@@ -366,6 +366,7 @@ impl DsKind {
             }),
             waiting_reason: (state == PodState::NotReady).then(|| "CrashLoopBackOff".into()),
             signals: None,
+            requests: None,
             detail: None,
         }
     }
@@ -420,6 +421,7 @@ fn other_controller_pod(
         }),
         waiting_reason: None,
         signals: None,
+        requests: None,
         detail: None,
     }
 }
