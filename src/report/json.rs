@@ -588,6 +588,7 @@ mod tests {
             RiskKind::NoEligibleNodes,
             RiskKind::BuiltinController,
             RiskKind::PodSecurity,
+            RiskKind::RequestsDoNotFit,
         ];
         for k in kinds {
             match k {
@@ -598,7 +599,8 @@ mod tests {
                 | RiskKind::OnDelete
                 | RiskKind::NoEligibleNodes
                 | RiskKind::BuiltinController
-                | RiskKind::PodSecurity => {}
+                | RiskKind::PodSecurity
+                | RiskKind::RequestsDoNotFit => {}
             }
             assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
         }

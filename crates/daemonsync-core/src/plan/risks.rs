@@ -35,6 +35,9 @@ pub enum RiskKind {
     /// Its pods violate the Pod Security level its namespace enforces: the API server will
     /// refuse every one of them.
     PodSecurity,
+    /// A new pod's requests exceed what its node has free once the old pod is gone: it will
+    /// stay Pending (`Unschedulable`).
+    RequestsDoNotFit,
 }
 
 impl RiskKind {
@@ -49,6 +52,7 @@ impl RiskKind {
             RiskKind::NoEligibleNodes => "no-eligible-nodes",
             RiskKind::BuiltinController => "builtin-controller",
             RiskKind::PodSecurity => "pod-security",
+            RiskKind::RequestsDoNotFit => "requests-do-not-fit",
         }
     }
 }
@@ -277,6 +281,127 @@ impl Context<'_> {
         step: &Step,
         ownership: &Ownership,
     ) -> Vec<Risk> {
+        let mut out = self.manifest_and_plan_risks(d, nodes, step, ownership);
+        if !self.manifest_only
+            && let Some(r) = self.requests_do_not_fit(d, nodes)
+        {
+            out.push(r);
+        }
+        out
+    }
+
+    /// The nodes where a new pod of `d` will not fit once its old pod is gone (with a surge,
+    /// beside it): its requests against the node's allocatable less what every pod bound
+    /// there requests. Nodes whose resources are not known are not judged.
+    fn requests_do_not_fit(&self, d: &Prepared<'_>, nodes: &[NodeEntry]) -> Option<Risk> {
+        use crate::model::resources::{Resources, describe};
+        let want = &d.spec.requests;
+        if want.keys().all(|k| k == "pods") {
+            // Only the pod slot itself: the scheduler's pod count is not a capacity concern.
+            return None;
+        }
+        let mut old: Option<std::collections::HashMap<&str, &Resources>> = None;
+        // Per resource: (needed, the most any short node has free, the short nodes).
+        let mut short: std::collections::BTreeMap<&str, (i64, i64, Vec<Name>)> =
+            std::collections::BTreeMap::new();
+        for entry in nodes {
+            let replaces = match entry.state {
+                NodeState::OutOfDate => !d.surge,
+                NodeState::Missing => false,
+                _ => continue,
+            };
+            let Some(&i) = self.position.get(&*entry.node) else {
+                continue;
+            };
+            let node = &self.observed.nodes[self.order[i as usize] as usize];
+            let (Some(allocatable), Some(requested)) = (&node.allocatable, &node.requested) else {
+                continue;
+            };
+            let credit = if replaces {
+                let old = old.get_or_insert_with(|| self.old_requests(d));
+                old.get(&*entry.node).copied()
+            } else {
+                None
+            };
+            for (name, &need) in want {
+                if name == "pods" {
+                    continue;
+                }
+                let Some(&total) = allocatable.get(name) else {
+                    continue;
+                };
+                let used = requested.get(name).copied().unwrap_or(0);
+                let back = credit.and_then(|c| c.get(name)).copied().unwrap_or(0);
+                let free = total - used + back;
+                if need > free {
+                    let e = short
+                        .entry(name.as_str())
+                        .or_insert((need, i64::MIN, Vec::new()));
+                    e.1 = e.1.max(free.max(0));
+                    e.2.push(entry.node.clone());
+                }
+            }
+        }
+        if short.is_empty() {
+            return None;
+        }
+        let mut all: Vec<Name> = Vec::new();
+        let parts: Vec<String> = short
+            .iter()
+            .map(|(name, (need, free, nodes))| {
+                for n in nodes {
+                    if !all.contains(n) {
+                        all.push(n.clone());
+                    }
+                }
+                format!(
+                    "{name} {} needed, {} free on {} node{}: {}",
+                    describe(name, *need),
+                    describe(name, *free),
+                    nodes.len(),
+                    if nodes.len() == 1 { "" } else { "s" },
+                    name_list(nodes, 10)
+                )
+            })
+            .collect();
+        all.sort();
+        Some(Risk {
+            kind: RiskKind::RequestsDoNotFit,
+            message: format!(
+                "{}; the new pods will stay Pending (Unschedulable) there: lower the requests, \
+                 or make room on those nodes",
+                parts.join("; ")
+            ),
+            nodes: all,
+        })
+    }
+
+    /// What the pods of `d` not at its new revision request, by node.
+    fn old_requests<'p>(
+        &'p self,
+        d: &Prepared<'_>,
+    ) -> std::collections::HashMap<&'p str, &'p crate::model::resources::Resources> {
+        let pods = &self.observed.pods;
+        self.pods
+            .claimed(pods, &d.spec)
+            .into_iter()
+            .filter_map(|id| {
+                let p = &pods[id as usize];
+                let old =
+                    !p.is_terminating() && p.revision_hash() != Some(d.spec.revision.as_str());
+                Some((p.target_node.as_deref()?, p.requests.as_deref()?)).filter(|_| old)
+            })
+            .collect()
+    }
+
+    /// The risks of the manifest and of the plan's nodes and step.
+    fn manifest_and_plan_risks(
+        &self,
+        d: &Prepared<'_>,
+        nodes: &[NodeEntry],
+        step: &Step,
+        ownership: &Ownership,
+    ) -> Vec<Risk> {
         risks(&Inputs {
             desired: d.ds,
             live: d.live,
@@ -371,6 +496,74 @@ mod tests {
         pod.host_network = Some(true);
         let p = plan(&[d], &observed(3, "old"), &Policy::default(), now());
         assert!(kinds(&p).is_empty());
+    }
+
+    /// A node of `cpu_m` millicores allocatable whose pods request `used_m`.
+    fn sized(name: &str, cpu_m: i64, used_m: Option<i64>) -> crate::model::Node {
+        let mut n = crate::model::Node::named(name);
+        n.labels.insert("role".into(), "worker".into());
+        n.allocatable = Some(Box::new([("cpu".to_string(), cpu_m)].into()));
+        n.requested = used_m.map(|u| Box::new([("cpu".to_string(), u)].into()));
+        n
+    }
+
+    fn requesting(mut d: Desired, cpu: &str) -> Desired {
+        let pod = d
+            .daemonset
+            .spec
+            .as_mut()
+            .unwrap()
+            .template
+            .spec
+            .as_mut()
+            .unwrap();
+        pod.containers[0].resources =
+            Some(serde_json::from_value(json!({"requests": {"cpu": cpu}})).unwrap());
+        d
+    }
+
+    #[test]
+    fn new_requests_that_do_not_fit_once_the_old_pod_is_gone_name_the_nodes() {
+        let strategy = json!({"type": "RollingUpdate"});
+        let d = requesting(daemonset("infra", "agent", strategy.clone()), "500m");
+        let mut o = Observed::default();
+        // full: 1000m, 900m used of which the old agent holds 100m → 200m free afterwards.
+        // roomy: 300m used → 800m free. unknown: no figures → not judged. empty: no pod yet,
+        // 600m used → 400m free.
+        for (name, used) in [("full", Some(900)), ("roomy", Some(300)), ("unknown", None)] {
+            o.nodes.push(sized(name, 1000, used));
+            let mut old = pod("infra", "agent", name, "old", true);
+            old.requests = Some(Box::new([("cpu".to_string(), 100)].into()));
+            o.pods.push(old);
+        }
+        o.nodes.push(sized("empty", 1000, Some(600)));
+        let p = plan(&[d], &o, &Policy::default(), now());
+        let r = p.daemonsets[0]
+            .risks
+            .iter()
+            .find(|r| r.kind == RiskKind::RequestsDoNotFit)
+            .expect("the risk");
+        assert_eq!(r.nodes, [Name::from("empty"), Name::from("full")]);
+        assert_eq!(
+            r.message,
+            "cpu 500m needed, 400m free on 2 nodes: empty, full; the new pods will stay \
+             Pending (Unschedulable) there: lower the requests, or make room on those nodes"
+        );
+        // With a surge the new pod runs beside the old one: no credit for it.
+        let surge = json!({"type": "RollingUpdate",
+            "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}});
+        let d = requesting(daemonset("infra", "agent", surge), "250m");
+        let p = plan(&[d], &o, &Policy::default(), now());
+        let r = p.daemonsets[0]
+            .risks
+            .iter()
+            .find(|r| r.kind == RiskKind::RequestsDoNotFit)
+            .expect("the risk");
+        assert_eq!(r.nodes, [Name::from("full")], "{}", r.message);
+        // Requests that fit everywhere, and a manifest-only plan, say nothing.
+        let d = requesting(daemonset("infra", "agent", strategy), "100m");
+        let p = plan(&[d], &o, &Policy::default(), now());
+        assert!(!kinds(&p).contains(&RiskKind::RequestsDoNotFit));
     }
 
     #[test]

@@ -62,6 +62,8 @@ impl IntOrPercent {
 pub struct DaemonSetSpec {
     /// `metadata.namespace`.
     pub namespace: String,
+    /// What each of its pods requests of its node (upstream `PodRequests`).
+    pub requests: crate::model::resources::Resources,
     /// `metadata.name`.
     pub name: String,
     /// `spec.selector`, compiled; `None` selects nothing.
@@ -139,6 +141,7 @@ impl DaemonSetSpec {
             template_generation: template_generation(ds),
             host_network,
             host_ports: host_ports(pod_spec, host_network),
+            requests: crate::model::resources::pod_requests(pod_spec),
             in_place: meta
                 .annotations
                 .as_ref()
