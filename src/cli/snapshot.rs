@@ -7,7 +7,14 @@
 //! values, managed fields, annotations) ever leaves the cluster.
 
 use crate::cluster::ClusterSpec;
-use crate::model::{NODE_NAME_FIELD, Node, Pod};
+use crate::model::{NODE_NAME_FIELD, Node, Pod, resources};
+
+/// The node annotation that keeps what every pod bound to it requests (the snapshot keeps only
+/// the daemon pods themselves).
+const REQUESTED: &str = "daemonsync.io/requested";
+/// The pod annotation that keeps what the pod requests of its node (its containers are not
+/// kept).
+const REQUESTS: &str = "daemonsync.io/requests";
 use crate::plan::Observed;
 use anyhow::{Context as _, Result};
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -41,7 +48,8 @@ Examples:
 
 Kept: names, namespaces, labels, node taints and Ready condition, pod ownerReferences
 (controller), nodeName, node-affinity matchFields on metadata.name, phase, Ready condition,
-container waiting reasons, timestamps, and the live DaemonSets' metadata and spec with every
+container waiting reasons, timestamps, node allocatable and what every pod bound to a node
+requests (the daemonsync.io/requested annotation), each pod's requests (daemonsync.io/requests), and the live DaemonSets' metadata and spec with every
 env value, argument and command replaced by \"(redacted)\" (they may be secret) and their
 SHA-256 digests, one per container and field, recorded in the daemonsync.io/redacted
 annotation, so a plan still sees where git's values differ without ever showing them.
@@ -206,14 +214,34 @@ fn node(n: &Node) -> Value {
     if n.unschedulable {
         insert(&mut spec, "unschedulable", json!(true));
     }
+    if let Some(r) = &n.requested {
+        insert(
+            &mut meta,
+            "annotations",
+            json!({ REQUESTED: resources::format_requested(r) }),
+        );
+    }
     let mut out = json!({"apiVersion": "v1", "kind": "Node", "metadata": meta});
     if !spec.is_empty() {
         out["spec"] = Value::Object(spec);
     }
+    let mut status = Map::new();
     if let Some(ready) = n.ready {
-        out["status"] = json!({"conditions": [
-            {"type": "Ready", "status": if ready { "True" } else { "False" }}
-        ]});
+        insert(
+            &mut status,
+            "conditions",
+            json!([{"type": "Ready", "status": if ready { "True" } else { "False" }}]),
+        );
+    }
+    if let Some(a) = &n.allocatable {
+        let list: Map<String, Value> = a
+            .iter()
+            .map(|(k, v)| (k.clone(), json!(resources::describe(k, *v))))
+            .collect();
+        insert(&mut status, "allocatable", Value::Object(list));
+    }
+    if !status.is_empty() {
+        out["status"] = Value::Object(status);
     }
     out
 }
@@ -222,6 +250,13 @@ fn pod(p: &Pod) -> Value {
     let mut meta = Map::new();
     insert(&mut meta, "namespace", json!(p.namespace));
     insert(&mut meta, "name", json!(p.name));
+    if let Some(r) = &p.requests {
+        insert(
+            &mut meta,
+            "annotations",
+            json!({ REQUESTS: resources::format_requested(r) }),
+        );
+    }
     if !p.labels.is_empty() {
         insert(&mut meta, "labels", json!(p.labels));
     }

@@ -5,6 +5,7 @@
 
 mod action;
 mod action_yml;
+mod capacity;
 mod cli;
 mod dir;
 mod examples;

@@ -14,8 +14,11 @@ use std::path::Path;
 
 /// A pod as a snapshot keeps it: what only an in-place write needs (`detail`) is left out.
 fn planned(pod: &k8s_openapi::api::core::v1::Pod) -> Pod {
+    // A snapshot only plans: what an in-place write needs, and the failure signals a rollout
+    // halts on, are not read.
     Pod {
         detail: None,
+        signals: None,
         ..Pod::from_k8s(pod)
     }
 }
@@ -34,6 +37,8 @@ fn through_api_objects(list: &Value) -> (Vec<Node>, Vec<Pod>) {
             _ => {}
         }
     }
+    // What the pods bound to each node request, as the snapshot reader adds them up.
+    daemonsync::model::resources::count_requested(&mut nodes, &pods);
     (nodes, pods)
 }
 

@@ -578,6 +578,8 @@ fn collect(docs: impl IntoIterator<Item = (usize, Document)>) -> Result<Snapshot
     if snapshot.observed.nodes.is_empty() {
         return Err(SnapshotError::NoNodes);
     }
+    let observed = &mut snapshot.observed;
+    crate::model::resources::count_requested(&mut observed.nodes, &observed.pods);
     Ok(snapshot)
 }
 

@@ -670,6 +670,76 @@ impl<'de> Deserialize<'de> for Phase {
     }
 }
 
+/// A resource list (`{cpu: 500m, memory: 1Gi}`), its quantities as written: strings or
+/// numbers. A key named twice is refused.
+#[derive(Default)]
+pub(super) struct ResourceList(BTreeMap<String, String>);
+
+impl<'de> Deserialize<'de> for ResourceList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        /// A quantity: a string or a number.
+        struct Amount(String);
+        impl<'de> Deserialize<'de> for Amount {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> Visitor<'de> for V {
+                    type Value = Amount;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str("a quantity")
+                    }
+                    fn visit_str<E: Error>(self, v: &str) -> Result<Amount, E> {
+                        Ok(Amount(v.to_string()))
+                    }
+                    fn visit_u64<E: Error>(self, v: u64) -> Result<Amount, E> {
+                        Ok(Amount(v.to_string()))
+                    }
+                    fn visit_i64<E: Error>(self, v: i64) -> Result<Amount, E> {
+                        Ok(Amount(v.to_string()))
+                    }
+                    fn visit_f64<E: Error>(self, v: f64) -> Result<Amount, E> {
+                        Ok(Amount(v.to_string()))
+                    }
+                }
+                d.deserialize_any(V)
+            }
+        }
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ResourceList;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map of quantities")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResourceList, A::Error> {
+                let mut out = BTreeMap::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    let Amount(value) = map.next_value()?;
+                    if out.contains_key(&key) {
+                        return Err(duplicate(&key));
+                    }
+                    out.insert(key, value);
+                }
+                Ok(ResourceList(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl ResourceList {
+    /// The list as the API types hold it.
+    fn into_k8s(self) -> BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity> {
+        self.0
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    k,
+                    k8s_openapi::apimachinery::pkg::api::resource::Quantity(v),
+                )
+            })
+            .collect()
+    }
+}
+
 /// `metadata.labels`: a key named twice is refused (a map would keep the last).
 #[derive(Default)]
 pub(super) struct Labels(crate::model::Labels);
@@ -707,6 +777,16 @@ wire! {
         owner_references: Vec<OwnerRefWire> = "ownerReferences",
         creation_timestamp: Timestamp = "creationTimestamp",
         deletion_timestamp: Timestamp = "deletionTimestamp",
+        annotations: AnnotationsWire = "annotations",
+    }
+}
+
+wire! {
+    /// The annotations a snapshot reads: what `daemonsync snapshot` recorded a node's pods
+    /// request (every pod bound to it, daemon pods or not), and a pod's requests.
+    struct AnnotationsWire {
+        requested: String = "daemonsync.io/requested",
+        requests: String = "daemonsync.io/requests",
     }
 }
 
@@ -742,6 +822,7 @@ wire! {
     /// A Node's `status`.
     struct NodeStatus {
         conditions: Vec<Condition> = "conditions",
+        allocatable: ResourceList = "allocatable",
     }
 }
 
@@ -759,6 +840,25 @@ wire! {
     struct PodSpec {
         node_name: String = "nodeName",
         affinity: Affinity = "affinity",
+        containers: Vec<ContainerWire> = "containers",
+        init_containers: Vec<ContainerWire> = "initContainers",
+        overhead: ResourceList = "overhead",
+    }
+}
+
+wire! {
+    /// What a container requests.
+    struct ContainerWire {
+        resources: ResourcesWire = "resources",
+        restart_policy: String = "restartPolicy",
+    }
+}
+
+wire! {
+    /// A container's `resources`.
+    struct ResourcesWire {
+        requests: ResourceList = "requests",
+        limits: ResourceList = "limits",
     }
 }
 
@@ -856,8 +956,17 @@ fn node_from(
             }
         }
     }
+    let status = status.unwrap_or_default();
+    let allocatable = status
+        .allocatable
+        .map(|a| Box::new(crate::model::resources::from_list(&a.into_k8s())));
+    let requested = meta
+        .annotations
+        .as_ref()
+        .and_then(|a| a.requested.as_deref())
+        .map(|text| Box::new(crate::model::resources::parse_requested(text)));
     let ready = status
-        .and_then(|s| s.conditions)
+        .conditions
         .and_then(|cs| {
             cs.into_iter()
                 .find(|c| c.type_.as_ref().is_some_and(|t| t.0))
@@ -871,6 +980,10 @@ fn node_from(
         unschedulable: spec.unschedulable.unwrap_or(false),
         // A snapshot only plans: which images a node has is not read.
         images: Vec::new(),
+        allocatable,
+        // From the annotation `daemonsync snapshot` writes; else the pods of the file bound
+        // to it are added up once all are read.
+        requested,
     };
     (node, bad_taint)
 }
@@ -911,6 +1024,13 @@ fn pod_from(meta: Meta, spec: Option<PodSpec>, status: Option<PodStatus>) -> Pod
                 .and_then(|w| w.reason)
                 .or_else(|| st.terminated.and_then(|t| t.reason))
         });
+    let recorded = meta
+        .annotations
+        .as_ref()
+        .and_then(|a| a.requests.as_deref())
+        .map(|text| Box::new(crate::model::resources::parse_requested(text)));
+    let requests =
+        recorded.or_else(|| requests_of(spec.containers, spec.init_containers, spec.overhead));
     let target_node = node_name
         .clone()
         .or_else(|| target_from_affinity(spec.affinity));
@@ -928,9 +1048,40 @@ fn pod_from(meta: Meta, spec: Option<PodSpec>, status: Option<PodStatus>) -> Pod
         waiting_reason,
         // A snapshot only plans: what halts a rollout early is not read.
         signals: None,
+        requests,
         // A snapshot only plans: what an in-place write needs is not read.
         detail: None,
     }
+}
+
+/// Upstream `PodRequests` of the containers read.
+fn requests_of(
+    containers: Option<Vec<ContainerWire>>,
+    init_containers: Option<Vec<ContainerWire>>,
+    overhead: Option<ResourceList>,
+) -> Option<Box<crate::model::resources::Resources>> {
+    use k8s_openapi::api::core::v1 as k8s;
+    let container = |c: ContainerWire| {
+        let r = c.resources.unwrap_or_default();
+        k8s::Container {
+            restart_policy: c.restart_policy,
+            resources: Some(k8s::ResourceRequirements {
+                requests: r.requests.map(ResourceList::into_k8s),
+                limits: r.limits.map(ResourceList::into_k8s),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    };
+    // A pod has a container; one without (a pruned snapshot's) says nothing of them.
+    let containers = containers.filter(|c| !c.is_empty())?;
+    let spec = k8s::PodSpec {
+        containers: containers.into_iter().map(container).collect(),
+        init_containers: init_containers.map(|cs| cs.into_iter().map(container).collect()),
+        overhead: overhead.map(ResourceList::into_k8s),
+        ..Default::default()
+    };
+    Some(Box::new(crate::model::resources::pod_requests(&spec)))
 }
 
 /// [`crate::model::target_node_from_affinity`] on the fields read.
