@@ -4,10 +4,12 @@
 //!
 //! Each kind is followed by one kube-runtime watcher (pods by one per label selector); objects
 //! are converted to the planner's small model values as they arrive, so a full `Pod` is never
-//! kept. A watcher lists once at its start and again only when the watch says so (410 Gone or
+//! kept. One more watcher follows every pod of the cluster for what it requests of its node
+//! ([`Usage`]: a node name and a few numbers per pod), without waking anyone. A watcher lists once at its start and again only when the watch says so (410 Gone or
 //! a broken connection); there is no periodic list.
 
 use super::record::{ManagedDaemonSet, ManagedDaemonSetStatus};
+use crate::model::resources::Resources;
 use crate::model::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, Node, Pod};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -118,6 +120,121 @@ impl<T: PartialEq> Feed<T> {
     }
 }
 
+/// What every pod bound to a node requests of it, kept up to date by one watch of all pods:
+/// per pod only its node and requests, and the sums per node (as the scheduler counts them,
+/// terminating pods included, finished ones not).
+#[derive(Debug, Default)]
+pub struct Usage {
+    pods: std::collections::HashMap<Key, (String, Resources)>,
+    pending: Option<std::collections::HashMap<Key, (String, Resources)>>,
+    by_node: std::collections::HashMap<String, Resources>,
+    /// The first list is complete.
+    pub synced: bool,
+    /// The last error the watch met (cleared by the next success).
+    pub error: Option<kube::runtime::watcher::Error>,
+}
+
+impl Usage {
+    /// What the pods bound to `node` request, when the first list is complete.
+    pub fn requested(&self, node: &str) -> Option<Resources> {
+        self.synced
+            .then(|| self.by_node.get(node).cloned().unwrap_or_default())
+    }
+
+    fn put(&mut self, key: Key, value: Option<(String, Resources)>) {
+        if let Some((node, r)) = self.pods.remove(&key)
+            && let Some(sum) = self.by_node.get_mut(&node)
+        {
+            for (k, v) in &r {
+                *sum.entry(k.clone()).or_default() -= v;
+            }
+        }
+        if let Some((node, r)) = value {
+            crate::model::resources::add(self.by_node.entry(node.clone()).or_default(), &r);
+            self.pods.insert(key, (node, r));
+        }
+    }
+
+    /// Applies one watch event; true when the first list just completed.
+    fn apply(&mut self, event: Event<(Key, Option<(String, Resources)>)>) -> bool {
+        self.error = None;
+        match event {
+            Event::Init => self.pending = Some(Default::default()),
+            Event::InitApply((key, Some(v))) => {
+                if let Some(p) = self.pending.as_mut() {
+                    p.insert(key, v);
+                }
+            }
+            Event::InitApply((_, None)) => {}
+            Event::InitDone => {
+                if let Some(pods) = self.pending.take() {
+                    self.pods.clear();
+                    self.by_node.clear();
+                    for (key, v) in pods {
+                        self.put(key, Some(v));
+                    }
+                }
+                let first = !self.synced;
+                self.synced = true;
+                return first;
+            }
+            Event::Apply((key, v)) => self.put(key, v),
+            Event::Delete((key, _)) => self.put(key, None),
+        }
+        false
+    }
+}
+
+/// A pod's node and requests, while it holds them (bound, not finished).
+fn usage_of(p: &k8s_openapi::api::core::v1::Pod) -> (Key, Option<(String, Resources)>) {
+    let node = p
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .filter(|n| !n.is_empty());
+    let finished = matches!(
+        p.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    );
+    let value = match (node, p.spec.as_ref()) {
+        (Some(node), Some(spec)) if !finished => {
+            Some((node, crate::model::resources::pod_requests(spec)))
+        }
+        _ => None,
+    };
+    (key_of(&p.metadata), value)
+}
+
+/// Follows every pod of the cluster into [`State::usage`]. Its changes wake no one: what pods
+/// request matters to the next plan, not as a reason to plan.
+fn follow_usage(watchers: &Watchers, cache: &Arc<Cache>, client: &kube::Client) {
+    let cache = Arc::clone(cache);
+    let api = Api::<k8s_openapi::api::core::v1::Pod>::all(client.clone());
+    watchers
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .spawn(async move {
+            let mut stream = watcher(api, watcher::Config::default())
+                .default_backoff()
+                .boxed();
+            while let Some(event) = stream.next().await {
+                match event {
+                    Ok(event) => {
+                        let event = convert(event, &usage_of);
+                        cache.update(|s| s.usage.apply(event));
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "watch of pod requests failed; retrying with backoff");
+                        cache.update(|s| {
+                            s.usage.error = Some(e);
+                            false
+                        });
+                    }
+                }
+            }
+        });
+}
+
 /// Everything the watchers have seen.
 #[derive(Debug, Default)]
 pub struct State {
@@ -136,6 +253,8 @@ pub struct State {
     pub namespaces: Feed<crate::plan::ownership::Namespace>,
     /// ManagedDaemonSet records.
     pub records: Feed<CachedRecord>,
+    /// What every pod of the cluster requests of its node.
+    pub usage: Usage,
     /// Bumped on every change, so a reader can tell whether anything happened since it looked.
     pub version: u64,
 }
@@ -148,6 +267,7 @@ impl State {
             && self.revisions.synced
             && self.namespaces.synced
             && self.records.synced
+            && self.usage.synced
             && self.pods.iter().all(|p| p.synced)
     }
 
@@ -161,6 +281,7 @@ impl State {
             ("controllerrevisions", self.revisions.error.as_ref()),
             ("namespaces", self.namespaces.error.as_ref()),
             ("manageddaemonsets", self.records.error.as_ref()),
+            ("pods (requests)", self.usage.error.as_ref()),
         ]
         .into_iter()
         .find_map(|(kind, e)| e.map(|e| (kind, e)))
@@ -389,6 +510,7 @@ pub fn start(
     for (i, selector) in pod_selectors.iter().enumerate() {
         follow_pods(watchers, &cache, client, i, selector);
     }
+    follow_usage(watchers, &cache, client);
     follow(
         watchers,
         &cache,

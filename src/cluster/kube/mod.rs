@@ -670,7 +670,15 @@ impl Cluster for KubeCluster {
         self.seen = s.version;
         let records: Vec<Record> = s.records.items.values().map(|r| r.record.clone()).collect();
         let observed = Observed {
-            nodes: s.nodes.items.values().cloned().collect(),
+            nodes: s
+                .nodes
+                .items
+                .values()
+                .map(|n| crate::model::Node {
+                    requested: s.usage.requested(&n.name).map(Box::new),
+                    ..n.clone()
+                })
+                .collect(),
             pods: s.all_pods(),
             daemonsets: s.daemonsets.items.values().cloned().collect(),
             rollouts: records.iter().map(Record::rollout_record).collect(),
