@@ -171,6 +171,65 @@ fn max_restarts_and_restart_window_are_the_daemonsets_own() {
     assert_eq!(r.outcome, Outcome::Converged, "{:?}", r.failed);
 }
 
+#[test]
+fn a_new_pod_that_no_longer_fits_its_node_halts_the_rollout_instead_of_hanging() {
+    let requesting = |image: &str, cpu: &str| {
+        desired(&format!(
+            "apiVersion: apps/v1
+kind: DaemonSet
+metadata: {{name: agent, namespace: ns}}
+spec:
+  selector: {{matchLabels: {{app: agent}}}}
+  updateStrategy: {{type: RollingUpdate, rollingUpdate: {{maxUnavailable: 1}}}}
+  template:
+    metadata: {{labels: {{app: agent}}}}
+    spec:
+      containers:
+        - name: c
+          image: {image}
+          resources: {{requests: {{cpu: {cpu}}}}}
+"
+        ))
+    };
+    let old = requesting("agent:1", "100m");
+    let new = requesting("agent:2", "500m");
+    // 1 cpu, of which other pods hold 800m: the old agent's 100m fit, the new 500m do not.
+    let mut sim = sim("seed: 1
+kubelet: {startLatency: {fixed: 2s}, terminationGrace: 1s}
+nodes:
+  - {name: 'n-{i}', count: 3, capacity: {cpu: '1'}, load: {cpu: 800m}}");
+    sim.install(&old).unwrap();
+    // The plan says so before anything is rolled.
+    let before = plan::plan(
+        &new,
+        &sim.observed(),
+        &crate::plan::Policy::default(),
+        sim.now(),
+    );
+    let risk = before.daemonsets[0]
+        .risks
+        .iter()
+        .find(|r| r.kind == crate::plan::RiskKind::RequestsDoNotFit)
+        .expect("requests-do-not-fit");
+    assert!(
+        risk.message
+            .starts_with("cpu 500m needed, 200m free on 3 nodes: n-1, n-2, n-3"),
+        "{}",
+        risk.message
+    );
+    let r = run(&mut sim, &new, &ApplyOptions::default());
+    assert_eq!(r.outcome, Outcome::Halted, "{:?}", r.failed);
+    assert_eq!(r.failed.len(), 1);
+    assert!(
+        r.failed[0]
+            .reason
+            .starts_with("Unschedulable: 0/3 nodes are available: 1 Insufficient cpu"),
+        "{}",
+        r.failed[0].reason
+    );
+    assert!(r.elapsed() < minutes(1), "{:?}", r.elapsed());
+}
+
 // Judging pods directly: what `Health::assess` makes of what a pod's status says.
 
 /// A one-node plan of `agent` at `image` with the node's pod `pod` (its status filled in

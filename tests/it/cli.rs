@@ -794,7 +794,8 @@ fn apply_finishes_the_other_daemonsets_and_exits_1_naming_the_halted_one() {
     c.assert()
         .code(1)
         .stdout(predicate::str::contains(
-            "Halted after 2:02 (simulated): new pods of monitoring/node-agent stayed unavailable",
+            "(simulated): new pods of monitoring/node-agent failed (CrashLoopBackOff in \
+             container agent)",
         ))
         .stdout(predicate::str::contains("every other DaemonSet converged"));
 }
