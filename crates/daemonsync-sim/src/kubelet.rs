@@ -34,6 +34,15 @@ pub(crate) fn is_pull_reason(reason: &str) -> bool {
     reason.contains("Image")
 }
 
+/// What happens next to a container of a pod the kubelet runs.
+#[derive(Debug, Clone, Copy)]
+enum Lifecycle {
+    /// Its back-off is over: it starts again.
+    Restart,
+    /// It exits with an error (`crashAfter`).
+    Crash,
+}
+
 /// True for the waiting reasons of a container the kubelet could not create: a pull
 /// failure, `CreateContainerConfigError` (a missing ConfigMap, Secret or key) or
 /// `CreateContainerError`. It never ran, so it is not restarted and its pod stays Pending.
@@ -705,30 +714,41 @@ impl NodeSim {
                 }
             };
         }
-        let clock = self.clock();
         for (container, after) in restarts {
-            self.schedule(
-                clock.saturating_add(after),
-                SimEvent::ContainerRestart {
-                    namespace: key.0.clone(),
-                    name: key.1.clone(),
-                    container,
-                    epoch,
-                },
-            );
+            self.schedule_container(after, key, container, epoch, Lifecycle::Restart);
         }
         for (container, after) in crashes {
-            self.schedule(
-                clock.saturating_add(after),
-                SimEvent::ContainerCrash {
-                    namespace: key.0.clone(),
-                    name: key.1.clone(),
-                    container,
-                    epoch,
-                },
-            );
+            self.schedule_container(after, key, container, epoch, Lifecycle::Crash);
         }
         self.report(key);
+    }
+
+    /// Schedules a container's restart or crash `after` milliseconds from now.
+    fn schedule_container(
+        &mut self,
+        after: u64,
+        key: &PodKey,
+        container: String,
+        epoch: u64,
+        what: Lifecycle,
+    ) {
+        let (namespace, name) = key.clone();
+        let event = match what {
+            Lifecycle::Restart => SimEvent::ContainerRestart {
+                namespace,
+                name,
+                container,
+                epoch,
+            },
+            Lifecycle::Crash => SimEvent::ContainerCrash {
+                namespace,
+                name,
+                container,
+                epoch,
+            },
+        };
+        let at = self.clock().saturating_add(after);
+        self.schedule(at, event);
     }
 
     /// A running container of a `crashAfter` image exits with an error: the pod is no longer
@@ -755,16 +775,7 @@ impl NodeSim {
         });
         c.state = ContainerState::Failing("CrashLoopBackOff".into(), now);
         let after = crash_back_off(c.restarts);
-        let at = self.clock().saturating_add(after);
-        self.schedule(
-            at,
-            SimEvent::ContainerRestart {
-                namespace: key.0.clone(),
-                name: key.1.clone(),
-                container: container.to_string(),
-                epoch,
-            },
-        );
+        self.schedule_container(after, key, container.to_string(), epoch, Lifecycle::Restart);
         self.report(key);
     }
 
