@@ -71,80 +71,9 @@ pub struct SimConfig {
 }
 
 /// The version a simulated cluster reports when the sim file names none.
-pub const DEFAULT_KUBE_VERSION: KubeVersion = KubeVersion {
-    major: 1,
-    minor: 35,
-    patch: 0,
-};
+pub const DEFAULT_KUBE_VERSION: KubeVersion = KubeVersion::NEWEST;
 
-/// A Kubernetes version, `1.35.0`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct KubeVersion {
-    /// Major (1).
-    pub major: u32,
-    /// Minor.
-    pub minor: u32,
-    /// Patch.
-    pub patch: u32,
-}
-
-impl std::str::FromStr for KubeVersion {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        let text = s.trim().trim_start_matches('v');
-        let parts: Vec<&str> = text.split('.').collect();
-        let number = |p: &str| p.parse::<u32>().ok();
-        match parts.as_slice() {
-            [major, minor, patch] => match (number(major), number(minor), number(patch)) {
-                (Some(major), Some(minor), Some(patch)) => Ok(KubeVersion {
-                    major,
-                    minor,
-                    patch,
-                }),
-                _ => Err(format!(
-                    "version {s:?}: expected MAJOR.MINOR.PATCH, e.g. 1.35.0"
-                )),
-            },
-            [major, minor] => match (number(major), number(minor)) {
-                (Some(major), Some(minor)) => Ok(KubeVersion {
-                    major,
-                    minor,
-                    patch: 0,
-                }),
-                _ => Err(format!(
-                    "version {s:?}: expected MAJOR.MINOR.PATCH, e.g. 1.35.0"
-                )),
-            },
-            _ => Err(format!(
-                "version {s:?}: expected MAJOR.MINOR.PATCH, e.g. 1.35.0"
-            )),
-        }
-    }
-}
-
-impl std::fmt::Display for KubeVersion {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
-    }
-}
-
-impl<'de> Deserialize<'de> for KubeVersion {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        // A YAML `1.35` is a number; `1.35.0` a string.
-        let v = serde_json::Value::deserialize(d)?;
-        let text = match &v {
-            serde_json::Value::String(s) => s.clone(),
-            serde_json::Value::Number(n) => n.to_string(),
-            other => {
-                return Err(serde::de::Error::custom(format!(
-                    "version: expected MAJOR.MINOR.PATCH, got {other}"
-                )));
-            }
-        };
-        text.parse().map_err(serde::de::Error::custom)
-    }
-}
+pub use crate::model::KubeVersion;
 
 /// A namespace that exists at the start.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -10,6 +10,7 @@ mod quantity;
 pub mod resources;
 mod selector;
 mod toleration;
+mod version;
 
 pub use node::{Node, Taint, TaintEffect};
 pub use pod::{
@@ -18,6 +19,7 @@ pub use pod::{
 pub use quantity::{Quantity, QuantityError, QuantityFormat, canonical_quantity};
 pub use selector::{LabelSelector, SelectorOp, SelectorRequirement};
 pub use toleration::{Toleration, TolerationOp};
+pub use version::KubeVersion;
 
 use std::collections::BTreeMap;
 
