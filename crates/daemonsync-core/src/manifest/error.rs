@@ -197,6 +197,16 @@ impl FieldError {
         self.detail = detail.into();
         self
     }
+
+    /// Appends `note` (which Kubernetes version refuses this, and from which one it is
+    /// accepted) to upstream's detail.
+    pub fn with_version_note(mut self, note: impl AsRef<str>) -> Self {
+        if !self.detail.is_empty() {
+            self.detail.push(' ');
+        }
+        self.detail.push_str(note.as_ref());
+        self
+    }
 }
 
 impl fmt::Display for FieldError {

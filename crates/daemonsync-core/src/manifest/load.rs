@@ -783,19 +783,30 @@ fn out_daemonset(doc: RawDocument, opts: &LoadOptions, out: &mut Manifests) {
             return;
         }
     };
+    // Fields the target version would not keep are read as the strict decoder reads unknown
+    // ones (see `served`).
+    let unserved = super::served::take_unserved(&mut ds, opts.gates.version);
     // The API server decodes strictly before it validates: unknown fields are the only errors
     // it reports for such an object.
-    if opts.field_validation == FieldValidation::Strict && !unknown.is_empty() {
+    if opts.field_validation == FieldValidation::Strict
+        && (!unknown.is_empty() || !unserved.is_empty())
+    {
+        let errors = unknown
+            .iter()
+            .map(FieldError::unknown_field)
+            .chain(unserved.iter().map(|u| u.error()))
+            .collect();
         out.invalid.push(InvalidDaemonSet {
             source: doc.source,
             name,
-            errors: unknown.iter().map(FieldError::unknown_field).collect(),
+            errors,
         });
         return;
     }
     let warnings: Vec<String> = unknown
         .iter()
         .map(|p| FieldError::unknown_field_message(p))
+        .chain(unserved.iter().map(|u| u.warning()))
         .collect();
     if explicit_empty_selector
         && let Some(spec) = ds.spec.as_mut()

@@ -14,6 +14,7 @@ pub mod duration;
 mod error;
 mod load;
 pub mod policy;
+mod served;
 pub mod strict;
 mod validate;
 
@@ -287,10 +288,18 @@ pub struct LoadOptions {
     pub default_namespace: String,
     /// Resource limits.
     pub limits: Limits,
-    /// The cluster's feature gates that change what validation accepts (v1.35 defaults).
+    /// The Kubernetes version the manifests are read for and the cluster's feature gates that
+    /// change what validation accepts (v1.35 and its defaults unless a caller says otherwise).
     pub gates: Gates,
     /// Unknown fields in DaemonSets: refused (default), warned about, or ignored.
     pub field_validation: FieldValidation,
+}
+
+impl LoadOptions {
+    /// The Kubernetes version the manifests are read for.
+    pub fn version(&self) -> crate::model::KubeVersion {
+        self.gates.version
+    }
 }
 
 impl Default for LoadOptions {

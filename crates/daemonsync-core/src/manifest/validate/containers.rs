@@ -82,10 +82,10 @@ pub(super) fn validate_containers(ctx: &PodContext<'_>, path: &FieldPath, errs: 
             errs.push(FieldError::duplicate(p.child("name"), quote(&c.name)));
         }
         if let Some(l) = c.lifecycle.as_ref() {
-            validate_lifecycle(l, ctx.grace_period, &p.child("lifecycle"), errs);
+            validate_lifecycle(l, ctx, &p.child("lifecycle"), errs);
         }
         validate_probes(c, ctx.grace_period, &p, errs);
-        if super::ALLOW_CONTAINER_RESTART_POLICY_RULES {
+        if ctx.gates.container_restart_rules() {
             validate_container_restart_policy(
                 c.restart_policy.as_deref(),
                 c.restart_policy_rules.as_deref().unwrap_or(&[]),
@@ -93,10 +93,13 @@ pub(super) fn validate_containers(ctx: &PodContext<'_>, path: &FieldPath, errs: 
                 errs,
             );
         } else if c.restart_policy.is_some() {
-            errs.push(FieldError::forbidden(
-                p.child("restartPolicy"),
-                "may not be set for non-init containers",
-            ));
+            errs.push(
+                FieldError::forbidden(
+                    p.child("restartPolicy"),
+                    "may not be set for non-init containers",
+                )
+                .with_version_note(ctx.gates.refused_before("ContainerRestartRules", 35)),
+            );
         }
     }
     check_host_port_conflicts(containers, path, errs);
@@ -113,7 +116,7 @@ pub(super) fn validate_init_containers(ctx: &PodContext<'_>, path: &FieldPath, e
     for (i, c) in ctx.spec.init_containers.iter().flatten().enumerate() {
         let p = path.index(i);
         validate_container_common(c, ctx, &p, errs);
-        validate_init_container_restart_policy(c, &p, errs);
+        validate_init_container_restart_policy(c, ctx.gates, &p, errs);
         let restart_always = c.restart_policy.as_deref() == Some("Always");
         if names.contains(c.name.as_str()) {
             errs.push(FieldError::duplicate(p.child("name"), quote(&c.name)));
@@ -125,7 +128,7 @@ pub(super) fn validate_init_containers(ctx: &PodContext<'_>, path: &FieldPath, e
         check_host_port_conflicts(std::slice::from_ref(c), path, errs);
         if restart_always {
             if let Some(l) = c.lifecycle.as_ref() {
-                validate_lifecycle(l, ctx.grace_period, &p.child("lifecycle"), errs);
+                validate_lifecycle(l, ctx, &p.child("lifecycle"), errs);
             }
             validate_probes(c, ctx.grace_period, &p, errs);
         } else {
@@ -261,10 +264,16 @@ fn validate_container_common(
         &path.child("ports"),
         errs,
     );
-    super::env::validate_env(c.env.as_deref().unwrap_or(&[]), &path.child("env"), errs);
+    super::env::validate_env(
+        c.env.as_deref().unwrap_or(&[]),
+        &path.child("env"),
+        ctx.gates,
+        errs,
+    );
     super::env::validate_env_from(
         c.env_from.as_deref().unwrap_or(&[]),
         &path.child("envFrom"),
+        ctx.gates,
         errs,
     );
     super::volumes::validate_volume_mounts(c, &ctx.volumes, &path.child("volumeMounts"), errs);
@@ -424,8 +433,24 @@ fn validate_resize_policy(c: &Container, pod_restart: &str, path: &FieldPath, er
 /// `validateInitContainerRestartPolicy` with `ContainerRestartRules` on and
 /// `RestartAllContainersOnContainerExits` off: a sidecar (`Always`) may not have rules, other
 /// policies are validated as for regular containers.
-fn validate_init_container_restart_policy(c: &Container, path: &FieldPath, errs: &mut Errs) {
+///
+/// Without `ContainerRestartRules` (before v1.35), `Always` is the only policy.
+fn validate_init_container_restart_policy(
+    c: &Container,
+    gates: &super::Gates,
+    path: &FieldPath,
+    errs: &mut Errs,
+) {
     let rules = c.restart_policy_rules.as_deref().unwrap_or(&[]);
+    if !gates.container_restart_rules() {
+        if let Some(policy) = c.restart_policy.as_deref().filter(|p| *p != "Always") {
+            errs.push(
+                FieldError::not_supported(path.child("restartPolicy"), quote(policy), &["Always"])
+                    .with_version_note(gates.refused_before("ContainerRestartRules", 35)),
+            );
+        }
+        return;
+    }
     match c.restart_policy.as_deref() {
         None => {
             if !rules.is_empty() {
@@ -552,6 +577,7 @@ fn validate_probe(probe: &Probe, grace: Option<i64>, path: &FieldPath, errs: &mu
         tcp_socket: probe.tcp_socket.as_ref().map(|t| &t.port),
         grpc: probe.grpc.as_ref().map(|g| g.port),
         sleep: None,
+        sleep_zero: None,
     };
     validate_handler(&handler, grace, path, errs);
     for (name, v) in [
@@ -581,13 +607,15 @@ struct Handler<'a> {
     tcp_socket: Option<&'a IntOrString>,
     grpc: Option<i32>,
     sleep: Option<i64>,
+    /// Lifecycle hooks: the gates that say whether `sleep.seconds: 0` is allowed.
+    sleep_zero: Option<&'a super::Gates>,
 }
 
 /// `validateLifecycle`. `stopSignal` needs the `ContainerStopSignals` gate, off in v1.35: the
 /// API server drops it (see the defaulting), so it is not validated here.
 fn validate_lifecycle(
     l: &k8s_openapi::api::core::v1::Lifecycle,
-    grace: Option<i64>,
+    ctx: &PodContext<'_>,
     path: &FieldPath,
     errs: &mut Errs,
 ) {
@@ -610,8 +638,9 @@ fn validate_lifecycle(
             tcp_socket: hook.tcp_socket.as_ref().map(|t| &t.port),
             grpc: None,
             sleep: hook.sleep.as_ref().map(|s| s.seconds),
+            sleep_zero: Some(ctx.gates),
         };
-        validate_handler(&handler, grace, &path.child(name), errs);
+        validate_handler(&handler, ctx.grace_period, &path.child(name), errs);
     }
 }
 
@@ -678,17 +707,35 @@ fn validate_handler(h: &Handler<'_>, grace: Option<i64>, path: &FieldPath, errs:
             errs,
         );
     }
+    let zero_allowed = h.sleep_zero.is_none_or(|g| g.sleep_action_allow_zero());
     if let Some(seconds) = h.sleep
         && one("sleep", errs)
         && let Some(grace) = grace
-        && (seconds < 0 || seconds > grace)
     {
-        // `PodLifecycleSleepActionAllowZero` is GA: zero is allowed.
-        errs.push(FieldError::invalid(
-            path.child("sleep"),
-            seconds.to_string(),
-            format!("must be non-negative and less than terminationGracePeriodSeconds ({grace})"),
-        ));
+        if zero_allowed && (seconds < 0 || seconds > grace) {
+            errs.push(FieldError::invalid(
+                path.child("sleep"),
+                seconds.to_string(),
+                format!(
+                    "must be non-negative and less than terminationGracePeriodSeconds ({grace})"
+                ),
+            ));
+        } else if !zero_allowed
+            && (seconds <= 0 || seconds > grace)
+            && let Some(gates) = h.sleep_zero
+        {
+            // Before `PodLifecycleSleepActionAllowZero` (v1.33), zero is refused too.
+            errs.push(
+                FieldError::invalid(
+                    path.child("sleep"),
+                    seconds.to_string(),
+                    format!(
+                        "must be greater than 0 and less than terminationGracePeriodSeconds ({grace})"
+                    ),
+                )
+                .with_version_note(gates.refused_before("PodLifecycleSleepActionAllowZero", 33)),
+            );
+        }
     }
     if count == 0 {
         errs.push(FieldError::required(path, "must specify a handler type"));

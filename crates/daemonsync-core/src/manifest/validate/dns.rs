@@ -1,9 +1,9 @@
-//! DNS: `validateDNSPolicy` and `validatePodDNSConfig` (the `RelaxedDNSSearchValidation` gate
-//! is GA: search domains may contain `_` and may be `.`).
+//! DNS: `validateDNSPolicy` and `validatePodDNSConfig` (from v1.33, `RelaxedDNSSearchValidation`
+//! lets search domains contain `_` and be `.`).
 
 use k8s_openapi::api::core::v1::PodDNSConfig;
 
-use super::names::{dns1123_subdomain_with_underscore, ip_legacy};
+use super::names::{dns1123_subdomain, dns1123_subdomain_with_underscore, ip_legacy};
 use super::{Errs, FieldPath, invalid_each, json};
 use crate::manifest::FieldError;
 use crate::manifest::error::quote;
@@ -30,6 +30,7 @@ pub(super) fn validate_pod_dns_config(
     config: Option<&PodDNSConfig>,
     policy: &str,
     path: &FieldPath,
+    gates: &super::Gates,
     errs: &mut Errs,
 ) {
     if policy == "None" {
@@ -80,7 +81,17 @@ pub(super) fn validate_pod_dns_config(
         ));
     }
     for (i, search) in searches.iter().enumerate() {
-        if search != "." {
+        if !gates.relaxed_dns_search() {
+            // Before `RelaxedDNSSearchValidation` (v1.33): a trailing dot, no `_`, no lone `.`.
+            let s = search.strip_suffix('.').unwrap_or(search);
+            let note = gates.refused_before("RelaxedDNSSearchValidation", 33);
+            for msg in dns1123_subdomain(s) {
+                errs.push(
+                    FieldError::invalid(path.child("searches").index(i), quote(s), msg)
+                        .with_version_note(&note),
+                );
+            }
+        } else if search != "." {
             let s = search.strip_suffix('.').unwrap_or(search);
             invalid_each(
                 errs,

@@ -7,9 +7,11 @@ use k8s_openapi::api::core::v1::{
 };
 
 use super::meta::validate_label_name;
-use super::names::{config_map_key, dns1123_label, dns1123_subdomain, relaxed_env_var_name};
+use super::names::{
+    config_map_key, dns1123_label, dns1123_subdomain, env_var_name, relaxed_env_var_name,
+};
 use super::paths::validate_path_no_backsteps;
-use super::{Errs, FieldPath, invalid_each};
+use super::{Errs, FieldPath, Gates, invalid_each};
 use crate::manifest::FieldError;
 use crate::manifest::error::quote;
 use crate::model::Quantity;
@@ -47,18 +49,13 @@ const RESOURCE_FIELD_PATHS: [&str; 6] = [
 ];
 
 /// `ValidateEnv`.
-pub(super) fn validate_env(vars: &[EnvVar], path: &FieldPath, errs: &mut Errs) {
+pub(super) fn validate_env(vars: &[EnvVar], path: &FieldPath, gates: &Gates, errs: &mut Errs) {
     for (i, ev) in vars.iter().enumerate() {
         let p = path.index(i);
         if ev.name.is_empty() {
             errs.push(FieldError::required(p.child("name"), ""));
         } else {
-            invalid_each(
-                errs,
-                &p.child("name"),
-                &ev.name,
-                relaxed_env_var_name(&ev.name),
-            );
+            validate_env_var_name(&ev.name, &p.child("name"), gates, errs);
         }
         validate_env_var_value_from(ev, &p.child("valueFrom"), errs);
     }
@@ -315,17 +312,30 @@ fn validate_key_selector(name: &str, key: &str, path: &FieldPath, errs: &mut Err
     }
 }
 
+/// An environment variable name (or an `envFrom` prefix): `IsRelaxedEnvVarName` from
+/// v1.32, `IsEnvVarName` before.
+fn validate_env_var_name(name: &str, path: &FieldPath, gates: &Gates, errs: &mut Errs) {
+    if gates.relaxed_env_var_names() {
+        invalid_each(errs, path, name, relaxed_env_var_name(name));
+        return;
+    }
+    let note = gates.refused_before("RelaxedEnvironmentVariableValidation", 32);
+    for msg in env_var_name(name) {
+        errs.push(FieldError::invalid(path, quote(name), msg).with_version_note(&note));
+    }
+}
+
 /// `ValidateEnvFrom`.
-pub(super) fn validate_env_from(vars: &[EnvFromSource], path: &FieldPath, errs: &mut Errs) {
+pub(super) fn validate_env_from(
+    vars: &[EnvFromSource],
+    path: &FieldPath,
+    gates: &Gates,
+    errs: &mut Errs,
+) {
     for (i, ev) in vars.iter().enumerate() {
         let p = path.index(i);
         if let Some(prefix) = ev.prefix.as_deref().filter(|s| !s.is_empty()) {
-            invalid_each(
-                errs,
-                &p.child("prefix"),
-                prefix,
-                relaxed_env_var_name(prefix),
-            );
+            validate_env_var_name(prefix, &p.child("prefix"), gates, errs);
         }
         let mut sources = 0;
         if let Some(s) = ev.config_map_ref.as_ref() {

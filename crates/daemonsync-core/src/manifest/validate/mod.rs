@@ -1,5 +1,6 @@
 //! API-server validation of `apps/v1` DaemonSets on create, pod template included, with the
-//! feature gates at their defaults for Kubernetes v1.35.
+//! feature gates at their defaults for the Kubernetes version of [`Gates`] (1.31 to 1.35;
+//! v1.35 by default).
 //!
 //! The files mirror upstream's families, so a reader holding `pkg/apis/core/validation` finds
 //! each rule by its name: [`meta`] (object metadata, labels, annotations, label selectors,
@@ -43,6 +44,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::FieldError;
 use super::error::quote;
+use crate::model::KubeVersion;
 
 /// Validate a DaemonSet as the API server does on create (docs/semantics.md §2.1).
 ///
@@ -64,14 +66,68 @@ pub fn validate_with(ds: &DaemonSet, gates: &Gates) -> Vec<FieldError> {
     dedup(errs)
 }
 
-/// The feature gates a cluster may turn on that change what validation accepts. The default
-/// is Kubernetes v1.35's; every other gate validation depends on is fixed at its v1.35
-/// default (see the constants below).
+/// What validation depends on besides the object: the Kubernetes version the plan is for (its
+/// feature gates at their defaults) and the one gate a cluster may turn on that daemonsync
+/// models. The default is Kubernetes v1.35 with its defaults.
+///
+/// Versions 1.31 to 1.35 differ in what they accept (docs/validation.md lists it): the
+/// methods below say which rules apply, each named after its gate. Fields a version does not
+/// keep at all (a gate off, or not there yet) are checked before validation, when a manifest
+/// is read (`manifest::served`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Gates {
-    /// `TaintTolerationComparisonOperators` (alpha, off by default): `Lt` and `Gt`
-    /// tolerations with a decimal integer value.
+    /// The Kubernetes version (only the minor matters).
+    pub version: KubeVersion,
+    /// `TaintTolerationComparisonOperators` (alpha in v1.35, off by default): `Lt` and `Gt`
+    /// tolerations with a decimal integer value. Turning it on has no effect before v1.35.
     pub taint_toleration_comparison_operators: bool,
+}
+
+impl Gates {
+    /// The defaults of `version`.
+    pub fn for_version(version: KubeVersion) -> Gates {
+        Gates {
+            version,
+            ..Gates::default()
+        }
+    }
+
+    /// `ContainerRestartRules` (beta and on from v1.35): containers may set `restartPolicy`
+    /// and `restartPolicyRules`; before, only an init container's `restartPolicy: Always`.
+    pub(crate) fn container_restart_rules(&self) -> bool {
+        self.version.at_least(35)
+    }
+
+    /// `PodLifecycleSleepActionAllowZero` (beta and on from v1.33): `sleep.seconds: 0`.
+    pub(crate) fn sleep_action_allow_zero(&self) -> bool {
+        self.version.at_least(33)
+    }
+
+    /// `RelaxedEnvironmentVariableValidation` (beta and on from v1.32): any printable ASCII
+    /// but `=` in environment variable names; before, `IsEnvVarName`.
+    pub(crate) fn relaxed_env_var_names(&self) -> bool {
+        self.version.at_least(32)
+    }
+
+    /// `RelaxedDNSSearchValidation` (beta and on from v1.33): `_` and a lone `.` in DNS
+    /// search domains.
+    pub(crate) fn relaxed_dns_search(&self) -> bool {
+        self.version.at_least(33)
+    }
+
+    /// `TaintTolerationComparisonOperators`: on, and in a version that has it.
+    pub(crate) fn toleration_comparison_operators(&self) -> bool {
+        self.taint_toleration_comparison_operators && self.version.at_least(35)
+    }
+
+    /// What an error a version-dependent rule raised adds to upstream's message: the version,
+    /// and from which one the gate accepts it.
+    pub(crate) fn refused_before(&self, gate: &str, since: u32) -> String {
+        format!(
+            "(Kubernetes v{}; accepted from v1.{since}, where {gate} is on)",
+            self.version.minor_string()
+        )
+    }
 }
 
 /// The API server prints each distinct error once (`ErrorList.ToAggregate`).
@@ -195,11 +251,10 @@ fn str_or_empty(s: &Option<String>) -> &str {
 
 // ---------------------------------------------------------------------------------------------
 // Feature gates at their v1.35 defaults, as `GetValidationOptionsFromPodTemplate` turns them
-// into `PodValidationOptions` for a create (no old object).
+// into `PodValidationOptions` for a create (no old object). The fields these gates guard are
+// not kept by the versions before (see `manifest::served`), so by the time validation sees
+// them the version is one where the gate is on.
 
-/// `ContainerRestartRules` (beta, on): containers may set `restartPolicy` and
-/// `restartPolicyRules`.
-const ALLOW_CONTAINER_RESTART_POLICY_RULES: bool = true;
 /// `EnvFiles` (beta, on): `valueFrom.fileKeyRef`.
 const ALLOW_ENV_FILES: bool = true;
 /// `UserNamespacesHostNetworkSupport` (alpha, off).

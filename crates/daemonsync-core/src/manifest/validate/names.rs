@@ -324,6 +324,29 @@ pub(super) fn relaxed_env_var_name(s: &str) -> Vec<String> {
     errs
 }
 
+/// `IsEnvVarName`: the environment variable names of the API servers before
+/// `RelaxedEnvironmentVariableValidation` (v1.32).
+pub(super) fn env_var_name(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let mut chars = s.chars();
+    let valid = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || matches!(c, '-' | '.' | '_'))
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
+    if !valid {
+        errs.push(regex_error(
+            "a valid environment variable name must consist of alphabetic characters, digits, \
+             '_', '-', or '.', and must not start with a digit",
+            "[-._a-zA-Z][-._a-zA-Z0-9]*",
+            &["my.env-name", "MY_ENV.NAME", "MyEnvName1"],
+        ));
+    }
+    if let Some(msg) = ch_dir_prefix(s) {
+        errs.push(msg.to_string());
+    }
+    errs
+}
+
 /// `hasChDirPrefix`.
 fn ch_dir_prefix(s: &str) -> Option<&'static str> {
     match s {

@@ -69,6 +69,7 @@ pub(super) struct PodContext<'a> {
     pub(super) claim_names: BTreeSet<&'a str>,
     pub(super) grace_period: Option<i64>,
     pub(super) host_users: bool,
+    pub(super) gates: &'a Gates,
 }
 
 /// `ValidatePodSpec` for a pod template (no pod metadata, not a Pod).
@@ -98,6 +99,7 @@ pub(super) fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, gates: &Gates,
         claim_names,
         grace_period: spec.termination_grace_period_seconds,
         host_users,
+        gates,
     };
     super::containers::validate_containers(&ctx, &path.child("containers"), errs);
     super::containers::validate_init_containers(&ctx, &path.child("initContainers"), errs);
@@ -131,6 +133,7 @@ pub(super) fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, gates: &Gates,
         spec.dns_config.as_ref(),
         str_or_empty(&spec.dns_policy),
         &path.child("dnsConfig"),
+        gates,
         errs,
     );
     validate_readiness_gates(spec, &path.child("readinessGates"), errs);

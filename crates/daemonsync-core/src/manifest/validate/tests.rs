@@ -233,6 +233,7 @@ fn validate_tolerations_operators_effects_and_seconds() {
 fn validate_tolerations_comparison_operators_with_the_gate_on() {
     let gates = super::Gates {
         taint_toleration_comparison_operators: true,
+        ..super::Gates::default()
     };
     let errors_with = |value: &str| -> Vec<String> {
         let v = with_spec(json!({"tolerations": [{"key": "a", "operator": "Gt", "value": value}]}));
@@ -1686,4 +1687,163 @@ proptest! {
         prop_assert_eq!(&first, &second);
         prop_assert!(!first.contains("1000m") && !first.contains("1024Mi"), "{}", first);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One target version: what 1.31 to 1.34 refuse that 1.35 accepts (docs/validation.md,
+// "Kubernetes versions").
+
+/// The errors of `v` for Kubernetes `1.minor`.
+fn errors_at(v: Value, minor: u32) -> Vec<String> {
+    let mut ds: DaemonSet = serde_json::from_value(v).expect("test DaemonSet");
+    apply_defaults(&mut ds);
+    let gates = super::Gates::for_version(crate::model::KubeVersion::v1(minor));
+    super::validate_with(&ds, &gates)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn versions_container_restart_policy_is_accepted_from_1_35_when_container_restart_rules_went_beta()
+{
+    let regular = with_container(json!({"restartPolicy": "Never"}));
+    assert!(errors_at(regular.clone(), 35).is_empty());
+    assert_eq!(
+        errors_at(regular, 34),
+        [format!(
+            "{T}.containers[0].restartPolicy: Forbidden: may not be set for non-init containers \
+             (Kubernetes v1.34; accepted from v1.35, where ContainerRestartRules is on)"
+        )]
+    );
+    let init = with_spec(json!({"initContainers": [
+        {"name": "i", "image": "init:1", "restartPolicy": "OnFailure"},
+        {"name": "s", "image": "sidecar:1", "restartPolicy": "Always"}
+    ]}));
+    assert!(errors_at(init.clone(), 35).is_empty());
+    assert_eq!(
+        errors_at(init, 33),
+        [format!(
+            "{T}.initContainers[0].restartPolicy: Unsupported value: \"OnFailure\": supported \
+             values: \"Always\" (Kubernetes v1.33; accepted from v1.35, where \
+             ContainerRestartRules is on)"
+        )]
+    );
+}
+
+#[test]
+fn versions_sleep_zero_is_accepted_from_1_33() {
+    let v = with_container(json!({"lifecycle": {"preStop": {"sleep": {"seconds": 0}}}}));
+    assert!(errors_at(v.clone(), 33).is_empty());
+    assert_eq!(
+        errors_at(v, 32),
+        [format!(
+            "{T}.containers[0].lifecycle.preStop.sleep: Invalid value: 0: must be greater than 0 \
+             and less than terminationGracePeriodSeconds (30) (Kubernetes v1.32; accepted from \
+             v1.33, where PodLifecycleSleepActionAllowZero is on)"
+        )]
+    );
+    let five = with_container(json!({"lifecycle": {"preStop": {"sleep": {"seconds": 5}}}}));
+    assert!(errors_at(five, 31).is_empty());
+}
+
+#[test]
+fn versions_relaxed_environment_variable_names_are_accepted_from_1_32() {
+    let v = with_container(json!({
+        "env": [{"name": "1-starts:with-a-digit", "value": "x"}],
+        "envFrom": [{"prefix": "my prefix ", "configMapRef": {"name": "cm"}}]
+    }));
+    assert!(errors_at(v.clone(), 32).is_empty());
+    let errs = errors_at(v, 31);
+    assert_eq!(errs.len(), 2, "{errs:#?}");
+    assert!(errs[0].starts_with(&format!(
+        "{T}.containers[0].env[0].name: Invalid value: \"1-starts:with-a-digit\": a valid \
+         environment variable name must consist of alphabetic characters, digits, '_', '-', or \
+         '.', and must not start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  or \
+         'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*') (Kubernetes \
+         v1.31; accepted from v1.32"
+    )));
+    assert!(errs[1].starts_with(&format!(
+        "{T}.containers[0].envFrom[0].prefix: Invalid value"
+    )));
+}
+
+#[test]
+fn versions_relaxed_dns_search_domains_are_accepted_from_1_33() {
+    let v = with_spec(json!({"dnsConfig": {"searches": ["_tcp.example.com", "."]}}));
+    assert!(errors_at(v.clone(), 33).is_empty());
+    let errs = errors_at(v, 32);
+    assert!(
+        errs.iter().any(|e| e.starts_with(&format!(
+            "{T}.dnsConfig.searches[0]: Invalid value: \"_tcp.example.com\""
+        )) && e.ends_with(
+            "(Kubernetes v1.32; accepted from v1.33, where RelaxedDNSSearchValidation is on)"
+        )),
+        "{errs:#?}"
+    );
+    assert!(
+        errs.iter()
+            .any(|e| e.starts_with(&format!("{T}.dnsConfig.searches[1]"))),
+        "{errs:#?}"
+    );
+    let dotted = with_spec(json!({"dnsConfig": {"searches": ["example.com."]}}));
+    assert!(errors_at(dotted, 31).is_empty());
+}
+
+#[test]
+fn versions_comparison_operators_exist_only_from_1_35() {
+    let v = with_spec(json!({"tolerations": [{"key": "a", "operator": "Gt", "value": "5"}]}));
+    let mut ds: DaemonSet = serde_json::from_value(v).expect("test DaemonSet");
+    apply_defaults(&mut ds);
+    let gates = |minor| super::Gates {
+        version: crate::model::KubeVersion::v1(minor),
+        taint_toleration_comparison_operators: true,
+    };
+    assert!(super::validate_with(&ds, &gates(35)).is_empty());
+    assert!(!super::validate_with(&ds, &gates(34)).is_empty());
+}
+
+#[test]
+fn versions_fields_an_older_version_does_not_keep_are_read_as_validate_says() {
+    use crate::manifest::FieldValidation;
+    let text = serde_json::to_string(&with_spec(json!({"hostnameOverride": "node-a"}))).unwrap();
+    let at = |minor, field_validation| LoadOptions {
+        gates: super::Gates::for_version(crate::model::KubeVersion::v1(minor)),
+        field_validation,
+        ..LoadOptions::default()
+    };
+    let strict = load_str("a.json", &text, &at(34, FieldValidation::Strict)).unwrap();
+    assert!(strict.daemonsets.is_empty());
+    let why = strict.invalid[0].errors[0].to_string();
+    assert!(
+        why.starts_with(&format!(
+            "{T}.hostnameOverride: Forbidden: Kubernetes v1.34 does not keep this field \
+             (HostnameOverride is on from v1.35)"
+        )),
+        "{why}"
+    );
+    let warn = load_str("a.json", &text, &at(34, FieldValidation::Warn)).unwrap();
+    let kept = &warn.daemonsets[0];
+    assert_eq!(
+        kept.warnings,
+        [format!(
+            "field \"{T}.hostnameOverride\": Kubernetes v1.34 does not keep this field \
+             (HostnameOverride is on from v1.35)"
+        )]
+    );
+    let pod = kept
+        .daemonset
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap();
+    assert!(
+        pod.hostname_override.is_none(),
+        "dropped, as the API server drops it"
+    );
+    let new = load_str("a.json", &text, &at(35, FieldValidation::Strict)).unwrap();
+    assert_eq!(new.daemonsets.len(), 1);
 }

@@ -59,7 +59,7 @@ pub(super) fn validate_tolerations(
                     ));
                 }
             }
-            "Lt" | "Gt" if !gates.taint_toleration_comparison_operators => {
+            "Lt" | "Gt" if !gates.toleration_comparison_operators() => {
                 // Upstream lists the comparison operators here, and only here.
                 errs.push(FieldError::not_supported(
                     p.child("operator"),
