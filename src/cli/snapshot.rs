@@ -52,7 +52,10 @@ container waiting reasons, timestamps, node allocatable and what every pod bound
 requests (the daemonsync.io/requested annotation), each pod's requests (daemonsync.io/requests), and the live DaemonSets' metadata and spec with every
 env value, argument and command replaced by \"(redacted)\" (they may be secret) and their
 SHA-256 digests, one per container and field, recorded in the daemonsync.io/redacted
-annotation, so a plan still sees where git's values differ without ever showing them.
+annotation, so a plan still sees where git's values differ without ever showing them. The
+cluster's Kubernetes version (the API server's, or the newest kubelet's of a `kubectl get`
+dump) is recorded in the List's daemonsync.io/kubernetes-version annotation: plans against the
+snapshot render and validate for it.
 
 Exit status:
   0  written
@@ -169,7 +172,15 @@ fn to_list(observed: &Observed) -> Value {
         .chain(observed.pods.iter().map(pod))
         .chain(observed.daemonsets.iter().map(daemonset))
         .collect();
-    json!({"apiVersion": "v1", "kind": "List", "items": items})
+    let mut list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+    // The API server's version, which the nodes' kubelets do not tell (they may be older):
+    // plans against the snapshot render and validate for it.
+    if let Some(v) = observed.version {
+        list["metadata"] = json!({"annotations": {
+            crate::cluster::snapshot::KUBERNETES_VERSION_ANNOTATION: format!("v{v}")
+        }});
+    }
+    list
 }
 
 /// The observed state as one YAML `kind: List` document.
@@ -392,5 +403,44 @@ mod tests {
         let back = observed_from_documents(docs).unwrap();
         assert_eq!(back.nodes, observed.nodes);
         assert_eq!(back.pods, observed.pods);
+    }
+
+    #[test]
+    fn the_version_is_the_recorded_one_else_the_newest_kubelets() {
+        use crate::model::KubeVersion;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        // A kubectl dump: its kubelets say v1.33.2.
+        let mut observed =
+            crate::cluster::load_snapshot(&root.join("snapshots/seven-nodes.yaml")).unwrap();
+        assert_eq!(
+            observed.version.map(|v| v.to_string()),
+            Some("1.33.2".into())
+        );
+        // `daemonsync snapshot` records the API server's, which wins over the kubelets'.
+        observed.version = Some(KubeVersion::v1(34));
+        for text in [to_yaml(&observed).unwrap(), to_json(&observed).unwrap()] {
+            assert!(text.contains("daemonsync.io/kubernetes-version"), "{text}");
+            let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+            let back = observed_from_documents(docs).unwrap();
+            assert_eq!(back.version, Some(KubeVersion::v1(34)));
+        }
+        // A List whose metadata comes before its kind, and a version that is not one.
+        let list = |version: &str| {
+            json!({"metadata": {"annotations": {"daemonsync.io/kubernetes-version": version}},
+                   "apiVersion": "v1", "kind": "List",
+                   "items": [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}]})
+        };
+        let back = observed_from_documents([list("v1.32.1")]).unwrap();
+        assert_eq!(back.version.map(|v| v.minor), Some(32));
+        let bad = observed_from_documents([json!({"apiVersion": "v1", "kind": "List",
+            "items": [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}],
+            "metadata": {"annotations": {"daemonsync.io/kubernetes-version": "soon"}}})])
+        .unwrap_err()
+        .to_string();
+        assert!(bad.contains("daemonsync.io/kubernetes-version"), "{bad}");
+        assert!(
+            bad.contains("\"soon\" is not a Kubernetes version"),
+            "{bad}"
+        );
     }
 }

@@ -7,7 +7,7 @@ use super::{
     Cluster, ClusterError, ClusterState, Event, ImagePatch, MetadataPatch, RecordSource,
     RecordStatus, SnapshotCluster,
 };
-use crate::model::Timestamp;
+use crate::model::{KubeVersion, Timestamp};
 use crate::plan::Observed;
 use anyhow::{Result, bail};
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -104,6 +104,21 @@ impl ClusterSpec {
                 Ok(live.observe().await.map(|s| s.observed)?)
             }
             ClusterSpec::None => bail!("{NO_CLUSTER}"),
+        }
+    }
+
+    /// The Kubernetes version of the cluster, without observing it whole, for commands that
+    /// render before they connect (`apply`, `sync`): a live cluster's `GET /version`, a sim
+    /// file's `version:` (1.35.0 when it names none), what a snapshot records; `None` for
+    /// `none` or a snapshot that says nothing.
+    pub async fn version(&self) -> Result<Option<KubeVersion>> {
+        match self {
+            ClusterSpec::Snapshot(path) => Ok(load_snapshot(path)?.version),
+            ClusterSpec::Sim(path) => Ok(Sim::load(path)?.observed().version),
+            ClusterSpec::Kube(context) => {
+                Ok(super::kube::server_version(context.as_deref()).await?)
+            }
+            ClusterSpec::None => Ok(None),
         }
     }
 

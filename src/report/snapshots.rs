@@ -37,6 +37,7 @@ fn running(n: usize, hash: &str) -> Observed {
         rollouts: Vec::new(),
         revisions: Vec::new(),
         namespaces: Vec::new(),
+        version: None,
     }
 }
 

@@ -764,6 +764,7 @@ mod tests {
             rollouts: Vec::new(),
             revisions: Vec::new(),
             namespaces: Vec::new(),
+            version: None,
         };
         let p = crate::plan::plan(
             &[d],

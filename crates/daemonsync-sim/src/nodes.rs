@@ -427,6 +427,11 @@ impl NodeSim {
             rollouts: Vec::new(),
             revisions: Vec::new(),
             namespaces: Vec::new(),
+            version: Some(
+                self.cfg
+                    .version
+                    .unwrap_or(crate::config::DEFAULT_KUBE_VERSION),
+            ),
         }
     }
 

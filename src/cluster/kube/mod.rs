@@ -27,7 +27,7 @@ pub use record::{
 };
 
 use super::{Cluster, ClusterError, ClusterState, Event, EventType, Record, RecordStatus};
-use crate::model::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, Timestamp};
+use crate::model::{KubeVersion, MANAGED_BY_LABEL, MANAGED_BY_VALUE, Timestamp};
 use crate::plan::{Observed, RECORD_API_VERSION, RECORD_KIND};
 use cache::{Cache, Key};
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -107,6 +107,8 @@ pub struct KubeCluster {
     seen: u64,
     /// The (namespace, label selector) of every pod watch.
     watched: Vec<(Option<String>, String)>,
+    /// The version `GET /version` reported when connecting.
+    version: Option<KubeVersion>,
 }
 
 impl std::fmt::Debug for KubeCluster {
@@ -250,6 +252,27 @@ async fn load_config(context: Option<&str>) -> Result<(kube::Config, Target), Cl
     Ok((config, target))
 }
 
+/// The version in a `GET /version` answer: its `gitVersion` (`v1.35.2-gke.100`), else its
+/// `major` and `minor` (`1`, `35+`).
+fn reported_version(info: &k8s_openapi::apimachinery::pkg::version::Info) -> Option<KubeVersion> {
+    KubeVersion::parse_reported(&info.git_version)
+        .or_else(|| KubeVersion::parse_reported(&format!("{}.{}", info.major, info.minor)))
+}
+
+/// The Kubernetes version of the cluster `context` names (the current one when `None`), from
+/// its `GET /version`: one request, no watch, for commands that need it before they connect
+/// (rendering for `apply` and `sync`).
+pub async fn server_version(context: Option<&str>) -> Result<Option<KubeVersion>, ClusterError> {
+    let (mut config, target) = load_config(context).await?;
+    config.connect_timeout = Some(Duration::from_secs(10));
+    config.read_timeout = Some(Duration::from_secs(60));
+    let client = kube::Client::try_from(config).map_err(|e| connect_error(&target, &e))?;
+    let info = with_retries(|| client.apiserver_version())
+        .await
+        .map_err(|e| connect_error(&target, &e))?;
+    Ok(reported_version(&info))
+}
+
 impl KubeCluster {
     /// Connects, checks that the server answers and the ManagedDaemonSet CRD is installed,
     /// starts the watchers and waits until each has listed once.
@@ -266,7 +289,7 @@ impl KubeCluster {
                 return Err(e);
             }
         };
-        let (client, target, cache, recorder, watched) = started;
+        let (client, target, cache, recorder, watched, version) = started;
         Ok(KubeCluster {
             watchers,
             client,
@@ -276,6 +299,7 @@ impl KubeCluster {
             recorder,
             seen: 0,
             watched,
+            version,
         })
     }
 
@@ -289,6 +313,7 @@ impl KubeCluster {
             Arc<Cache>,
             Recorder,
             Vec<(Option<String>, String)>,
+            Option<KubeVersion>,
         ),
         ClusterError,
     > {
@@ -309,9 +334,10 @@ impl KubeCluster {
                 .unwrap_or_else(|_| http::HeaderValue::from_static("daemonsync")),
         ));
         let client = kube::Client::try_from(config).map_err(|e| connect_error(&target, &e))?;
-        with_retries(|| client.apiserver_version())
+        let info = with_retries(|| client.apiserver_version())
             .await
             .map_err(|e| connect_error(&target, &e))?;
+        let version = reported_version(&info);
         let records: Api<ManagedDaemonSet> = Api::all(client.clone());
         let one = kube::api::ListParams::default().limit(1);
         if let Err(e) = with_retries(|| records.list(&one)).await {
@@ -359,7 +385,12 @@ impl KubeCluster {
                 instance: identity,
             },
         );
-        Ok((client, target, cache, recorder, selectors))
+        Ok((client, target, cache, recorder, selectors, version))
+    }
+
+    /// The Kubernetes version the API server reported when connecting.
+    pub fn version(&self) -> Option<KubeVersion> {
+        self.version
     }
 
     /// The cluster this is connected to.
@@ -684,6 +715,7 @@ impl Cluster for KubeCluster {
             rollouts: records.iter().map(Record::rollout_record).collect(),
             revisions: s.revisions.items.values().cloned().collect(),
             namespaces: s.namespaces.items.values().cloned().collect(),
+            version: self.version,
         };
         Ok(ClusterState {
             observed,

@@ -13,6 +13,7 @@ mod wire;
 
 use crate::manifest::strict::Skip;
 use crate::manifest::{Dialect, Limits, LoadError, read_stream};
+use crate::model::KubeVersion;
 use crate::plan::Observed;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use rustc_hash::FxHashMap;
@@ -23,6 +24,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+pub use wire::KUBERNETES_VERSION_ANNOTATION;
 use wire::{Document, Entry, Failure, Position, Tracked};
 
 /// Largest snapshot file read, in bytes (4 GiB). `kubectl get -o json` of a 5,000-node
@@ -430,13 +432,16 @@ fn collect(docs: impl IntoIterator<Item = (usize, Document)>) -> Result<Snapshot
     let mut placed: [Vec<Placed>; 3] = Default::default();
     let mut seq = 0;
     let mut failed = None;
+    let (mut kubelets, mut recorded) = (None, None);
     let mut docs = docs.into_iter().peekable();
     'read: while let Some((document, doc)) = docs.next() {
         let Document {
             nodes,
             pods,
             entries,
+            newest_kubelet,
         } = doc;
+        kubelets = kubelets.max(newest_kubelet);
         let (first_node, first_pod) = (snapshot.observed.nodes.len(), snapshot.observed.pods.len());
         // One document (a `List`) is the common case: its nodes and pods are moved, not copied.
         if first_node == 0 && first_pod == 0 && docs.peek().is_none() {
@@ -559,6 +564,25 @@ fn collect(docs: impl IntoIterator<Item = (usize, Document)>) -> Result<Snapshot
                     position: at,
                     found: found.into(),
                 }),
+                Entry::Version(text) => match KubeVersion::parse_reported(&text) {
+                    Some(v) => {
+                        recorded = Some(v);
+                        Ok(())
+                    }
+                    None => Err(SnapshotError::Convert {
+                        item: Box::new(ItemId {
+                            document,
+                            position: String::new(),
+                            kind: "List".into(),
+                            namespace: None,
+                            name: None,
+                        }),
+                        field: format!("metadata.annotations[{KUBERNETES_VERSION_ANNOTATION}]"),
+                        message: format!(
+                            "{text:?} is not a Kubernetes version (expected e.g. v1.35.2)"
+                        ),
+                    }),
+                },
             };
             if let Err(e) = read {
                 failed = Some(e);
@@ -580,6 +604,9 @@ fn collect(docs: impl IntoIterator<Item = (usize, Document)>) -> Result<Snapshot
     }
     let observed = &mut snapshot.observed;
     crate::model::resources::count_requested(&mut observed.nodes, &observed.pods);
+    // The API server's version when `daemonsync snapshot` recorded it; for a `kubectl get`
+    // dump, the newest kubelet's (kubelets are never newer than their API server).
+    observed.version = recorded.or(kubelets);
     Ok(snapshot)
 }
 

@@ -10,7 +10,8 @@
 
 use crate::manifest::strict::{Key, SeenKeys, Skip, StrictValue, duplicate};
 use crate::model::{
-    NODE_NAME_FIELD, Node, OwnerRef, Pod, PodPhase, ReadyCondition, Taint, TaintEffect, Timestamp,
+    KubeVersion, NODE_NAME_FIELD, Node, OwnerRef, Pod, PodPhase, ReadyCondition, Taint,
+    TaintEffect, Timestamp,
 };
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, Error, MapAccess, SeqAccess, Visitor};
@@ -42,6 +43,7 @@ pub(super) enum Item {
         node: Node,
         namespace: String,
         bad_taint: Option<(usize, String)>,
+        kubelet: Option<KubeVersion>,
         at: Position,
     },
     /// A `v1` Pod.
@@ -70,7 +72,14 @@ pub(super) enum Entry {
     Invalid(Box<Invalid>),
     /// Not an object: `found` says what it is.
     NotAnObject { found: &'static str, at: String },
+    /// The Kubernetes version `daemonsync snapshot` recorded on its `List`
+    /// ([`KUBERNETES_VERSION_ANNOTATION`]), as written.
+    Version(String),
 }
+
+/// The annotation of the `List` `daemonsync snapshot` writes that records the API server's
+/// version.
+pub const KUBERNETES_VERSION_ANNOTATION: &str = "daemonsync.io/kubernetes-version";
 
 /// A Node or Pod whose fields could not be read.
 pub(super) struct Invalid {
@@ -88,6 +97,8 @@ pub(super) struct Document {
     pub nodes: Vec<Node>,
     pub pods: Vec<Pod>,
     pub entries: Vec<Entry>,
+    /// The newest `status.nodeInfo.kubeletVersion` of the document's nodes.
+    pub newest_kubelet: Option<KubeVersion>,
 }
 
 impl Document {
@@ -97,8 +108,10 @@ impl Document {
                 node,
                 namespace,
                 bad_taint,
+                kubelet,
                 at,
             } => {
+                self.newest_kubelet = self.newest_kubelet.max(kubelet);
                 self.nodes.push(node);
                 self.entries.push(Entry::Node {
                     namespace,
@@ -346,6 +359,15 @@ impl<'de> Visitor<'de> for ObjectSeed<'_> {
                         at: &mut *at,
                     })?;
                 }
+                "metadata" if mode == Mode::List => {
+                    let list: Option<ListMeta> = map.next_value()?;
+                    if let Some(v) = list
+                        .and_then(|m| m.annotations)
+                        .and_then(|mut a| a.0.remove(KUBERNETES_VERSION_ANNOTATION))
+                    {
+                        out.push(Item::Entry(Entry::Version(v)));
+                    }
+                }
                 "metadata" if matches!(mode, Mode::Node | Mode::Pod) => {
                     meta = map
                         .next_value::<Option<Meta>>()
@@ -377,6 +399,19 @@ impl<'de> Visitor<'de> for ObjectSeed<'_> {
             None => false,
         };
         if is_list {
+            // A `List` whose `metadata` came before its `kind`.
+            if let Some(v) = kept
+                .get("metadata")
+                .and_then(|m| {
+                    m.pointer(&format!(
+                        "/annotations/{}",
+                        KUBERNETES_VERSION_ANNOTATION.replace('/', "~1")
+                    ))
+                })
+                .and_then(Value::as_str)
+            {
+                out.push(Item::Entry(Entry::Version(v.to_string())));
+            }
             if let Items::NotASequence(found) = items {
                 out.push(Item::Entry(Entry::NotAnObject {
                     found,
@@ -405,11 +440,12 @@ impl<'de> Visitor<'de> for ObjectSeed<'_> {
             Mode::Node => {
                 let meta = meta.unwrap_or_default();
                 let namespace = meta.namespace.clone().unwrap_or_default();
-                let (node, bad_taint) = node_from(meta, node.0, node.1);
+                let (node, bad_taint, kubelet) = node_from(meta, node.0, node.1);
                 Item::Node {
                     node,
                     namespace,
                     bad_taint,
+                    kubelet,
                     at: at.clone(),
                 }
             }
@@ -477,11 +513,13 @@ fn from_kept(kept: Map<String, Value>, kind: &str, at: &Position) -> Item {
     if kind == "Node" {
         match serde_path_to_error::deserialize::<_, Parts<NodeSpec, NodeStatus>>(&value) {
             Ok(p) => {
-                let (node, bad_taint) = node_from(p.metadata.unwrap_or_default(), p.spec, p.status);
+                let (node, bad_taint, kubelet) =
+                    node_from(p.metadata.unwrap_or_default(), p.spec, p.status);
                 Item::Node {
                     node,
                     namespace: namespace.clone(),
                     bad_taint,
+                    kubelet,
                     at: at.clone(),
                 }
             }
@@ -823,6 +861,21 @@ wire! {
     struct NodeStatus {
         conditions: Vec<Condition> = "conditions",
         allocatable: ResourceList = "allocatable",
+        node_info: NodeInfo = "nodeInfo",
+    }
+}
+
+wire! {
+    /// A Node's `status.nodeInfo`.
+    struct NodeInfo {
+        kubelet_version: String = "kubeletVersion",
+    }
+}
+
+wire! {
+    /// A `List`'s `metadata`.
+    struct ListMeta {
+        annotations: Labels = "annotations",
     }
 }
 
@@ -937,7 +990,7 @@ fn node_from(
     meta: Meta,
     spec: Option<NodeSpec>,
     status: Option<NodeStatus>,
-) -> (Node, Option<(usize, String)>) {
+) -> (Node, Option<(usize, String)>, Option<KubeVersion>) {
     let spec = spec.unwrap_or_default();
     let mut bad_taint = None;
     let mut taints = Vec::new();
@@ -965,6 +1018,10 @@ fn node_from(
         .as_ref()
         .and_then(|a| a.requested.as_deref())
         .map(|text| Box::new(crate::model::resources::parse_requested(text)));
+    let kubelet = status
+        .node_info
+        .and_then(|i| i.kubelet_version)
+        .and_then(|v| KubeVersion::parse_reported(&v));
     let ready = status
         .conditions
         .and_then(|cs| {
@@ -985,7 +1042,7 @@ fn node_from(
         // to it are added up once all are read.
         requested,
     };
-    (node, bad_taint)
+    (node, bad_taint, kubelet)
 }
 
 /// The planner's pod, as [`Pod::from_k8s`] makes it.

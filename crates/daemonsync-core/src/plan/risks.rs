@@ -442,6 +442,7 @@ mod tests {
             rollouts: Vec::new(),
             revisions: Vec::new(),
             namespaces: Vec::new(),
+            version: None,
         }
     }
 

@@ -51,6 +51,9 @@ pub struct Observed {
     pub revisions: Vec<ownership::ControllerRevision>,
     /// Namespaces, with the labels that set their Pod Security level.
     pub namespaces: Vec<ownership::Namespace>,
+    /// The Kubernetes version the cluster reports, when known (the planner does not read it:
+    /// rendering and validation do).
+    pub version: Option<crate::model::KubeVersion>,
 }
 
 /// Node names are shared between the many places of a plan that mention them.

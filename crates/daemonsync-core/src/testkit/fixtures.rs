@@ -102,6 +102,7 @@ pub fn known_plan() -> Plan {
         rollouts: Vec::new(),
         revisions: Vec::new(),
         namespaces: Vec::new(),
+        version: None,
     };
     plan(&[d], &observed, &Policy::default(), now())
 }
@@ -187,6 +188,7 @@ pub fn zoned_rollout(annotations: &[(&str, &str)], stable: bool) -> (Desired, Ob
         rollouts,
         revisions: Vec::new(),
         namespaces: Vec::new(),
+        version: None,
     };
     (d, observed)
 }
@@ -349,6 +351,7 @@ pub fn in_place_rollout(edit: impl FnOnce(&mut Desired)) -> (Desired, Observed) 
         rollouts,
         revisions: Vec::new(),
         namespaces: Vec::new(),
+        version: None,
     };
     (d, observed)
 }

@@ -249,6 +249,7 @@ impl Cluster {
             rollouts: self.rollouts.clone(),
             revisions: Vec::new(),
             namespaces: Vec::new(),
+            version: None,
         }
     }
 

@@ -65,6 +65,7 @@ pub fn fleet(nodes: usize, daemonsets: usize, seed: u64) -> (Vec<Desired>, Obser
         rollouts: Vec::new(),
         revisions: Vec::new(),
         namespaces: Vec::new(),
+        version: None,
     };
     (desired, observed)
 }

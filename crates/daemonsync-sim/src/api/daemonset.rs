@@ -364,6 +364,7 @@ fn sync(w: &mut World, ns: &str, name: &str, boot: Option<Timestamp>) {
         rollouts: Vec::new(),
         revisions: Vec::new(),
         namespaces: Vec::new(),
+        version: Some(w.version),
     };
     let now = w.now();
     let plan = crate::plan::plan_builtin(&c.ds, &hash, &observed, now);
