@@ -139,6 +139,7 @@ impl SourceArgs {
             auth,
             progress: true,
             timeout: self.git_timeout,
+            render: crate::source::RenderOptions::default(),
         })
     }
 

@@ -8,6 +8,7 @@
 //!
 //! Everything here is blocking; async callers run it in `tokio::task::spawn_blocking`.
 
+use super::render::{self, RenderOptions};
 use super::tree::{Found, TreeFiles, TreeReader, subpath_components};
 use super::{Rendered, Source, SourceError, load_files, redact};
 use crate::manifest::LoadOptions;
@@ -92,6 +93,8 @@ pub struct GitSource {
     /// server that accepts the connection and then says nothing fails the fetch instead of
     /// hanging it.
     pub timeout: std::time::Duration,
+    /// How `path` is rendered when it is a Kustomize overlay or a Helm chart (`--render`).
+    pub render: RenderOptions,
 }
 
 /// The default `--git-timeout`.
@@ -174,6 +177,7 @@ impl GitSource {
             auth: GitAuth::from_env(),
             progress: false,
             timeout: DEFAULT_NETWORK_TIMEOUT,
+            render: RenderOptions::default(),
         }
     }
 
@@ -451,7 +455,35 @@ impl GitSource {
             self.display_url(),
             &oid.to_string()[..12]
         );
-        match reader.lookup(&components)? {
+        let found = reader.lookup(&components)?;
+        if matches!(found, Found::Tree(_)) {
+            let tree = render::export::GitTree { reader: &reader };
+            let label = if components.is_empty() {
+                ".".to_string()
+            } else {
+                components.join("/")
+            };
+            let job = render::Job {
+                tree: &tree,
+                dir: components.clone(),
+                label,
+                values: &tree,
+            };
+            if let Some(out) = render::render(&job, &self.render, opts)? {
+                let files = vec![(out.info.label(), out.text)];
+                let manifests = load_files(&files, &name, opts)?;
+                return Ok(Rendered {
+                    revision: oid.to_string(),
+                    manifests,
+                    files: 1,
+                    notes: out.notes,
+                    rendered_by: vec![out.info],
+                });
+            }
+        } else {
+            render::refuse_for_files(&self.path, &self.render)?;
+        }
+        match found {
             Found::Tree(id) => reader.read_dir(id, &components, &mut files)?,
             Found::Blob(id) => reader.read_blob(id, components.join("/"), &mut files)?,
             Found::Submodule => {
@@ -473,6 +505,7 @@ impl GitSource {
             manifests,
             files: files.files.len(),
             notes: files.notes,
+            rendered_by: Vec::new(),
         })
     }
 }

@@ -1,5 +1,7 @@
 //! Local files and directories (`--manifests PATH...`).
 
+use super::render::export::DirTree;
+use super::render::{self, RenderOptions};
 use super::{Rendered, Source, SourceError, is_manifest_name, load_files};
 use crate::manifest::{Limits, LoadOptions, ReadBudget};
 use git2::{ObjectType, Oid};
@@ -13,10 +15,16 @@ use std::path::{Path, PathBuf};
 /// `*.yaml`, `*.yml` and `*.json`. Symlinks to files are followed only when their target stays
 /// inside that directory; symlinks to directories are not followed. Files named explicitly are
 /// read whatever their extension.
+///
+/// A directory that is a Kustomize overlay or a Helm chart is rendered instead, as `render`
+/// says: it is copied (with the directories it needs, contained in the working directory, see
+/// [`RenderOptions::working_dir`]) and rendered in a sandbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalSource {
     /// The paths, as given.
     pub paths: Vec<PathBuf>,
+    /// How directories that are overlays or charts are rendered (`--render`).
+    pub render: RenderOptions,
 }
 
 impl LocalSource {
@@ -24,7 +32,53 @@ impl LocalSource {
     pub fn new<P: Into<PathBuf>>(paths: impl IntoIterator<Item = P>) -> Self {
         LocalSource {
             paths: paths.into_iter().map(Into::into).collect(),
+            render: RenderOptions::default(),
         }
+    }
+
+    /// The same source rendering as `render` says.
+    pub fn with_render(mut self, render: RenderOptions) -> Self {
+        self.render = render;
+        self
+    }
+
+    /// Renders `path` if it is an overlay or a chart (as `self.render` says).
+    fn render_path(
+        &self,
+        path: &Path,
+        opts: &LoadOptions,
+    ) -> Result<Option<render::Output>, SourceError> {
+        if !path.is_dir() {
+            render::refuse_for_files(&path.display().to_string(), &self.render)?;
+            return Ok(None);
+        }
+        if self.render.mode == render::RenderMode::None
+            && self.render.values.is_empty()
+            && self.render.release.is_none()
+        {
+            return Ok(None);
+        }
+        // Contained in the working directory when the path is inside it (an overlay's
+        // `../../base` is found), else in the directory itself.
+        let wd = DirTree::new(&self.render.working_dir()?)?;
+        let dir = DirTree::new(path)?;
+        let (tree, components) = match dir.root.strip_prefix(&wd.root) {
+            Ok(rel) => {
+                let components = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                (DirTree::new(&wd.root)?, components)
+            }
+            Err(_) => (dir, Vec::new()),
+        };
+        let job = render::Job {
+            tree: &tree,
+            dir: components,
+            label: path.display().to_string(),
+            values: &wd,
+        };
+        render::render(&job, &self.render, opts)
     }
 
     /// Lists and reads the manifest files: (label, text), in order.
@@ -108,13 +162,29 @@ impl Source for LocalSource {
     }
 
     fn load(&self, opts: &LoadOptions) -> Result<Rendered, SourceError> {
-        let files = self.read_files(&opts.limits)?;
+        let mut plain = Vec::new();
+        let mut rendered = Vec::new();
+        let mut notes = Vec::new();
+        let mut rendered_by = Vec::new();
+        for path in &self.paths {
+            match self.render_path(path, opts)? {
+                Some(out) => {
+                    rendered.push((out.info.label(), out.text));
+                    notes.extend(out.notes);
+                    rendered_by.push(out.info);
+                }
+                None => plain.push(path.clone()),
+            }
+        }
+        let mut files = read_paths(&plain, &opts.limits)?;
+        files.extend(rendered);
         let manifests = load_files(&files, &self.describe(), opts)?;
         Ok(Rendered {
             revision: content_revision(&files),
             manifests,
             files: files.len(),
-            notes: Vec::new(),
+            notes,
+            rendered_by,
         })
     }
 }

@@ -6,6 +6,7 @@
 //!   as bare repositories in a cache directory and fetched, not re-cloned.
 //! * [`watch`]: re-render a directory source when files change, one re-plan per burst of edits.
 //! * [`tracked::Tracked`]: keeps the last good render in effect when a source fails.
+//! * [`render`]: Kustomize overlays and Helm charts rendered into manifests, in a sandbox.
 //!
 //! Safety, the same for every source: paths are confined to the root (no `..`, no absolute
 //! `--path`, symlinks followed only when their target stays inside), limits on file count,
@@ -16,6 +17,7 @@
 pub mod git;
 pub mod local;
 mod redact;
+pub mod render;
 pub mod tracked;
 mod tree;
 pub mod watch;
@@ -23,6 +25,7 @@ pub mod watch;
 pub use git::{GitAuth, GitSource};
 pub use local::LocalSource;
 pub use redact::{redact, redact_url, register_url};
+pub use render::{RenderError, RenderInfo, RenderMode, RenderOptions, Renderer};
 pub use tracked::{Refresh, Tracked};
 
 use crate::manifest::{InvalidDaemonSet, LoadError, LoadOptions, Manifests, Overrun};
@@ -39,6 +42,9 @@ pub struct Rendered {
     pub files: usize,
     /// Things worth telling the user that are not errors (e.g. a submodule not followed).
     pub notes: Vec<String>,
+    /// What rendered the manifests (Kustomize, Helm), one entry per rendered directory;
+    /// empty when the files were read as they are.
+    pub rendered_by: Vec<RenderInfo>,
 }
 
 impl Rendered {
@@ -75,9 +81,24 @@ impl Rendered {
     /// nothing is planned from a partly broken source.
     pub fn desired(&self) -> Result<Vec<Desired>, SourceError> {
         if !self.manifests.invalid.is_empty() {
+            if !self.rendered_by.is_empty() {
+                return Err(SourceError::InvalidRendered(self.manifests.invalid.clone()));
+            }
             return Err(SourceError::Invalid(self.manifests.invalid.clone()));
         }
         Ok(self.valid_desired())
+    }
+
+    /// `overlays/prod with kustomize v5.5.0 via kubectl`, for every rendered directory; `None`
+    /// when nothing was rendered.
+    pub fn rendered_line(&self) -> Option<String> {
+        (!self.rendered_by.is_empty()).then(|| {
+            self.rendered_by
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
     }
 
     /// The valid DaemonSets as the planner's input, ignoring invalid ones (the base side of a
@@ -348,6 +369,31 @@ pub enum SourceError {
     /// Some DaemonSets are invalid: nothing is planned from a partly broken source.
     #[error("{}", crate::manifest::invalid_message(.0, "; nothing was planned"))]
     Invalid(Vec<InvalidDaemonSet>),
+    /// Some rendered DaemonSets are invalid: each error names the rendered directory, the
+    /// renderer and the DaemonSet (`overlays/prod (kustomize) → DaemonSet kube-system/cilium:
+    /// spec.template…`).
+    #[error("{}", invalid_rendered_message(.0))]
+    InvalidRendered(Vec<InvalidDaemonSet>),
+    /// A Kustomize or Helm render failed.
+    #[error(transparent)]
+    Render(#[from] RenderError),
+}
+
+/// One line per error of a rendered DaemonSet: `SOURCE (RENDERER) → DaemonSet NS/NAME: ERROR`.
+fn invalid_rendered_message(invalid: &[InvalidDaemonSet]) -> String {
+    let mut msg = format!(
+        "{} invalid DaemonSet(s) in the rendered manifests; nothing was planned:",
+        invalid.len()
+    );
+    for bad in invalid {
+        for e in &bad.errors {
+            msg.push_str(&format!(
+                "\n  {} → DaemonSet {}: {e} (rendered document {})",
+                bad.source.file, bad.name, bad.source.document
+            ));
+        }
+    }
+    msg
 }
 
 /// Loads manifest files (label, text) in order and checks the result is not empty.

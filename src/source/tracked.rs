@@ -124,6 +124,7 @@ mod tests {
             manifests: Default::default(),
             files: 1,
             notes: vec![],
+            rendered_by: vec![],
         }
     }
 

@@ -4,8 +4,8 @@ use super::{SourceError, is_manifest_name};
 use crate::manifest::{Limits, ReadBudget};
 use git2::{ObjectType, Oid, Repository, Tree};
 
-const SYMLINK_MODE: i32 = 0o120000;
-const SUBMODULE_MODE: i32 = 0o160000;
+pub(crate) const SYMLINK_MODE: i32 = 0o120000;
+pub(crate) const SUBMODULE_MODE: i32 = 0o160000;
 const MAX_SYMLINK_HOPS: usize = 40;
 
 /// Splits a repository subpath into components, refusing absolute paths and `..`.
@@ -229,7 +229,7 @@ impl<'r> TreeReader<'r> {
 
     /// A tree's entries (name bytes, mode, kind, id), sorted by name.
     #[allow(clippy::type_complexity)]
-    fn sorted_entries(
+    pub(crate) fn sorted_entries(
         &self,
         id: Oid,
     ) -> Result<Vec<(Vec<u8>, i32, Option<ObjectType>, Oid)>, SourceError> {
@@ -240,6 +240,22 @@ impl<'r> TreeReader<'r> {
             .collect();
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(entries)
+    }
+
+    /// The bytes of one blob, admitted through `budget` before its content is loaded.
+    pub(crate) fn blob_bytes(
+        &self,
+        oid: Oid,
+        label: &str,
+        budget: &mut ReadBudget,
+    ) -> Result<Vec<u8>, SourceError> {
+        let odb = self.repo.odb().map_err(|e| self.git_err(e))?;
+        let (size, _) = odb.read_header(oid).map_err(|e| self.git_err(e))?;
+        budget
+            .admit(size as u64)
+            .map_err(|o| SourceError::overrun(label, o))?;
+        let blob = self.repo.find_blob(oid).map_err(|e| self.git_err(e))?;
+        Ok(blob.content().to_vec())
     }
 
     /// Reads one blob, enforcing the limits before its content is loaded.

@@ -27,6 +27,9 @@ pub struct InEffect {
     pub record: RecordSource,
     /// The revision in effect: the full commit id, or `local:<digest>` for a directory.
     pub revision: Option<String>,
+    /// What rendered it (`overlays/prod with kustomize v5.5.0 via kubectl`), when it was
+    /// rendered.
+    pub rendered: Option<String>,
 }
 
 impl InEffect {
@@ -176,6 +179,7 @@ impl Follower {
             error: None,
             record,
             revision: Some(rendered.revision.clone()),
+            rendered: rendered.rendered_line(),
         };
     }
 }

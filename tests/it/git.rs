@@ -14,6 +14,7 @@ fn source(url: &str, reference: &str, path: &str, cache: &Path) -> GitSource {
         auth: GitAuth::default(),
         progress: false,
         timeout: daemonsync::source::git::DEFAULT_NETWORK_TIMEOUT,
+        render: daemonsync::source::RenderOptions::default(),
     }
 }
 
