@@ -59,6 +59,19 @@ pub(super) fn validate_tolerations(
                     ));
                 }
             }
+            "Lt" | "Gt" if !gates.version.at_least(35) => {
+                // Before v1.35 there are no comparison operators at all.
+                errs.push(
+                    FieldError::not_supported(
+                        p.child("operator"),
+                        quote(operator),
+                        &["Equal", "Exists"],
+                    )
+                    .with_version_note(
+                        gates.refused_before("TaintTolerationComparisonOperators", 35),
+                    ),
+                );
+            }
             "Lt" | "Gt" if !gates.toleration_comparison_operators() => {
                 // Upstream lists the comparison operators here, and only here.
                 errs.push(FieldError::not_supported(
