@@ -1,11 +1,11 @@
 //! `daemonsync apply`: converge once, showing progress, then exit with a summary.
 
-use super::source::{Loaded, SourceArgs, load};
+use super::source::{Loaded, SourceArgs, for_cluster, load, rendered_line};
 use super::{EXIT_OK, parse_now};
 use crate::apply::{self, ApplyOptions, ApplyReport, Outcome, Progress, ProgressUpdate};
 use crate::cluster::{ClusterSpec, RecordSource, RecordWriter};
 use crate::manifest::{LoadOptions, duration};
-use crate::model::Timestamp;
+use crate::model::{KubeVersion, Timestamp};
 use crate::plan::Policy;
 use crate::report;
 use crate::report::apply::{ApplyFormat, ApplyReportOptions, clock};
@@ -125,8 +125,10 @@ pub struct ApplyArgs {
 pub struct ApplyCommandOptions {
     /// Where the manifests come from.
     pub source: ManifestSource,
-    /// How they are read.
+    /// How they are read (for `--kube-version`, or v1.35 until the cluster says).
     pub load: LoadOptions,
+    /// `--kube-version`: read them for it instead of the cluster's version.
+    pub kube_version: Option<KubeVersion>,
     /// The cluster.
     pub cluster: ClusterSpec,
     /// The instant a snapshot is judged at.
@@ -180,6 +182,7 @@ impl ApplyArgs {
         Ok(ApplyCommandOptions {
             source: self.source.source(),
             load: self.source.load_options(),
+            kube_version: self.source.load.kube_version,
             cluster: self.cluster.clone(),
             now,
             apply,
@@ -192,8 +195,20 @@ impl ApplyArgs {
 /// manifests on disk. Any error (unreadable source, an invalid DaemonSet, none at all) stops
 /// `apply` before it observes or writes anything, so nothing is ever pruned on a bad source.
 pub fn load_desired(opts: &ApplyCommandOptions) -> Result<Loaded> {
-    let loaded = load(&opts.source, &opts.load)?;
-    if let Some(line) = &loaded.line {
+    load_desired_for(opts, None)
+}
+
+/// [`load_desired`] for a cluster that runs `reported` (rendering and validation are for
+/// `--kube-version`, else that version).
+pub fn load_desired_for(
+    opts: &ApplyCommandOptions,
+    reported: Option<KubeVersion>,
+) -> Result<Loaded> {
+    let mut load_opts = opts.load.clone();
+    let target = for_cluster(&mut load_opts, opts.kube_version, reported)?;
+    let loaded = load(&opts.source, &load_opts)?;
+    let rendered = rendered_line(loaded.rendered.as_deref(), &target);
+    for line in [&loaded.line, &rendered].into_iter().flatten() {
         eprintln!("{line}");
     }
     Ok(loaded)
@@ -206,9 +221,15 @@ pub async fn run(args: &ApplyArgs) -> Result<i32> {
 
 /// Applies as `opts` say and prints the report; returns the exit code.
 pub async fn execute(mut opts: ApplyCommandOptions) -> Result<i32> {
+    // The cluster's version decides how the manifests are rendered and validated; nothing
+    // else is read from the cluster before the manifests are known to be good.
+    let reported = match opts.kube_version {
+        Some(_) => None,
+        None => opts.cluster.version().await?,
+    };
     let Loaded {
         desired, record, ..
-    } = load_desired(&opts)?;
+    } = load_desired_for(&opts, reported)?;
     let dry_run = opts.apply.dry_run;
     let adopt = crate::cluster::kube::adoption_selectors(&desired);
     let mut cluster = opts.cluster.connect(opts.now, adopt).await?;

@@ -61,6 +61,7 @@ async fn publish_failure(env: &Env, opts: &PlanOptions, message: &str) {
         head,
         cluster: opts.report.cluster.clone(),
         comment_key: opts.report.comment_key.clone(),
+        rendered: None,
     };
     let body = failure(&ctx, message);
     let summary_text = body

@@ -1,12 +1,13 @@
 //! `daemonsync plan`: what reconciling the manifests would do, node by node.
 
 use super::source::{
-    Loaded, SourceArgs, add_warnings, field_warnings, load, print_notes, print_warnings,
+    Loaded, SourceArgs, add_warnings, field_warnings, for_cluster, load, print_notes,
+    print_warnings, rendered_line,
 };
 use super::{EXIT_CHANGES, EXIT_OK, parse_now};
-use crate::cluster::ClusterSpec;
+use crate::cluster::{ClusterSpec, TargetVersion};
 use crate::manifest::{FieldValidation, LoadOptions};
-use crate::model::Timestamp;
+use crate::model::{KubeVersion, Timestamp};
 use crate::plan::{self, Desired, Observed, Plan, Policy};
 use crate::report::markdown::DEFAULT_COMMENT_KEY;
 use crate::report::{self, Diffs, MarkdownContext};
@@ -54,6 +55,14 @@ Examples:
 
   # Every node with its state and reason
   daemonsync plan -m ./deploy -c snapshot:cluster.yaml -o wide
+
+  # A Kustomize overlay (kustomize build, or kubectl kustomize) or a Helm chart (helm
+  # template) is rendered, in a sandbox, for the cluster's Kubernetes version; in a pull
+  # request both sides are, and the diff is between the two renderings
+  daemonsync plan --repo . --base origin/main --head HEAD --path overlays/prod \
+    --cluster snapshot:cluster.yaml
+  daemonsync plan --repo . --path charts/node-agent --values values/prod.yaml \
+    --release node-agent -n kube-system --cluster snapshot:cluster.yaml
 
   # A field the DaemonSet schema lacks (a typo such as `itmes`, a key at the wrong
   # indentation) is refused with its path, as `kubectl apply` refuses it. Plan anyway, the
@@ -156,8 +165,10 @@ pub const PART_BREAK: &str = "<!-- daemonsync-plan-part-break -->";
 pub struct PlanOptions {
     /// Where the manifests come from.
     pub source: ManifestSource,
-    /// How manifests are loaded.
+    /// How manifests are loaded (for `--kube-version`, or v1.35 until the cluster says).
     pub load: LoadOptions,
+    /// `--kube-version`: the version to render and validate for instead of the cluster's.
+    pub kube_version: Option<KubeVersion>,
     /// Where the observed state comes from.
     pub cluster: ClusterSpec,
     /// The instant to plan for.
@@ -206,6 +217,7 @@ impl PlanArgs {
         Ok(PlanOptions {
             source: self.source.source(),
             load,
+            kube_version: self.source.load.kube_version,
             cluster: self.cluster.clone(),
             now,
             policy: Policy {
@@ -254,6 +266,9 @@ pub struct PlanRun {
     pub plan: Plan,
     /// The source line: repository, refs and commits (git sources).
     pub source_line: Option<String>,
+    /// What rendered the manifests (each side in pull-request mode) and for which Kubernetes
+    /// version, when they were rendered.
+    pub rendered: Option<String>,
     /// Text printed between the source line and a terminal plan (pull-request diffs).
     pub before: String,
     /// Base commit, for the Markdown identity line.
@@ -275,6 +290,7 @@ impl PlanRun {
             head: self.head.clone(),
             cluster: opts.cluster.clone(),
             comment_key: opts.comment_key.clone(),
+            rendered: self.rendered.clone(),
         }
     }
 
@@ -284,26 +300,37 @@ impl PlanRun {
     }
 }
 
-/// Reads the manifests and the cluster and plans, once (no `--watch`).
+/// Reads the cluster (its version decides how the manifests are rendered and validated),
+/// then the manifests, and plans, once (no `--watch`).
 pub async fn compute(opts: &PlanOptions) -> Result<PlanRun> {
+    let observed = opts.cluster.observe_if_any().await?;
+    let mut load_opts = opts.load.clone();
+    let target = for_cluster(
+        &mut load_opts,
+        opts.kube_version,
+        observed.as_ref().and_then(|o| o.version),
+    )?;
     if let (ManifestSource::Git(src), Some((base, head))) = (&opts.source, &opts.pull_request) {
         // The base side is only compared with: a DaemonSet there with a field its schema
         // lacks is read without it (as the API server stored it), not dropped as invalid,
         // so fixing the field reads as a change, not as an addition.
-        let mut base_load = opts.load.clone();
+        let mut base_load = load_opts.clone();
         if base_load.field_validation == FieldValidation::Strict {
             base_load.field_validation = FieldValidation::Warn;
         }
-        let rendered = src.load_refs_with(&[(base, &base_load), (head, &opts.load)])?;
+        let rendered = src.load_refs_with(&[(base, &base_load), (head, &load_opts)])?;
         let [base_r, head_r]: [Rendered; 2] = rendered
             .try_into()
             .map_err(|_| anyhow::anyhow!("internal error: expected two renders"))?;
-        let observed = opts.cluster.observe_if_any().await?;
-        return pull_request(src, (base, base_r), (head, head_r), observed.as_ref(), opts);
+        let sides = Sides {
+            base: (base, base_r),
+            head: (head, head_r),
+            target,
+        };
+        return pull_request(src, sides, observed.as_ref(), opts);
     }
-    let loaded = load(&opts.source, &opts.load)?;
-    let observed = opts.cluster.observe_if_any().await?;
-    Ok(plan_loaded(loaded, observed.as_ref(), opts))
+    let loaded = load(&opts.source, &load_opts)?;
+    Ok(plan_loaded(loaded, &target, observed.as_ref(), opts))
 }
 
 /// Prints, on stderr, the errors in DaemonSets that only the cluster reveals (a rollout
@@ -332,7 +359,12 @@ fn plan_desired(desired: &[Desired], observed: Option<&Observed>, opts: &PlanOpt
 }
 
 /// The run of a plain (not pull-request) source.
-fn plan_loaded(loaded: Loaded, observed: Option<&Observed>, opts: &PlanOptions) -> PlanRun {
+fn plan_loaded(
+    loaded: Loaded,
+    target: &TargetVersion,
+    observed: Option<&Observed>,
+    opts: &PlanOptions,
+) -> PlanRun {
     let mut plan = plan_desired(&loaded.desired, observed, opts);
     add_warnings(&mut plan, &loaded.warnings);
     let exit_code = if report_cluster_errors(&plan) {
@@ -345,6 +377,7 @@ fn plan_loaded(loaded: Loaded, observed: Option<&Observed>, opts: &PlanOptions) 
     PlanRun {
         plan,
         source_line: loaded.line,
+        rendered: rendered_line(loaded.rendered.as_deref(), target),
         before: String::new(),
         base: None,
         head: loaded.commit,
@@ -358,14 +391,17 @@ fn plan_loaded(loaded: Loaded, observed: Option<&Observed>, opts: &PlanOptions) 
 pub fn print(run: &PlanRun, opts: &ReportOptions) -> Result<()> {
     let mut prefix = String::new();
     if opts.format.is_text() {
-        if let Some(h) = &run.source_line {
-            prefix.push_str(h);
-            prefix.push_str("\n\n");
+        for line in [&run.source_line, &run.rendered].into_iter().flatten() {
+            prefix.push_str(line);
+            prefix.push('\n');
+        }
+        if run.source_line.is_some() || run.rendered.is_some() {
+            prefix.push('\n');
         }
         prefix.push_str(&run.before);
     } else if opts.format == Output::Json {
-        if let Some(h) = &run.source_line {
-            eprintln!("{h}");
+        for line in [&run.source_line, &run.rendered].into_iter().flatten() {
+            eprintln!("{line}");
         }
         eprint!("{}", run.before);
     }
@@ -395,15 +431,52 @@ pub fn print(run: &PlanRun, opts: &ReportOptions) -> Result<()> {
 /// The base and head versions of one DaemonSet (either may be absent).
 type BaseHead<'a> = (Option<&'a DaemonSet>, Option<&'a DaemonSet>);
 
+/// Both sides of a pull request, read, and the version they were read for.
+struct Sides<'a> {
+    base: (&'a str, Rendered),
+    head: (&'a str, Rendered),
+    target: TargetVersion,
+}
+
+impl Sides<'_> {
+    /// `rendered: base overlays/prod with kustomize v5.5.0 via kubectl; head …, for
+    /// Kubernetes v1.34 (the cluster's)`, when either side was rendered.
+    fn rendered_line(&self) -> Option<String> {
+        let (base, head) = (self.base.1.rendered_line(), self.head.1.rendered_line());
+        if base.is_none() && head.is_none() {
+            return None;
+        }
+        if base == head {
+            let both = head.unwrap_or_default();
+            return Some(format!(
+                "rendered: base and head {both}, for {}",
+                self.target
+            ));
+        }
+        let side = |r: Option<String>| r.unwrap_or_else(|| "the files as they are".into());
+        Some(format!(
+            "rendered: base {}; head {}; for {}",
+            side(base),
+            side(head),
+            self.target
+        ))
+    }
+}
+
 /// `--base` / `--head`: a normalised diff of every DaemonSet added, removed or changed, then
 /// the plan of the head side against the observed state.
 fn pull_request(
     src: &GitSource,
-    (base_ref, base): (&str, Rendered),
-    (head_ref, head): (&str, Rendered),
+    sides: Sides<'_>,
     observed: Option<&Observed>,
     opts: &PlanOptions,
 ) -> Result<PlanRun> {
+    let rendered = sides.rendered_line();
+    let Sides {
+        base: (base_ref, base),
+        head: (head_ref, head),
+        ..
+    } = sides;
     let header = format!(
         "source: {} base {base_ref} ({}) -> head {head_ref} ({})",
         src.display_url(),
@@ -492,6 +565,7 @@ fn pull_request(
     Ok(PlanRun {
         plan: head_plan,
         source_line: Some(header),
+        rendered,
         before,
         base: Some(base.short_revision().to_string()),
         head: Some(head.short_revision().to_string()),
@@ -506,9 +580,15 @@ async fn run_watch(opts: &PlanOptions) -> Result<i32> {
         anyhow::bail!("--watch needs --manifests: a git source is not watched");
     };
     let observed = opts.cluster.observe_if_any().await?;
+    let mut load_opts = opts.load.clone();
+    let target = for_cluster(
+        &mut load_opts,
+        opts.kube_version,
+        observed.as_ref().and_then(|o| o.version),
+    )?;
     let once = || {
-        let result = load(&opts.source, &opts.load).and_then(|l| {
-            let mut run = plan_loaded(l, observed.as_ref(), opts);
+        let result = load(&opts.source, &load_opts).and_then(|l| {
+            let mut run = plan_loaded(l, &target, observed.as_ref(), opts);
             // The source line is printed once per pass by the loader's caller, not here.
             run.source_line = None;
             print(&run, &opts.report)

@@ -1,9 +1,10 @@
 //! `daemonsync render`: the DaemonSets as daemonsync sees them (validated and defaulted), or
 //! the pod one of them would create on a given node.
 
-use super::source::{LoadArgs, load_desired_paths};
+use super::source::{LoadArgs, for_cluster, load_desired_paths};
 use crate::cluster::ClusterSpec;
 use crate::manifest::LoadOptions;
+use crate::model::KubeVersion;
 use crate::plan::eligibility;
 use crate::plan::render::{PodOwner, pod_for_node};
 use crate::plan::{DaemonSetSpec, Desired, Policy};
@@ -26,6 +27,11 @@ Examples:
   # What the API server would keep of DaemonSets with fields their schema lacks (each is
   # named on stderr and dropped; without --validate=warn they are refused)
   daemonsync render -m ./deploy --validate=warn
+
+  # The DaemonSets of a Kustomize overlay or a Helm chart, rendered (kustomize, or kubectl
+  # kustomize, or helm template) for Kubernetes 1.34
+  daemonsync render -m examples/kustomize/overlays/prod --kube-version 1.34
+  daemonsync render -m examples/helm/node-agent --values examples/helm/values-prod.yaml
 
 Exit status:
   0  rendered
@@ -57,8 +63,12 @@ pub struct RenderArgs {
 pub struct RenderOptions {
     /// Manifest files or directories.
     pub manifests: Vec<PathBuf>,
-    /// How they are read.
+    /// How they are read (for `--kube-version`, or v1.35 until the cluster says).
     pub load: LoadOptions,
+    /// `--kube-version`: read them for it instead of `cluster`'s version.
+    pub kube_version: Option<KubeVersion>,
+    /// How overlays and charts among them are rendered.
+    pub render: crate::source::RenderOptions,
     /// Render the pod for this node instead of the DaemonSets.
     pub node: Option<String>,
     /// Where `node` is checked: a snapshot (or any cluster).
@@ -78,6 +88,8 @@ impl RenderArgs {
         Ok(RenderOptions {
             manifests: self.manifests.clone(),
             load: self.load.load_options(),
+            kube_version: self.load.kube_version,
+            render: self.load.render_options(),
             node: self.node.clone(),
             cluster: self.cluster.clone(),
             daemonset: self.daemonset.clone(),
@@ -92,7 +104,13 @@ pub async fn run(args: &RenderArgs) -> Result<i32> {
 
 /// Renders as `opts` say to stdout; returns the exit code.
 pub async fn execute(opts: &RenderOptions) -> Result<i32> {
-    let mut desired = load_desired_paths(&opts.manifests, &opts.load)?;
+    let mut load = opts.load.clone();
+    let reported = match (&opts.cluster, opts.kube_version) {
+        (Some(cluster), None) => cluster.version().await?,
+        _ => None,
+    };
+    for_cluster(&mut load, opts.kube_version, reported)?;
+    let mut desired = load_desired_paths(&opts.manifests, &load, &opts.render)?;
     if let Some(want) = &opts.daemonset {
         desired.retain(|d| matches_name(d, want));
         if desired.is_empty() {

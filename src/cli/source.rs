@@ -1,12 +1,17 @@
 //! The flags that say where manifests come from, shared by `plan` and `apply`: files and
-//! directories, or a git repository at a ref; and how they are read ([`LoadArgs`]: namespace
-//! and `--validate`), shared by every command that reads manifests. They become a
-//! [`ManifestSource`] and [`LoadOptions`] once, here.
+//! directories, or a git repository at a ref; and how they are read ([`LoadArgs`]: namespace,
+//! `--validate`, the target Kubernetes version and how overlays and charts are rendered),
+//! shared by every command that reads manifests. They become a [`ManifestSource`] (with its
+//! [`RenderOptions`]) and [`LoadOptions`] once, here.
 
-use crate::manifest::{FieldValidation, LoadOptions, Manifests};
+use crate::cluster::TargetVersion;
+use crate::manifest::{FieldValidation, Gates, LoadOptions, Manifests};
+use crate::model::KubeVersion;
 use crate::plan::Desired;
 use crate::source::git::default_cache_dir;
-use crate::source::{GitAuth, GitSource, LocalSource, ManifestSource, Rendered, Source};
+use crate::source::{
+    GitAuth, GitSource, LocalSource, ManifestSource, RenderMode, RenderOptions, Rendered, Source,
+};
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -79,8 +84,33 @@ impl From<ValidateMode> for FieldValidation {
     }
 }
 
+/// `--render`: how a directory is turned into manifests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RenderArg {
+    /// Kustomize for a directory holding kustomization.yaml (.yml, Kustomization), Helm for
+    /// one holding Chart.yaml, the files as they are otherwise.
+    Auto,
+    /// The files as they are.
+    None,
+    /// `kustomize build` (or `kubectl kustomize`).
+    Kustomize,
+    /// `helm template`.
+    Helm,
+}
+
+impl From<RenderArg> for RenderMode {
+    fn from(arg: RenderArg) -> Self {
+        match arg {
+            RenderArg::Auto => RenderMode::Auto,
+            RenderArg::None => RenderMode::None,
+            RenderArg::Kustomize => RenderMode::Kustomize,
+            RenderArg::Helm => RenderMode::Helm,
+        }
+    }
+}
+
 /// How manifests are read, for every command that reads them (`plan`, `apply`, `render`,
-/// `status`).
+/// `status`, `sync`).
 #[derive(Debug, clap::Args)]
 pub struct LoadArgs {
     /// Namespace for manifests that name none (as kubectl does).
@@ -103,17 +133,79 @@ pub struct LoadArgs {
         default_missing_value = "strict"
     )]
     pub validate: ValidateMode,
+    /// The Kubernetes version to render (helm template --kube-version) and validate for,
+    /// 1.31 to 1.35. Default: the cluster's (a live cluster's /version, the version a
+    /// snapshot records or its newest kubelet's, a sim file's version:), else 1.35.
+    #[arg(long, value_name = "X.Y", value_parser = parse_kube_version)]
+    pub kube_version: Option<KubeVersion>,
+    /// How a directory is turned into manifests: `auto` renders a Kustomize overlay
+    /// (kustomization.yaml) or a Helm chart (Chart.yaml) and reads any other directory as it
+    /// is; `none` reads the files as they are.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = RenderArg::Auto)]
+    pub render: RenderArg,
+    /// A Helm values file (repeatable, applied in order): with --repo relative to the
+    /// repository root, with --manifests to the working directory; it must stay inside.
+    #[arg(long = "values", value_name = "FILE")]
+    pub values: Vec<String>,
+    /// The Helm release name (default: the chart's name).
+    #[arg(long, value_name = "NAME")]
+    pub release: Option<String>,
+    /// How long a renderer (kustomize, kubectl kustomize, helm) may run before it is killed
+    /// with every process it started (e.g. 30s, 2m).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_timeout)]
+    pub render_timeout: std::time::Duration,
+    /// Let kustomize fetch remote bases and resources (URLs, git::, github.com/...) and
+    /// helmCharts that are not vendored. Refused by default: a plan must not fetch from the
+    /// network on a pull request's say-so.
+    #[arg(long)]
+    pub allow_remote_bases: bool,
+    /// Pass a kustomization's helmCharts: through (kustomize --enable-helm; helm must be on
+    /// PATH and the charts vendored unless --allow-remote-bases).
+    #[arg(long)]
+    pub enable_helm: bool,
 }
 
 impl LoadArgs {
-    /// Loader options from the flags.
+    /// Loader options from the flags, for `--kube-version` or, without it, v1.35 until the
+    /// cluster's version is known ([`for_cluster`]).
     pub fn load_options(&self) -> LoadOptions {
         LoadOptions {
             default_namespace: self.namespace.clone(),
             field_validation: self.validate.into(),
+            gates: Gates::for_version(self.kube_version.unwrap_or_default()),
             ..LoadOptions::default()
         }
     }
+
+    /// How overlays and charts are rendered.
+    pub fn render_options(&self) -> RenderOptions {
+        RenderOptions {
+            mode: self.render.into(),
+            values: self.values.clone(),
+            release: self.release.clone(),
+            timeout: self.render_timeout,
+            allow_remote_bases: self.allow_remote_bases,
+            enable_helm: self.enable_helm,
+            ..RenderOptions::default()
+        }
+    }
+}
+
+/// `load` for the Kubernetes version `--kube-version` names, else the cluster's
+/// (`reported`), else v1.35; prints a note when the cluster's is newer than daemonsync
+/// knows. Returns the target, for the line that says what a plan was rendered for.
+pub fn for_cluster(
+    load: &mut LoadOptions,
+    explicit: Option<KubeVersion>,
+    reported: Option<KubeVersion>,
+) -> Result<TargetVersion> {
+    let (target, note) =
+        TargetVersion::resolve(explicit, reported).map_err(|e| anyhow::anyhow!(e))?;
+    if let Some(note) = note {
+        eprintln!("note: {note}");
+    }
+    load.gates.version = target.version;
+    Ok(target)
 }
 
 impl SourceArgs {
@@ -139,7 +231,7 @@ impl SourceArgs {
             auth,
             progress: true,
             timeout: self.git_timeout,
-            render: crate::source::RenderOptions::default(),
+            render: self.load.render_options(),
         })
     }
 
@@ -147,7 +239,9 @@ impl SourceArgs {
     pub fn source(&self) -> ManifestSource {
         match self.git() {
             Some(g) => ManifestSource::Git(g),
-            None => ManifestSource::Local(LocalSource::new(self.manifests.clone())),
+            None => ManifestSource::Local(
+                LocalSource::new(self.manifests.clone()).with_render(self.load.render_options()),
+            ),
         }
     }
 }
@@ -164,6 +258,8 @@ pub struct Loaded {
     pub commit: Option<String>,
     /// Where the DaemonSets were read from, as the in-cluster records keep it.
     pub record: crate::cluster::RecordSource,
+    /// `overlays/prod with kustomize v5.5.0 via kubectl`, when the source was rendered.
+    pub rendered: Option<String>,
 }
 
 /// Reads the desired DaemonSets from `source`; what the source noticed goes to stderr. Fails,
@@ -191,14 +287,28 @@ pub fn load(source: &ManifestSource, opts: &LoadOptions) -> Result<Loaded> {
         commit: matches!(source, ManifestSource::Git(_))
             .then(|| rendered.short_revision().to_string()),
         record,
+        rendered: rendered.rendered_line(),
     })
 }
 
-/// The desired DaemonSets in `paths` (files or directories), read as `opts` say; an error,
-/// planning nothing, if any is invalid or there is none.
-pub fn load_desired_paths(paths: &[PathBuf], opts: &LoadOptions) -> Result<Vec<Desired>> {
-    let source = ManifestSource::Local(LocalSource::new(paths.to_vec()));
+/// The desired DaemonSets in `paths` (files or directories; overlays and charts rendered as
+/// `render` says), read as `opts` say; an error, planning nothing, if any is invalid or there
+/// is none.
+pub fn load_desired_paths(
+    paths: &[PathBuf],
+    opts: &LoadOptions,
+    render: &RenderOptions,
+) -> Result<Vec<Desired>> {
+    let source =
+        ManifestSource::Local(LocalSource::new(paths.to_vec()).with_render(render.clone()));
     Ok(load(&source, opts)?.desired)
+}
+
+/// `rendered: overlays/prod with kustomize v5.5.0 via kubectl, for Kubernetes v1.34 (the
+/// cluster's)`: what rendered a source and for which version; `None` when nothing was
+/// rendered.
+pub fn rendered_line(rendered: Option<&str>, target: &TargetVersion) -> Option<String> {
+    rendered.map(|r| format!("rendered: {r}, for {target}"))
 }
 
 /// An unknown field of a DaemonSet, kept as a warning (`--validate=warn`).
@@ -263,7 +373,20 @@ pub fn print_notes(r: &Rendered) {
     }
 }
 
-/// A positive duration for `--git-timeout`.
+/// A positive duration for `--git-timeout` and `--render-timeout`.
 fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
     crate::manifest::duration::parse_positive(s, "30s, 2m")
+}
+
+/// `--kube-version`: `X.Y` (or `X.Y.Z`), one of the supported versions.
+fn parse_kube_version(s: &str) -> Result<KubeVersion, String> {
+    let v: KubeVersion = s.parse()?;
+    if !v.is_supported() {
+        return Err(format!(
+            "Kubernetes {s} is not supported: daemonsync renders and validates for {} to {}",
+            KubeVersion::OLDEST.minor_string(),
+            KubeVersion::NEWEST.minor_string()
+        ));
+    }
+    Ok(v)
 }

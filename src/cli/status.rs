@@ -9,10 +9,10 @@
 //! cluster's records say where each rollout stands.
 
 use super::plan::color_enabled;
-use super::source::{LoadArgs, load_desired_paths};
+use super::source::{LoadArgs, for_cluster, load_desired_paths};
 use crate::cluster::ClusterSpec;
 use crate::manifest::{self, LoadOptions};
-use crate::model::Timestamp;
+use crate::model::{KubeVersion, Timestamp};
 use crate::plan::{self, Desired, Policy};
 use crate::report;
 use anyhow::Result;
@@ -86,8 +86,12 @@ pub struct StatusOptions {
     pub cluster: ClusterSpec,
     /// Manifests of managed DaemonSets (may be empty).
     pub manifests: Vec<PathBuf>,
-    /// How they are read.
+    /// How they are read (for `--kube-version`, or v1.35 until the cluster says).
     pub load: LoadOptions,
+    /// `--kube-version`: read them for it instead of the cluster's version.
+    pub kube_version: Option<KubeVersion>,
+    /// How overlays and charts among them are rendered.
+    pub render: crate::source::RenderOptions,
     /// The instant availability is judged at.
     pub now: Timestamp,
     /// The format.
@@ -105,6 +109,8 @@ impl StatusArgs {
             cluster: self.cluster.clone(),
             manifests: self.manifests.clone(),
             load: self.load.load_options(),
+            kube_version: self.load.kube_version,
+            render: self.load.render_options(),
             now: match &self.now {
                 Some(s) => super::parse_now(s)?,
                 None => Timestamp::now(),
@@ -123,12 +129,15 @@ pub async fn run(args: &StatusArgs) -> Result<i32> {
 
 /// Prints the status `opts` ask for; returns the exit code.
 pub async fn execute(opts: &StatusOptions) -> Result<i32> {
+    let (observed, managed) = opts.cluster.observe_with_managed().await?;
     let mut desired = if opts.manifests.is_empty() {
         Vec::new()
     } else {
-        load_desired_paths(&opts.manifests, &opts.load)?
+        // Rendered and validated for the cluster's version.
+        let mut load = opts.load.clone();
+        for_cluster(&mut load, opts.kube_version, observed.version)?;
+        load_desired_paths(&opts.manifests, &load, &opts.render)?
     };
-    let (observed, managed) = opts.cluster.observe_with_managed().await?;
     let managed = as_desired(managed, "record");
     desired.extend(not_given(&desired, managed));
     desired.extend(not_given(

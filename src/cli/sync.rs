@@ -162,6 +162,7 @@ impl SyncArgs {
         Ok(SyncOptions {
             source,
             load: self.source.load_options(),
+            kube_version: self.source.load.kube_version,
             watch,
             allow_history_rewrites: self.allow_history_rewrites,
             context,

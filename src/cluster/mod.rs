@@ -13,10 +13,13 @@
 //! * [`kube`]: a live cluster through kube-rs (watch-driven caches, API writes, the
 //!   `ManagedDaemonSet` record).
 //! * [`synthetic`]: deterministic generated fleets of any size, shared by tests and benchmarks.
+//!
+//! [`version`] picks the one Kubernetes version a plan renders and validates for.
 
 pub mod kube;
 pub mod snapshot;
 pub mod spec;
+pub mod version;
 
 pub use daemonsync_core::cluster::*;
 #[cfg(test)]
@@ -26,6 +29,7 @@ pub use snapshot::{
     ItemId, MAX_SNAPSHOT_BYTES, Snapshot, SnapshotError, load_snapshot, observed_from_documents,
 };
 pub use spec::{AnyCluster, ClusterSpec};
+pub use version::TargetVersion;
 
 use crate::model::Timestamp;
 use crate::plan::Observed;

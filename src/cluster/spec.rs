@@ -114,7 +114,12 @@ impl ClusterSpec {
     pub async fn version(&self) -> Result<Option<KubeVersion>> {
         match self {
             ClusterSpec::Snapshot(path) => Ok(load_snapshot(path)?.version),
-            ClusterSpec::Sim(path) => Ok(Sim::load(path)?.observed().version),
+            // The sim file alone, not the fleet it describes.
+            ClusterSpec::Sim(path) => Ok(Some(
+                crate::cluster::sim::config::SimConfig::load(path)?
+                    .version
+                    .unwrap_or(crate::cluster::sim::config::DEFAULT_KUBE_VERSION),
+            )),
             ClusterSpec::Kube(context) => {
                 Ok(super::kube::server_version(context.as_deref()).await?)
             }

@@ -102,6 +102,10 @@ pub struct MarkdownContext {
     /// The key in the marker (`<!-- daemonsync-plan:KEY -->`), so that plans of different
     /// clusters keep separate comments in one pull request. See [`check_comment_key`].
     pub comment_key: String,
+    /// What rendered the manifests and for which Kubernetes version
+    /// (`rendered: base overlays/prod with kustomize v5.5.0 via kubectl; head …`), when
+    /// they were rendered.
+    pub rendered: Option<String>,
 }
 
 impl Default for MarkdownContext {
@@ -112,6 +116,7 @@ impl Default for MarkdownContext {
             head: None,
             cluster: String::new(),
             comment_key: DEFAULT_COMMENT_KEY.into(),
+            rendered: None,
         }
     }
 }
@@ -171,9 +176,11 @@ fn quiet_line(plan: &Plan, ctx: &MarkdownContext) -> String {
     let n = plan.daemonsets.len();
     let marker = ctx.marker();
     let dss = count(n, "DaemonSet");
+    let rendered = rendered(ctx).map_or_else(String::new, |r| format!(" {r}."));
     if !plan.manifest_only {
         return format!(
-            "{marker} **daemonsync plan: no changes.** {dss} on {} already {} the manifests.\n",
+            "{marker} **daemonsync plan: no changes.** {dss} on {} already {} the \
+             manifests.{rendered}\n",
             code(&ctx.cluster),
             agree(n, "matches", "match")
         );
@@ -181,12 +188,14 @@ fn quiet_line(plan: &Plan, ctx: &MarkdownContext) -> String {
     if ctx.base.is_some() {
         format!(
             "{marker} **daemonsync plan: no changes.** The manifests of {dss} are the same on \
-             base and head and show no risks (manifest only: no cluster state was read).\n"
+             base and head and show no risks (manifest only: no cluster state was \
+             read).{rendered}\n"
         )
     } else {
         format!(
             "{marker} **daemonsync plan:** {dss} valid; their manifests show no risks \
-             (manifest only: no cluster state was read, so nothing is said about nodes).\n"
+             (manifest only: no cluster state was read, so nothing is said about \
+             nodes).{rendered}\n"
         )
     }
 }
@@ -345,7 +354,20 @@ fn identity(ctx: &MarkdownContext) -> String {
         (None, None) => {}
     }
     parts.push(format!("cluster {}", code(&ctx.cluster)));
-    parts.join(" · ")
+    let mut line = parts.join(" · ");
+    if let Some(r) = rendered(ctx) {
+        line.push_str("\n\n");
+        line.push_str(&r);
+    }
+    line
+}
+
+/// `Rendered: base overlays/prod with kustomize v5.5.0 via kubectl; …`, when the manifests
+/// were rendered.
+fn rendered(ctx: &MarkdownContext) -> Option<String> {
+    let text = ctx.rendered.as_deref()?;
+    let text = text.strip_prefix("rendered: ").unwrap_or(text);
+    Some(format!("Rendered: {}", escape(text)))
 }
 
 /// The first 12 characters of a commit hash; other refs as they are.

@@ -13,7 +13,9 @@ use super::metrics::{Metrics, PodVerb, ReconcileResult};
 use super::source::{Change, Follower, InEffect};
 use crate::apply::{ApplyOptions, Executor, Key};
 use crate::cluster::kube::{KubeCluster, KubeOptions, adoption_selectors};
-use crate::cluster::{Cluster, ClusterError, ClusterState, Event, RecordSource, RecordStatus};
+use crate::cluster::{
+    Cluster, ClusterError, ClusterState, Event, RecordSource, RecordStatus, TargetVersion,
+};
 use crate::manifest::LoadOptions;
 use crate::model::Timestamp;
 use crate::source::ManifestSource;
@@ -43,6 +45,8 @@ pub struct SyncOptions {
     pub source: ManifestSource,
     /// How they are read.
     pub load: LoadOptions,
+    /// `--kube-version`: render and validate for it instead of the cluster's version.
+    pub kube_version: Option<crate::model::KubeVersion>,
     /// Directories to watch for changes (`--manifests`); empty for git.
     pub watch: Vec<PathBuf>,
     /// Follow a force-pushed branch instead of holding the last good commit.
@@ -117,7 +121,22 @@ pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Resu
         });
     }
 
-    let follower = Follower::new(opts.source, opts.load, opts.allow_history_rewrites);
+    // Every commit is rendered and validated for the cluster's version, read once here.
+    let mut load = opts.load;
+    let reported = match opts.kube_version {
+        Some(_) => None,
+        None => crate::cluster::kube::server_version(opts.context.as_deref())
+            .await
+            .context("cannot start: the cluster's version could not be read")?,
+    };
+    let (target, note) =
+        TargetVersion::resolve(opts.kube_version, reported).map_err(anyhow::Error::msg)?;
+    if let Some(note) = note {
+        tracing::warn!("{note}");
+    }
+    load.gates.version = target.version;
+    tracing::info!(kubernetes = %target, "rendering and validating for");
+    let follower = Follower::new(opts.source, load, opts.allow_history_rewrites);
     let (effect_tx, mut effect_rx) = watch::channel(Arc::new(InEffect::default()));
     let source_task = tokio::spawn(follow_source(
         follower,
@@ -342,6 +361,7 @@ async fn follow_source(
                     revision = %short_revision(revision),
                     daemonsets = now.desired.len(),
                     invalid = now.invalid.len(),
+                    rendered = now.rendered.as_deref().unwrap_or("no"),
                     trigger = why,
                     elapsed_ms,
                     "source updated"

@@ -627,11 +627,21 @@ fn lt_tolerations_are_valid_only_where_the_cluster_has_the_gate() {
         c.assert()
     };
     // `TaintTolerationComparisonOperators` is off by default in v1.35: the API server refuses.
-    run(&[]).code(1).stderr(predicate::str::contains(
-        "spec.template.spec.tolerations[0].operator: Unsupported value: \"Lt\"",
-    ));
+    run(&["--kube-version", "1.35"])
+        .code(1)
+        .stderr(predicate::str::contains(
+            "spec.template.spec.tolerations[0].operator: Unsupported value: \"Lt\"",
+        ));
     // A cluster with the gate on accepts the DaemonSet, and daemonsync plans it.
-    run(&["--taint-comparison-operators"]).code(2);
+    run(&["--taint-comparison-operators", "--kube-version", "1.35"]).code(2);
+    // The snapshot's cluster runs v1.33, which has no such operator, gate or not.
+    run(&["--taint-comparison-operators"])
+        .code(1)
+        .stderr(predicate::str::contains(
+            "Unsupported value: \"Lt\": supported values: \"Equal\", \"Exists\" \
+             (Kubernetes v1.33; accepted from v1.35, where TaintTolerationComparisonOperators is \
+             on)",
+        ));
 }
 
 /// A DaemonSet whose projected volume source has a misspelt `items` (`itmes`), beside a CRD
