@@ -66,6 +66,8 @@ fn inputs_and_outputs_are_the_documented_ones() {
         BTreeSet::from([
             "version",
             "path",
+            "render",
+            "values",
             "cluster-snapshot",
             "kubeconfig",
             "comment-key",
@@ -323,6 +325,8 @@ fn plan_step_runs_the_pull_request_against_the_snapshot() {
             "2222222222222222222222222222222222222222",
             "--path",
             "deploy",
+            "--render",
+            "auto",
             "--cluster",
             "snapshot:ci/cluster.yaml",
             "--comment-key",
@@ -471,6 +475,11 @@ fn bad_inputs_are_refused_before_anything_is_installed() {
         ),
         ("INPUT_PATH", "", "the path input is required"),
         ("PR_BASE_SHA", "", "on: pull_request"),
+        (
+            "INPUT_RENDER",
+            "jsonnet",
+            "render must be auto, none, kustomize or helm",
+        ),
     ] {
         let mut env = base.to_vec();
         env.retain(|(ek, _)| *ek != k);
@@ -478,4 +487,31 @@ fn bad_inputs_are_refused_before_anything_is_installed() {
         let r = run_step("Check the inputs", &env, dir.path());
         assert!(!r.ok && r.stdout.contains(says), "{k}={v}: {}", r.stdout);
     }
+}
+
+#[test]
+fn plan_step_passes_render_and_each_values_file() {
+    if !has_bash() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let env = env_with(&[
+        ("INPUT_PATH", "charts/agent"),
+        ("INPUT_RENDER", "helm"),
+        (
+            "INPUT_VALUES",
+            "charts/agent/values-prod.yaml\n\n  values/eu west.yaml  \n",
+        ),
+    ]);
+    let r = run_step("plan", &env, dir.path());
+    assert!(r.ok, "{}", r.stdout);
+    assert!(
+        r.log.contains(
+            "arg:--path\narg:charts/agent\narg:--render\narg:helm\narg:--values\n\
+             arg:charts/agent/values-prod.yaml\narg:--values\narg:values/eu west.yaml\n\
+             arg:--cluster\n"
+        ),
+        "one --values per non-empty line, trimmed, spaces kept inside: {}",
+        r.log
+    );
 }
