@@ -281,4 +281,68 @@ spec:
         assert!(matches!(f.refresh(), Change::Failed(_)));
         assert_eq!(f.in_effect().desired.len(), 1);
     }
+
+    #[test]
+    fn every_new_revision_is_rendered_again_and_a_failed_render_keeps_the_last_good_one() {
+        use crate::source::RenderOptions;
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let chart = dir.path().join("chart");
+        std::fs::create_dir_all(&chart).unwrap();
+        std::fs::write(
+            chart.join("Chart.yaml"),
+            "apiVersion: v2\nname: agent\nversion: 0.1.0\n",
+        )
+        .unwrap();
+        let values = |image: &str| {
+            std::fs::write(chart.join("values.yaml"), format!("image: {image}\n")).unwrap()
+        };
+        values("agent:1");
+        // A stand-in helm that renders the image of values.yaml, and fails on `broken`.
+        let tools = tempfile::tempdir().unwrap();
+        let helm = tools.path().join("helm");
+        let manifest = ds("agent", "$image");
+        std::fs::write(
+            &helm,
+            format!(
+                "#!/bin/sh\nif [ \"$1\" = version ]; then echo v3.16.2; exit 0; fi\n\
+                 image=$(sed -n 's/^image: //p' \"$3/values.yaml\")\n\
+                 if [ \"$image\" = broken ]; then echo 'Error: parse error' >&2; exit 1; fi\n\
+                 cat <<EOF\n{manifest}EOF\n"
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&helm, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let render = RenderOptions {
+            tools_path: Some(format!("{}:/usr/bin:/bin", tools.path().display()).into()),
+            working_dir: Some(dir.path().to_path_buf()),
+            ..RenderOptions::default()
+        };
+        let source = ManifestSource::Local(LocalSource::new([&chart]).with_render(render));
+        let mut f = Follower::new(source, LoadOptions::default(), false);
+        assert!(matches!(f.refresh(), Change::Updated { .. }));
+        assert_eq!(image(f.in_effect(), "agent"), "agent:1");
+        assert_eq!(
+            f.in_effect().rendered.as_deref(),
+            Some(format!("{} with helm v3.16.2", chart.display()).as_str())
+        );
+        values("broken");
+        let Change::Failed(why) = f.refresh() else {
+            panic!("a failed render is a failed source")
+        };
+        assert!(
+            why.contains("helm template agent") && why.contains("Error: parse error"),
+            "{why}"
+        );
+        assert_eq!(
+            image(f.in_effect(), "agent"),
+            "agent:1",
+            "the last good one stays"
+        );
+        assert_eq!(f.in_effect().source_errors().len(), 1);
+        values("agent:2");
+        assert!(matches!(f.refresh(), Change::Updated { .. }));
+        assert_eq!(image(f.in_effect(), "agent"), "agent:2");
+        assert!(f.in_effect().source_errors().is_empty());
+    }
 }

@@ -21,6 +21,7 @@ mod live_budget;
 mod plan;
 mod progressive;
 mod rbac;
+mod render;
 mod revision;
 mod rollout_cli;
 mod serve_cluster;
