@@ -547,6 +547,16 @@ impl Cluster for Gated<'_, '_> {
             .await
     }
 
+    async fn remove_node_taint(
+        &mut self,
+        node: &str,
+        key: &str,
+        effect: crate::model::TaintEffect,
+    ) -> Result<bool, ClusterError> {
+        self.gate.check()?;
+        self.inner.remove_node_taint(node, key, effect).await
+    }
+
     async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {
         self.inner.wait_for_change(deadline).await
     }

@@ -310,6 +310,21 @@ pub trait Cluster: Send {
         name: &str,
     ) -> impl Future<Output = Result<(), ClusterError>> + Send;
 
+    /// Removes one taint, by key and effect, from a node (a readiness taint whose daemons are
+    /// available), as upstream's `RemoveTaintOffNode` does: the node is read, then patched
+    /// without that taint on the condition that it is still at the resourceVersion read (a
+    /// JSON patch whose first operation tests it: a node's taints have no merge key, so only
+    /// the precondition keeps a taint another writer added meanwhile), and read again after a
+    /// conflict, at most [`TAINT_ATTEMPTS`] times. Every other taint stays as it is.
+    /// `Ok(false)` when the node no longer has the taint; [`ClusterError::NotFound`] when the
+    /// node is gone.
+    fn remove_node_taint(
+        &mut self,
+        node: &str,
+        key: &str,
+        effect: crate::model::TaintEffect,
+    ) -> impl Future<Output = Result<bool, ClusterError>> + Send;
+
     /// Waits until something changes (a watch event; the sim's next scheduled event) or until
     /// `deadline`. Returns `true` when something changed, `false` when the deadline passed.
     fn wait_for_change(
@@ -317,6 +332,10 @@ pub trait Cluster: Send {
         deadline: Timestamp,
     ) -> impl Future<Output = Result<bool, ClusterError>> + Send;
 }
+
+/// Attempts at removing a taint from a node whose resourceVersion keeps changing between the
+/// read and the patch (upstream's `UpdateTaintBackoff` takes five steps).
+pub const TAINT_ATTEMPTS: usize = 5;
 
 /// A change of a pod's metadata: who controls it, and labels and annotations set.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

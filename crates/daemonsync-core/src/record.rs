@@ -490,6 +490,24 @@ pub mod bodies {
         serde_json::Value::Array(ops)
     }
 
+    /// The JSON patch that removes the taint at `index` of a node's `spec.taints`, on the
+    /// condition that the node is still at `resource_version`: its first operation tests it.
+    pub fn taint_removal_patch(resource_version: &str, index: usize) -> serde_json::Value {
+        serde_json::json!([
+            {"op": "test", "path": "/metadata/resourceVersion", "value": resource_version},
+            {"op": "remove", "path": format!("/spec/taints/{index}")},
+        ])
+    }
+
+    /// Where the taint of `key` and `effect` is in a node object's `spec.taints`, if it has
+    /// it.
+    pub fn taint_index(node: &serde_json::Value, key: &str, effect: &str) -> Option<usize> {
+        node["spec"]["taints"]
+            .as_array()?
+            .iter()
+            .position(|t| t["key"] == key && t["effect"] == effect)
+    }
+
     /// The strategic merge patch of `pods/status` that sets one condition (conditions merge
     /// by type); a resourceVersion in it is a precondition (409 when the pod moved on).
     pub fn condition_patch(
