@@ -114,6 +114,11 @@ impl Record {
             aborted: self.aborted.clone(),
             paused: self.paused,
             halted: status.and_then(|s| s.halted.clone()),
+            gating: self
+                .daemonset
+                .as_ref()
+                .filter(|d| crate::manifest::policy::readiness_taint(d).is_some())
+                .cloned(),
         }
     }
 }

@@ -614,9 +614,15 @@ pub fn readiness_toleration(key: &str) -> k8s_openapi::api::core::v1::Toleration
 /// of its revision: the pods run with it, and in native mode the built-in controller places
 /// them with it.
 pub fn tolerate_readiness_taint(ds: &mut DaemonSet) {
-    let Some(key) = readiness_taint(ds).map(str::to_string) else {
-        return;
-    };
+    if let Some(key) = readiness_taint(ds).map(str::to_string) {
+        tolerate_taint(ds, &key);
+    }
+}
+
+/// Makes a DaemonSet's template tolerate the `NoSchedule` readiness taint `key` (see
+/// [`tolerate_readiness_taint`]); the stable revision's pods created on a node that joined
+/// with it take it too, even when that revision predates the annotation.
+pub fn tolerate_taint(ds: &mut DaemonSet, key: &str) {
     let Some(spec) = ds.spec.as_mut().and_then(|s| s.template.spec.as_mut()) else {
         return;
     };
@@ -631,7 +637,7 @@ pub fn tolerate_readiness_taint(ds: &mut DaemonSet) {
             && matches!(t.effect.as_deref(), None | Some("") | Some("NoSchedule"))
     });
     if !tolerated {
-        tolerations.push(readiness_toleration(&key));
+        tolerations.push(readiness_toleration(key));
     }
 }
 

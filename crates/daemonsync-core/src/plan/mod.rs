@@ -34,6 +34,9 @@ pub mod progressive;
 mod progressive_tests;
 #[cfg(test)]
 mod properties;
+pub mod readiness;
+#[cfg(test)]
+mod readiness_tests;
 pub mod render;
 pub mod revision;
 pub mod risks;
@@ -116,6 +119,7 @@ pub fn plan_builtin(
         now,
         false,
     )
+    .0
 }
 
 /// Plans the manifests alone, without a cluster (`--cluster none`): validation has happened
@@ -164,11 +168,14 @@ fn plan_in(
         .zip(comparisons)
         .zip(eligibility)
         .collect();
-    let mut daemonsets: Vec<DaemonSetPlan> = work
+    let mut planned: Vec<(DaemonSetPlan, Option<readiness::Gate>)> = work
         .into_par_iter()
         .map(|(((d, spec), live), elig)| ctx.plan_one(d, spec, live, elig, now, rolling_only))
         .collect();
-    daemonsets.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    planned.sort_by(|(a, _), (b, _)| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    let (mut daemonsets, gates): (Vec<_>, Vec<_>) = planned.into_iter().unzip();
+    // Readiness taints are shared between the DaemonSets naming one key.
+    readiness::settle(&ctx, policy, now, &mut daemonsets, gates);
     Plan {
         api_version: PLAN_API_VERSION,
         kind: "Plan",
@@ -183,7 +190,8 @@ impl Context<'_> {
     /// annotations ask for (`progressive`, `inplace`, `prepull`), who runs its pods
     /// (`ownership`), the next step and the waves that follow (`step`, `waves`), then every
     /// node's state (`classify`) and the risks (`risks`). The phases mark the slots as they
-    /// decide, and note their warnings in order.
+    /// decide, and note their warnings in order. Also returns what its readiness taint waits
+    /// for on each node, which [`readiness::settle`] joins with the other DaemonSets'.
     fn plan_one(
         &self,
         desired: &Desired,
@@ -192,7 +200,7 @@ impl Context<'_> {
         eligibility: Vec<Eligibility>,
         now: Timestamp,
         rolling_only: bool,
-    ) -> DaemonSetPlan {
+    ) -> (DaemonSetPlan, Option<readiness::Gate>) {
         let (d, mut slots) = self.prepare(desired, spec, &eligibility, now);
         let mut warnings = Vec::new();
         // What the annotations ask for: nodes held back, pods patched in place, images pulled
@@ -221,6 +229,7 @@ impl Context<'_> {
             pre_pull_step,
             pre_pull_cleanup,
         );
+        let gate = self.gate(&d, &slots, frozen.is_none());
         // Last, so that each node's reason can take its eligibility explanation without a copy.
         let nodes = self.nodes(&d, &slots, eligibility, &node_rollouts, &node_updates);
         let risks = self.risks(&d, &nodes, &step, &ownership);
@@ -231,7 +240,7 @@ impl Context<'_> {
             status,
             ..
         } = d;
-        DaemonSetPlan {
+        let plan = DaemonSetPlan {
             strategy: strategy_summary(&spec),
             node_selector: spec.node_selector,
             namespace: spec.namespace,
@@ -254,6 +263,8 @@ impl Context<'_> {
             in_place,
             pre_pull,
             ownership,
-        }
+            readiness: None,
+        };
+        (plan, gate)
     }
 }

@@ -75,6 +75,9 @@ pub struct RolloutRecord {
     pub paused: bool,
     /// The record's `Halted` condition.
     pub halted: Option<String>,
+    /// The record's DaemonSet, when it names a readiness taint: the plans of other
+    /// DaemonSets naming the same key wait for its pods too (`plan::readiness`).
+    pub gating: Option<DaemonSet>,
 }
 
 impl RolloutRecord {

@@ -158,6 +158,8 @@ impl Context<'_> {
             },
             pre_pull: if frozen { Vec::new() } else { pre_pull },
             pre_pull_cleanup: if frozen { Vec::new() } else { pre_pull_cleanup },
+            // Once every DaemonSet is planned (`readiness::settle`).
+            remove_taints: Vec::new(),
             delete: actions
                 .delete
                 .iter()

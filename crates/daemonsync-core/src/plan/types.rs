@@ -5,6 +5,7 @@
 use super::inplace;
 use super::ownership::{self, Handover, Ownership};
 use super::progressive::{self, Phase, Rollout, RolloutRecord};
+use super::readiness::{NodeTaint, ReadinessTaint};
 use super::{Budgets, DeleteReason, LiveDiff, NodeState, Reason, Risk, Status};
 use crate::model::{Node, Pod, Timestamp};
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -150,6 +151,10 @@ pub struct DaemonSetPlan {
     /// rollout (absent for a managed DaemonSet with nothing to hand over).
     #[serde(skip_serializing_if = "Ownership::is_plain")]
     pub ownership: Ownership,
+    /// The nodes that carry its readiness taint (`daemonsync.io/readiness-taint`) and what
+    /// each waits for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub readiness: Option<ReadinessTaint>,
 }
 
 /// Pulling a DaemonSet's new images onto nodes before their turn.
@@ -318,6 +323,10 @@ pub struct Step {
     /// Pre-pull pods deleted: done, or for another revision.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pre_pull_cleanup: Vec<PodRef>,
+    /// Readiness taints removed: every DaemonSet naming the key has an available pod on the
+    /// node.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub remove_taints: Vec<NodeTaint>,
 }
 
 /// A pod, by namespace, name and node.
@@ -341,6 +350,7 @@ impl Step {
             && self.open_gates.is_empty()
             && self.pre_pull.is_empty()
             && self.pre_pull_cleanup.is_empty()
+            && self.remove_taints.is_empty()
     }
 }
 
