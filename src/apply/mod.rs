@@ -18,6 +18,8 @@ mod handover_tests;
 mod health;
 mod options;
 #[cfg(test)]
+mod readiness_tests;
+#[cfg(test)]
 mod signals_tests;
 mod status;
 #[cfg(test)]

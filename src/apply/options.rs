@@ -149,7 +149,8 @@ pub struct Write {
     /// Cluster time of the step that made it.
     pub time: Timestamp,
     /// `create`, `delete`, `in-place` (images patched into a running pod), `pre-pull` (a pod
-    /// pulling a node's new images before its turn) or `pre-pull-cleanup` (its removal).
+    /// pulling a node's new images before its turn), `pre-pull-cleanup` (its removal) or
+    /// `untaint` (a readiness taint removed from the node).
     pub verb: &'static str,
     /// `namespace/name` of the DaemonSet.
     pub daemonset: String,
@@ -163,6 +164,9 @@ pub struct Write {
     /// for a DaemonSet without a rollout policy; `Prune` for the pods of a DaemonSet no
     /// longer in the source.
     pub phase: String,
+    /// The readiness taint removed (`untaint`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub taint: String,
 }
 
 impl ApplyReport {
@@ -272,7 +276,16 @@ impl Log<'_> {
                 node: node.to_string(),
                 revision,
                 phase: phase.to_string(),
+                taint: String::new(),
             });
+        }
+    }
+
+    /// A readiness taint `key` removed from `node`, as `daemonset`'s write.
+    pub(super) fn push_untaint(&mut self, daemonset: &str, node: &str, key: &str, phase: &str) {
+        self.push("untaint", daemonset, "", node, String::new(), phase);
+        if let Some(last) = self.entries.as_deref_mut().and_then(|e| e.last_mut()) {
+            last.taint = key.to_string();
         }
     }
 }
