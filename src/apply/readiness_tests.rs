@@ -5,9 +5,9 @@
 
 use super::tests::{desired, run};
 use super::*;
+use crate::cluster::Event;
 use crate::cluster::sim::Sim;
 use crate::cluster::sim::config::SimConfig;
-use crate::cluster::Event;
 use crate::model::Timestamp;
 use crate::plan::Observed;
 use jiff::SignedDuration;

@@ -271,7 +271,13 @@ mod tests {
     fn emitted_plans_conform_to_the_documented_schema() {
         use crate::report::testing as t;
         let manifest_only = t::manifest_only_plan();
-        for plan in [known_plan(), fleet_plan(), live_plan(), manifest_only] {
+        for plan in [
+            known_plan(),
+            fleet_plan(),
+            live_plan(),
+            manifest_only,
+            t::readiness_plan(),
+        ] {
             let errors = violations(&emitted(&plan));
             assert!(errors.is_empty(), "{}", errors.join("\n"));
         }

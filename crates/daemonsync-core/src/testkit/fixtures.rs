@@ -379,3 +379,42 @@ pub fn in_place_recreate_plan() -> Plan {
     o.pods[0] = pod("demo", "agent", "w1", &revision(&d), true);
     plan_one(&d, &o)
 }
+
+/// `demo/agent` naming the readiness taint `example.com/agent-not-ready`, on three workers and
+/// two nodes that joined with the taint: its pod on `new-1` is not ready yet, the one on
+/// `new-2` is available (the step removes the taint there).
+pub fn readiness_plan() -> Plan {
+    let mut d = daemonset(
+        "demo",
+        "agent",
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}),
+    );
+    let key = "example.com/agent-not-ready";
+    d.daemonset
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(crate::manifest::policy::READINESS_TAINT.into(), key.into());
+    crate::manifest::policy::tolerate_readiness_taint(&mut d.daemonset);
+    let hash = revision(&d);
+    let mut nodes: Vec<Node> = (1..=3).map(|i| worker(&format!("w{i}"))).collect();
+    for name in ["new-1", "new-2"] {
+        let mut n = worker(name);
+        n.taints.push(crate::model::Taint {
+            key: key.into(),
+            value: String::new(),
+            effect: crate::model::TaintEffect::NoSchedule,
+        });
+        nodes.push(n);
+    }
+    let pods = nodes
+        .iter()
+        .map(|n| pod("demo", "agent", &n.name, &hash, n.name != "new-1"))
+        .collect();
+    let observed = Observed {
+        nodes,
+        pods,
+        ..Observed::default()
+    };
+    plan_one(&d, &observed)
+}
