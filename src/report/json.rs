@@ -277,6 +277,7 @@ mod tests {
             live_plan(),
             manifest_only,
             t::readiness_plan(),
+            t::suspended_plan(),
         ] {
             let errors = violations(&emitted(&plan));
             assert!(errors.is_empty(), "{}", errors.join("\n"));
@@ -646,6 +647,7 @@ mod tests {
             },
             Paused::Partition { held: 1 },
             Paused::Record,
+            Paused::Frozen,
             Paused::Aborted,
         ];
         let mut reasons = BTreeSet::new();
@@ -655,6 +657,7 @@ mod tests {
                 | Paused::Until { .. }
                 | Paused::Partition { .. }
                 | Paused::Record
+                | Paused::Frozen
                 | Paused::Aborted => {}
             }
             let v = serde_json::to_value(p).unwrap();

@@ -449,6 +449,7 @@ pub(crate) fn rollout_now(r: &Rollout) -> String {
             count(*held, "node")
         ),
         (_, Some(Paused::Record)) => "paused by daemonsync pause".into(),
+        (_, Some(Paused::Frozen)) => "frozen by daemonsync freeze".into(),
         (_, Some(Paused::Aborted)) => "aborted".into(),
         (Phase::Canary, None) => "now in the canary".into(),
         (Phase::Wave(k, n), None) => format!("now in wave {k}/{n}"),

@@ -80,8 +80,11 @@ pub struct Record {
     pub name: String,
     /// The last status written.
     pub status: Option<RecordStatus>,
-    /// The record carries `daemonsync.io/paused: "true"`: no pod writes for it.
+    /// The record carries `daemonsync.io/paused: "true"`: no pod is replaced; nodes without
+    /// one still get the stable revision's.
     pub paused: bool,
+    /// The record carries `daemonsync.io/frozen: "true"`: nothing is written for it.
+    pub frozen: bool,
     /// `daemonsync promote`: the record's `daemonsync.io/promote` (revision, stage).
     pub promoted: Option<(String, u32)>,
     /// `daemonsync abort`: the record's `daemonsync.io/abort` (a revision).
@@ -113,6 +116,7 @@ impl Record {
             promoted: self.promoted.clone(),
             aborted: self.aborted.clone(),
             paused: self.paused,
+            frozen: self.frozen,
             halted: status.and_then(|s| s.halted.clone()),
             gating: self
                 .daemonset
@@ -150,6 +154,8 @@ pub struct RecordStatus {
     pub halted: Option<String>,
     /// Paused by the record's `daemonsync.io/paused` annotation (the `Paused` condition).
     pub paused: bool,
+    /// Frozen by the record's `daemonsync.io/frozen` annotation (the `Frozen` condition).
+    pub frozen: bool,
     /// Why the source's newest version of this DaemonSet could not be used (the
     /// `SourceError` condition); the last good version keeps running meanwhile.
     pub source_error: Option<String>,

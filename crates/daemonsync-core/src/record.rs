@@ -7,7 +7,7 @@
 
 use crate::cluster::RecordStatus;
 pub use crate::cluster::{RecordSource, RecordWriter, short_revision};
-use crate::model::{PAUSED_ANNOTATION, Timestamp};
+use crate::model::{FROZEN_ANNOTATION, PAUSED_ANNOTATION, Timestamp};
 use crate::plan::Status;
 use kube_core::CustomResourceExt;
 use kube_derive::CustomResource;
@@ -85,6 +85,10 @@ impl RecordStatus {
                 .conditions
                 .iter()
                 .any(|c| c.type_ == "Paused" && c.status == "True"),
+            frozen: status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Frozen" && c.status == "True"),
             source_error: status
                 .conditions
                 .iter()
@@ -296,12 +300,37 @@ impl ManagedDaemonSetStatus {
                 (
                     "PausedByAnnotation",
                     format!(
-                        "{PAUSED_ANNOTATION} is \"true\": no pods are written; remove the \
-                         annotation to resume"
+                        "{PAUSED_ANNOTATION} is \"true\": no pod is replaced, and nodes \
+                         without one get the stable revision's; remove the annotation to resume"
                     ),
                 )
             }),
             ("Resumed", "the rollout is not paused"),
+        );
+    }
+
+    /// Sets the `Frozen` condition while the record carries `daemonsync.io/frozen: "true"`;
+    /// clears it once the annotation is gone.
+    pub fn set_frozen(
+        &mut self,
+        frozen: bool,
+        previous: Option<&ManagedDaemonSetStatus>,
+        now: Timestamp,
+    ) {
+        self.set_flag(
+            previous,
+            now,
+            "Frozen",
+            frozen.then(|| {
+                (
+                    "FrozenByAnnotation",
+                    format!(
+                        "{FROZEN_ANNOTATION} is \"true\": nothing is written for this \
+                         DaemonSet; remove the annotation to unfreeze"
+                    ),
+                )
+            }),
+            ("Unfrozen", "daemonsync writes for this DaemonSet again"),
         );
     }
 
@@ -371,6 +400,7 @@ impl ManagedDaemonSetStatus {
         let mut written = Self::from_plan(&counters, Some(&status.revision), previous, now);
         written.set_halted(status.halted.as_deref(), previous, now);
         written.set_paused(status.paused, previous, now);
+        written.set_frozen(status.frozen, previous, now);
         written.set_source_error(status.source_error.as_deref(), previous, now);
         written.set_flag(
             previous,
@@ -403,7 +433,7 @@ impl ManagedDaemonSetStatus {
 }
 
 /// What a record tells the executor: its status and the commands its annotations carry
-/// (`daemonsync pause`, `promote`, `abort`).
+/// (`daemonsync pause`, `freeze`, `promote`, `abort`).
 pub fn record_of(r: &ManagedDaemonSet) -> crate::cluster::Record {
     let annotation = |key: &str| r.metadata.annotations.as_ref().and_then(|a| a.get(key));
     use crate::plan::progressive::{ABORT_ANNOTATION, PROMOTE_ANNOTATION};
@@ -415,6 +445,7 @@ pub fn record_of(r: &ManagedDaemonSet) -> crate::cluster::Record {
             .as_ref()
             .map(crate::cluster::RecordStatus::from_record),
         paused: annotation(PAUSED_ANNOTATION).is_some_and(|v| v == "true"),
+        frozen: annotation(FROZEN_ANNOTATION).is_some_and(|v| v == "true"),
         promoted: annotation(PROMOTE_ANNOTATION)
             .and_then(|v| crate::plan::RolloutRecord::parse_promote(v)),
         aborted: annotation(ABORT_ANNOTATION).cloned(),

@@ -163,6 +163,17 @@ impl Sim {
         );
     }
 
+    /// Sets or removes the `daemonsync.io/frozen: "true"` annotation of a record (creating the
+    /// record when it does not exist yet), as `daemonsync freeze` and `unfreeze` do.
+    pub fn set_frozen(&mut self, namespace: &str, name: &str, frozen: bool) {
+        self.annotate(
+            namespace,
+            name,
+            crate::model::FROZEN_ANNOTATION,
+            frozen.then(|| "true".to_string()),
+        );
+    }
+
     /// `daemonsync promote`: the pauses after stages up to `stage` of `revision` pass.
     pub fn promote(&mut self, namespace: &str, name: &str, revision: &str, stage: u32) {
         self.annotate(

@@ -46,6 +46,9 @@ mod scenarios;
 pub mod spec;
 mod status;
 mod step;
+pub mod suspend;
+#[cfg(test)]
+mod suspend_tests;
 pub mod tolerations;
 mod types;
 mod view;
@@ -153,6 +156,7 @@ fn plan_in(
     let mut ctx = Context::new(observed);
     ctx.manifest_only = manifest_only;
     ctx.auto_promote = policy.auto_promote;
+    ctx.ignore_pause = policy.ignore_pause;
     let (specs, comparisons): (Vec<_>, Vec<_>) = desired.iter().map(|d| ctx.spec(d)).unzip();
     // The two costliest indexes do not depend on each other.
     let (pods, eligibility) = rayon::join(
@@ -210,9 +214,24 @@ impl Context<'_> {
         let (pre_pull, pre_pull_step, pre_pull_cleanup) =
             self.pre_pull(&d, &mut slots, &node_rollouts);
         let ownership = self.ownership(&d, &mut warnings);
+        // The record's pause or freeze.
+        let (suspended, serve) = self.suspension(&d, &slots).unzip();
         // The next step, unless the DaemonSet is frozen, and the waves until it converges.
-        let frozen = step::frozen(&d, &errors, &ownership, &mut warnings);
-        let actions = self.actions(&d, &slots, frozen.is_some(), rolling_only, &mut warnings);
+        let frozen = step::frozen(
+            &d,
+            &errors,
+            &ownership,
+            suspended == Some(suspend::Suspension::Frozen),
+            &mut warnings,
+        );
+        let actions = self.actions(
+            &d,
+            &slots,
+            frozen.is_some(),
+            serve,
+            rolling_only,
+            &mut warnings,
+        );
         let (waves, converges) = self.waves(
             &d,
             &slots,
@@ -225,7 +244,7 @@ impl Context<'_> {
             &slots,
             actions,
             in_place.as_ref(),
-            frozen.is_some(),
+            frozen.is_some() || serve.is_some(),
             pre_pull_step,
             pre_pull_cleanup,
         );
@@ -264,6 +283,7 @@ impl Context<'_> {
             pre_pull,
             ownership,
             readiness: None,
+            suspended,
         };
         (plan, gate)
     }

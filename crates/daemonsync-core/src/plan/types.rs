@@ -6,6 +6,7 @@ use super::inplace;
 use super::ownership::{self, Handover, Ownership};
 use super::progressive::{self, Phase, Rollout, RolloutRecord};
 use super::readiness::{NodeTaint, ReadinessTaint};
+use super::suspend::Suspension;
 use super::{Budgets, DeleteReason, LiveDiff, NodeState, Reason, Risk, Status};
 use crate::model::{Node, Pod, Timestamp};
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -22,6 +23,10 @@ pub struct Policy {
     /// Pass every manual pause of a progressive rollout (`apply --auto-promote`, for demos
     /// and tests).
     pub auto_promote: bool,
+    /// Write through the record's `daemonsync.io/paused` (`apply --force`, which pauses the
+    /// record for a `sync` daemon and rolls its own template out). A freeze holds whatever
+    /// this says.
+    pub ignore_pause: bool,
 }
 
 /// Version of the plan's JSON form.
@@ -155,6 +160,10 @@ pub struct DaemonSetPlan {
     /// each waits for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub readiness: Option<ReadinessTaint>,
+    /// The record's hold: `daemonsync pause` (no pod replaced, nodes without one served) or
+    /// `daemonsync freeze` (nothing written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suspended: Option<Suspension>,
 }
 
 /// Pulling a DaemonSet's new images onto nodes before their turn.

@@ -418,3 +418,55 @@ pub fn readiness_plan() -> Plan {
     };
     plan_one(&d, &observed)
 }
+
+/// Two DaemonSets held by their records: `demo/agent` paused half-way from `agent:1` to
+/// `agent:2` (its record names `agent:1` stable) with a node `w4` that joined meanwhile (it gets
+/// the stable revision's pod), and `demo/logs` frozen with the same new node (it gets nothing).
+pub fn suspended_plan() -> Plan {
+    let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}});
+    let agent = daemonset("demo", "agent", strategy.clone());
+    let mut old_agent = agent.clone();
+    old_agent
+        .daemonset
+        .spec
+        .as_mut()
+        .unwrap()
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .containers[0]
+        .image = Some("agent:1".into());
+    let logs = daemonset("demo", "logs", strategy);
+    let (new_rev, old_rev, logs_rev) = (revision(&agent), revision(&old_agent), revision(&logs));
+    let nodes: Vec<Node> = (1..=4).map(|i| worker(&format!("w{i}"))).collect();
+    let mut pods = vec![pod("demo", "agent", "w1", &new_rev, true)];
+    for n in ["w2", "w3"] {
+        pods.push(pod("demo", "agent", n, &old_rev, true));
+    }
+    for n in ["w1", "w2", "w3"] {
+        pods.push(pod("demo", "logs", n, &logs_rev, true));
+    }
+    let rollouts = vec![
+        RolloutRecord {
+            namespace: "demo".into(),
+            name: "agent".into(),
+            stable: Some(old_agent.daemonset),
+            paused: true,
+            ..RolloutRecord::default()
+        },
+        RolloutRecord {
+            namespace: "demo".into(),
+            name: "logs".into(),
+            frozen: true,
+            ..RolloutRecord::default()
+        },
+    ];
+    let observed = Observed {
+        nodes,
+        pods,
+        rollouts,
+        ..Observed::default()
+    };
+    plan(&[agent, logs], &observed, &Policy::default(), now())
+}
