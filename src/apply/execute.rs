@@ -1,7 +1,7 @@
 //! The execution of one step: for every active DaemonSet, its handover or its pod writes,
 //! then the prune.
 
-use super::assess::{Assessment, active_steps};
+use super::assess::{Assessment, written_steps};
 use super::handover;
 use super::options::{ApplyOptions, Key, Log, keep_forbidden};
 use super::status::event_message;
@@ -99,7 +99,7 @@ pub(super) async fn execute<C: Cluster>(
     if write_handovers(&mut w, a).await.is_err() {
         return Ok(Executed::Interrupted);
     }
-    for ds in active_steps(a) {
+    for ds in written_steps(a) {
         if ds.step.is_empty()
             || a.handovers
                 .contains_key(&(ds.namespace.clone(), ds.name.clone()))

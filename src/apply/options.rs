@@ -68,8 +68,10 @@ pub enum Outcome {
     /// Some DaemonSets halted (new pods stayed unavailable past the progress deadline;
     /// nothing more of them was replaced); every other DaemonSet converged.
     Halted,
-    /// Some DaemonSets are paused by their record's `daemonsync.io/paused` annotation (or
-    /// their rollout was aborted); every other DaemonSet converged.
+    /// Some DaemonSets are paused by their record's `daemonsync.io/paused` annotation (no pod
+    /// replaced; the nodes without one got the stable revision's), or their rollout was
+    /// aborted, or they are frozen (`daemonsync.io/frozen`: nothing written); every other
+    /// DaemonSet converged.
     Paused,
     /// Some DaemonSets' rollouts wait at a manual pause for `daemonsync promote`; every
     /// other DaemonSet converged.
@@ -134,8 +136,11 @@ pub struct ApplyReport {
     pub refused: Vec<(String, String)>,
     /// `namespace/name` of the blocked DaemonSets, with why.
     pub blocked: Vec<(String, String)>,
-    /// `namespace/name` of the DaemonSets left alone because their record is paused.
+    /// `namespace/name` of the DaemonSets whose record is paused (or whose rollout was
+    /// aborted): no pod replaced.
     pub paused: Vec<String>,
+    /// `namespace/name` of the DaemonSets whose record is frozen: nothing written.
+    pub frozen: Vec<String>,
     /// `namespace/name` of the DaemonSets whose rollout waits at a manual pause.
     pub awaiting: Vec<String>,
     /// Every write, in order.

@@ -48,6 +48,8 @@ pub fn apply_to_json(r: &ApplyReport) -> String {
         #[serde(skip_serializing_if = "Vec::is_empty")]
         blocked: Vec<Named<'a>>,
         paused: &'a [String],
+        #[serde(skip_serializing_if = "<[String]>::is_empty")]
+        frozen: &'a [String],
         awaiting_promotion: &'a [String],
         writes: &'a [crate::apply::Write],
         plan: &'a Plan,
@@ -86,6 +88,7 @@ pub fn apply_to_json(r: &ApplyReport) -> String {
             .map(|(daemonset, why)| Named { daemonset, why })
             .collect(),
         paused: &r.paused,
+        frozen: &r.frozen,
         awaiting_promotion: &r.awaiting,
         writes: &r.writes,
         plan: &r.plan,
