@@ -25,7 +25,7 @@ use super::phrases::{
     Markup, StageProgress, agree, count, differs_from_git, field_value, halt_text, node_reason,
     ownership_text, partition_holds, pause_after, pre_pull_text, readiness_lines, rollout_now,
     rollout_phase, rollout_shape, stable_gets, stage_name, stage_progress, step_only_gates,
-    step_phase, strategy, update_text, warnings_beside_errors,
+    step_phase, strategy, suspension_label, suspension_text, update_text, warnings_beside_errors,
 };
 use crate::plan::{DaemonSetPlan, NodeState, NodeUpdate, Phase, Plan, RiskKind, Rollout};
 use std::collections::BTreeMap;
@@ -596,7 +596,9 @@ fn next_step(ds: &DaemonSetPlan) -> String {
         return "none (blocked: `builtin-controller`)".into();
     }
     if step.is_empty() {
-        return if ds.errors.is_empty() {
+        return if ds.suspended == Some(crate::plan::suspend::Suspension::Frozen) {
+            "none (frozen)".into()
+        } else if ds.errors.is_empty() {
             "none".into()
         } else {
             "none (errors)".into()
@@ -685,6 +687,14 @@ fn section(ds: &DaemonSetPlan, diff: Option<&str>, manifest_only: bool) -> Strin
     }
     if let Some(text) = ownership_text(&ds.ownership) {
         let _ = writeln!(out, "**Ownership:** {}\n", escape(&text));
+    }
+    if let Some(s) = &ds.suspended {
+        let _ = writeln!(
+            out,
+            "**{}:** {}\n",
+            suspension_label(s),
+            suspension_text(s, PROSE)
+        );
     }
     if let Some(pp) = &ds.pre_pull {
         let _ = writeln!(out, "**Pre-pull:** {}\n", pre_pull_text(pp));

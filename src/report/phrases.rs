@@ -147,6 +147,38 @@ pub(crate) fn pre_pull_text(pp: &crate::plan::PrePullPlan) -> String {
     text
 }
 
+/// The record's hold on a DaemonSet, without its label: `no pod is replaced; new nodes still
+/// get revision X`, or `nothing is written`.
+pub(crate) fn suspension_text(s: &crate::plan::suspend::Suspension, m: Markup) -> String {
+    use crate::plan::suspend::Suspension;
+    match s {
+        Suspension::Paused {
+            revision: Some(rev),
+        } => format!(
+            "new nodes still get revision {}; no pod is replaced ({} continues)",
+            (m.code)(rev),
+            (m.code)("daemonsync resume")
+        ),
+        Suspension::Paused { revision: None } => format!(
+            "no pod is replaced, and new nodes get none: no stable revision is known ({} \
+             continues)",
+            (m.code)("daemonsync resume")
+        ),
+        Suspension::Frozen => format!(
+            "nothing is written ({} continues)",
+            (m.code)("daemonsync unfreeze")
+        ),
+    }
+}
+
+/// `Paused` or `Frozen`: the label of a hold.
+pub(crate) fn suspension_label(s: &crate::plan::suspend::Suspension) -> &'static str {
+    match s {
+        crate::plan::suspend::Suspension::Paused { .. } => "Paused",
+        crate::plan::suspend::Suspension::Frozen => "Frozen",
+    }
+}
+
 /// `and`-joined names: `a`, `a and b`, `a, b and c`.
 fn and_list(names: &[String]) -> String {
     match names {

@@ -12,7 +12,7 @@ use super::phrases::{
     PLAIN, StageProgress, agree, count, differs_from_git, field_value, halt_text, node_reason,
     ownership_text, partition_holds, pause_after, pre_pull_text, readiness_lines, rollout_phase,
     stable_gets, stage_name, stage_progress, step_only_gates, step_phase, strategy_brief,
-    update_text, warnings_beside_errors,
+    suspension_label, suspension_text, update_text, warnings_beside_errors,
 };
 use crate::plan::progressive::Stage;
 use crate::plan::{DaemonSetPlan, NodeEntry, NodeState, Phase, Plan, Rollout};
@@ -239,6 +239,23 @@ fn details(
             paint.style("Ownership:", Style::new().bold())
         );
     }
+    // A freeze is the next-step line itself.
+    if let Some(s) = ds
+        .suspended
+        .as_ref()
+        .filter(|s| **s != crate::plan::suspend::Suspension::Frozen)
+    {
+        let label = format!("{}:", suspension_label(s));
+        let _ = writeln!(
+            out,
+            "  {} {}",
+            paint.style(
+                &label,
+                Style::new().bold().fg_color(Some(AnsiColor::Yellow.into()))
+            ),
+            suspension_text(s, PLAIN)
+        );
+    }
     if let Some(pp) = &ds.pre_pull {
         let _ = writeln!(
             out,
@@ -354,6 +371,9 @@ fn next_step(ds: &DaemonSetPlan) -> String {
         return "blocked: nothing is written until the manifest says how to share it with the \
                 built-in controller (RISK builtin-controller)"
             .into();
+    }
+    if ds.suspended == Some(crate::plan::suspend::Suspension::Frozen) {
+        return "frozen: nothing is written until `daemonsync unfreeze`".into();
     }
     if !ds.errors.is_empty() && step.is_empty() {
         return format!(
