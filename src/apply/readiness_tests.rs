@@ -1,7 +1,8 @@
 //! New nodes wait for their daemons, on the simulated cluster: a node that joins with a
 //! DaemonSet's readiness taint keeps it until the DaemonSet's pod on it is available, then
 //! loses that taint alone; DaemonSets naming the same key all gate it; a dry run removes
-//! nothing; in native mode the built-in controller places the pod with the toleration.
+//! nothing; in native mode the built-in controller places the pod with the toleration; a
+//! paused DaemonSet still serves the node and lifts the taint, a frozen one does neither.
 
 use super::tests::{desired, run};
 use super::*;
@@ -265,5 +266,48 @@ fn in_native_mode_the_builtin_controller_places_the_pod_and_daemonsync_lifts_the
     assert_eq!(
         taints(&observed, "new-1"),
         ["example.com/spot=true:PreferNoSchedule"]
+    );
+}
+
+#[test]
+fn a_paused_daemonset_still_serves_a_joining_node_and_lifts_its_taint_a_frozen_one_does_neither() {
+    let agent = desired(&gated("agent", "agent:1", ""));
+    let mut sim = sim("");
+    assert_eq!(
+        run(&mut sim, &agent, &ApplyOptions::default()).outcome,
+        Outcome::Converged
+    );
+    sim.set_frozen("ns", "agent", true);
+    join(&mut sim);
+    let r = run(&mut sim, &agent, &ApplyOptions::default());
+    assert_eq!(r.frozen, ["ns/agent"]);
+    assert!(r.writes.is_empty());
+    assert_eq!(
+        pod_on(&sim.observed(), "agent", "new-1", sim.now()),
+        (false, false)
+    );
+
+    sim.set_frozen("ns", "agent", false);
+    sim.set_paused("ns", "agent", true);
+    let r = run(&mut sim, &agent, &ApplyOptions::default());
+    assert_eq!(r.paused, ["ns/agent"]);
+    assert_eq!(
+        r.writes
+            .iter()
+            .map(|w| (w.verb, w.node.as_str()))
+            .collect::<Vec<_>>(),
+        [("create", "new-1")]
+    );
+    // Once its pod is available, the next pass lifts the taint, paused or not.
+    let later = sim.now() + SignedDuration::from_secs(30);
+    while sim.now() < later {
+        sim.advance(later);
+    }
+    let r = run(&mut sim, &agent, &ApplyOptions::default());
+    assert_eq!(untaints(&r).len(), 1, "{:?}", r.writes);
+    assert!(
+        !taints(&sim.observed(), "new-1")
+            .iter()
+            .any(|t| t.starts_with(KEY))
     );
 }
