@@ -29,9 +29,14 @@ pub struct Assessment<'d> {
     /// for them until their template changes (the halt then clears by itself, since only the
     /// current revision's pods are judged). The others go on.
     pub halted: BTreeSet<Key>,
-    /// DaemonSets whose record carries `daemonsync.io/paused: "true"`, or whose rollout of
-    /// this revision was aborted: no pod writes.
+    /// DaemonSets whose record carries `daemonsync.io/paused: "true"` (and this is no
+    /// `--force`), or whose rollout of this revision was aborted: no pod is replaced. A paused
+    /// one still gets pods on the nodes that have none, of the stable revision (the planner
+    /// made its step so); an aborted one gets nothing.
     pub paused: BTreeSet<Key>,
+    /// DaemonSets whose record carries `daemonsync.io/frozen: "true"`, or that a `sync`
+    /// daemon yields to a forced `apply`: nothing is written for them.
+    pub frozen: BTreeSet<Key>,
     /// DaemonSets whose rollout waits at a manual pause (they still get pods on nodes that
     /// need one).
     pub awaiting: BTreeSet<Key>,
@@ -62,7 +67,12 @@ pub fn assess<'d>(
             ((spec.namespace.clone(), spec.name.clone()), (d, spec))
         })
         .collect();
-    let mut plan = plan::plan(desired, &state.observed, &opts.policy, state.now);
+    // `--force` writes through the record's pause (it pauses it for a daemon itself).
+    let policy = plan::Policy {
+        ignore_pause: opts.policy.ignore_pause || opts.force,
+        ..opts.policy.clone()
+    };
+    let mut plan = plan::plan(desired, &state.observed, &policy, state.now);
     let health = Health::assess(
         &plan,
         &specs,
@@ -111,18 +121,24 @@ pub fn assess<'d>(
         })
         .collect();
     let standings = writer::standings(&plan, &state.records, opts);
-    let paused = plan
+    // A freeze holds whatever the flags say; a daemon writes nothing of what a forced apply
+    // took.
+    let frozen: BTreeSet<Key> = plan
         .daemonsets
         .iter()
         .filter(|ds| {
             let key = (ds.namespace.clone(), ds.name.clone());
-            // `--force` writes through a pause; a daemon leaves what a forced apply took.
-            let record = !opts.force
-                && state
-                    .records
-                    .iter()
-                    .any(|r| r.paused && r.namespace == ds.namespace && r.name == ds.name)
-                || standings.get(&key) == Some(&Standing::Yielded);
+            ds.suspended == Some(plan::suspend::Suspension::Frozen)
+                || standings.get(&key) == Some(&Standing::Yielded)
+        })
+        .map(|ds| (ds.namespace.clone(), ds.name.clone()))
+        .collect();
+    let paused = plan
+        .daemonsets
+        .iter()
+        .filter(|ds| {
+            // The planner read the record's pause (written through with `--force`).
+            let record = matches!(ds.suspended, Some(plan::suspend::Suspension::Paused { .. }));
             let aborted = ds
                 .rollout
                 .as_ref()
@@ -130,6 +146,7 @@ pub fn assess<'d>(
             record || aborted
         })
         .map(|ds| (ds.namespace.clone(), ds.name.clone()))
+        .filter(|key| !frozen.contains(key))
         .collect();
     let awaiting = plan
         .daemonsets
@@ -176,6 +193,7 @@ pub fn assess<'d>(
         orphans,
         halted,
         paused,
+        frozen,
         awaiting,
         mass_prune,
         blocked,
@@ -187,12 +205,27 @@ pub fn assess<'d>(
 }
 
 impl Assessment<'_> {
-    /// Whether the executor may write pods for this DaemonSet (neither halted nor paused).
+    /// Whether the executor may write pods for this DaemonSet (neither halted, paused,
+    /// frozen nor blocked).
     pub fn is_active(&self, namespace: &str, name: &str) -> bool {
         let key = (namespace.to_string(), name.to_string());
         !self.halted.contains(&key)
             && !self.paused.contains(&key)
+            && !self.frozen.contains(&key)
             && !self.blocked.contains_key(&key)
+    }
+
+    /// Whether the executor writes this DaemonSet's step: an active one's, or a paused one's,
+    /// which the planner made of the pods the nodes without one get (and the readiness taints
+    /// they then lose). An aborted rollout's step is not written.
+    pub fn writes_step(&self, ds: &plan::DaemonSetPlan) -> bool {
+        let key = (ds.namespace.clone(), ds.name.clone());
+        self.is_active(&ds.namespace, &ds.name)
+            || matches!(ds.suspended, Some(plan::suspend::Suspension::Paused { .. }))
+                && self.paused.contains(&key)
+                && !self.halted.contains(&key)
+                && !self.blocked.contains_key(&key)
+                && !self.leaves_record(&key)
     }
 
     /// The source the record of `key` is written with: this run's, or the daemon's when
@@ -270,12 +303,13 @@ impl Assessment<'_> {
             .collect()
     }
 
-    /// Whether the next step writes anything: a pod of an active DaemonSet, or a prune.
+    /// Whether the next step writes anything: a pod of an active (or paused) DaemonSet, or a
+    /// prune.
     pub fn has_work(&self, opts: &ApplyOptions) -> bool {
         self.plan
             .daemonsets
             .iter()
-            .any(|ds| !ds.step.is_empty() && self.is_active(&ds.namespace, &ds.name))
+            .any(|ds| !ds.step.is_empty() && self.writes_step(ds))
             || self.active_handovers().next().is_some()
             || !self.prune_pods(opts).is_empty()
     }
@@ -325,11 +359,24 @@ impl Assessment<'_> {
     pub fn paused_names(&self) -> Vec<String> {
         names(&self.paused)
     }
+
+    /// `namespace/name` of the frozen DaemonSets.
+    pub fn frozen_names(&self) -> Vec<String> {
+        names(&self.frozen)
+    }
 }
 
 /// `namespace/name` of each DaemonSet.
 fn names(keys: &BTreeSet<Key>) -> Vec<String> {
     keys.iter().map(|(ns, n)| format!("{ns}/{n}")).collect()
+}
+
+/// The plans of the DaemonSets whose step the executor writes (see
+/// [`Assessment::writes_step`]).
+pub(super) fn written_steps<'a>(
+    a: &'a Assessment<'_>,
+) -> impl Iterator<Item = &'a plan::DaemonSetPlan> {
+    a.plan.daemonsets.iter().filter(|ds| a.writes_step(ds))
 }
 
 /// The plans of the DaemonSets the executor may write for.

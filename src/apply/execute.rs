@@ -1,11 +1,12 @@
 //! The execution of one step: for every active DaemonSet, its handover or its pod writes,
 //! then the prune.
 
-use super::assess::{Assessment, active_steps};
+use super::assess::{Assessment, written_steps};
 use super::handover;
 use super::options::{ApplyOptions, Key, Log, keep_forbidden};
 use super::status::event_message;
 use crate::cluster::{Cluster, ClusterError, ClusterState, Event, EventType};
+use crate::manifest::policy::{readiness_taint, tolerate_taint};
 use crate::model::{IN_PLACE_READY_CONDITION, REVISION_HASH_LABEL};
 use crate::plan::{self, DaemonSetSpec, Desired};
 use std::collections::BTreeMap;
@@ -19,12 +20,14 @@ pub(super) struct Counts {
     pub(super) in_place: usize,
     /// Writes of handovers (take-over, claims, releases, native applies, relabels).
     pub(super) handover: usize,
+    /// Readiness taints removed from nodes.
+    pub(super) untainted: usize,
 }
 
 impl Counts {
     /// Every write so far.
     fn writes(&self) -> usize {
-        self.creates + self.deletes + self.in_place + self.handover
+        self.creates + self.deletes + self.in_place + self.handover + self.untainted
     }
 }
 
@@ -47,6 +50,9 @@ struct Writes<'s, 'l, C> {
     counts: &'s mut Counts,
     log: &'s mut Log<'l>,
     first_error: Option<ClusterError>,
+    /// Readiness taints (node, key) this step removed already: several DaemonSets naming one
+    /// key each plan its removal.
+    untainted: std::collections::BTreeSet<(String, String)>,
 }
 
 impl<C> Writes<'_, '_, C> {
@@ -88,11 +94,12 @@ pub(super) async fn execute<C: Cluster>(
         counts,
         log,
         first_error: None,
+        untainted: Default::default(),
     };
     if write_handovers(&mut w, a).await.is_err() {
         return Ok(Executed::Interrupted);
     }
-    for ds in active_steps(a) {
+    for ds in written_steps(a) {
         if ds.step.is_empty()
             || a.handovers
                 .contains_key(&(ds.namespace.clone(), ds.name.clone()))
@@ -226,6 +233,9 @@ async fn write_daemonset<C: Cluster>(
     let Ok((created, create_error)) = create_pods(w, &t, state, native, refusals).await else {
         return Ok(Executed::Interrupted);
     };
+    let Ok(untainted) = remove_taints(w, &t).await else {
+        return Ok(Executed::Interrupted);
+    };
     let events = [
         (
             EventType::Warning,
@@ -256,6 +266,12 @@ async fn write_daemonset<C: Cluster>(
             "FailedCreate",
             "error creating pods",
             create_error.into_iter().collect(),
+        ),
+        (
+            EventType::Normal,
+            "ReadinessTaintRemoved",
+            "removed the readiness taint from node(s)",
+            untainted,
         ),
     ];
     announce_writes(w.cluster, ds, events).await?;
@@ -438,9 +454,17 @@ async fn create_pods<C: Cluster>(
     let mut created = Vec::new();
     let mut create_error = None;
     let owner = plan::render::PodOwner::record(&spec.name);
-    // Nodes a rollout policy holds back get the stable revision's pod.
-    let stable = plan::stable_daemonset(&state.observed, &ds.namespace, &ds.name)
-        .map(|d| (d, DaemonSetSpec::compile(d)));
+    // Nodes a rollout policy holds back get the stable revision's pod. It tolerates the
+    // readiness taint its node may have joined with, even when that revision predates the
+    // annotation (its revision stays the stable one's).
+    let stable = plan::stable_daemonset(&state.observed, &ds.namespace, &ds.name).map(|d| {
+        let spec = DaemonSetSpec::compile(d);
+        let mut d = d.clone();
+        if let Some(key) = readiness_taint(&t.desired.daemonset) {
+            tolerate_taint(&mut d, key);
+        }
+        (d, spec)
+    });
     let creates: Vec<(
         &plan::Name,
         &k8s_openapi::api::apps::v1::DaemonSet,
@@ -453,7 +477,7 @@ async fn create_pods<C: Cluster>(
         .chain(
             stable
                 .iter()
-                .flat_map(|(d, s)| ds.step.create_stable.iter().map(move |n| (n, *d, s))),
+                .flat_map(|(d, s)| ds.step.create_stable.iter().map(move |n| (n, d, s))),
         )
         .filter(|_| !native)
         .collect();
@@ -510,12 +534,47 @@ async fn create_pods<C: Cluster>(
     Ok((created, create_error))
 }
 
+/// Removes the readiness taints the step lets go (each once, whichever DaemonSet naming its
+/// key planned it first). Returns the nodes they went from, as the event names them.
+async fn remove_taints<C: Cluster>(
+    w: &mut Writes<'_, '_, C>,
+    t: &Target<'_>,
+) -> Result<Vec<String>, Interrupted> {
+    let mut removed = Vec::new();
+    for r in &t.ds.step.remove_taints {
+        if w.first_error.as_ref().is_some_and(ClusterError::stops_step) {
+            break;
+        }
+        if !w.untainted.insert((r.node.to_string(), r.key.clone())) {
+            continue;
+        }
+        match w
+            .cluster
+            .remove_node_taint(&r.node, &r.key, plan::readiness::READINESS_EFFECT)
+            .await
+        {
+            Ok(true) => {
+                w.counts.untainted += 1;
+                w.log.push_untaint(&t.daemonset, &r.node, &r.key, &t.phase);
+                removed.push(format!("{} ({})", r.node, r.key));
+            }
+            // Gone already (another writer, or the node left).
+            Ok(false) | Err(ClusterError::NotFound { .. }) => {}
+            Err(e) => keep_forbidden(&mut w.first_error, e),
+        }
+        if w.interrupted() {
+            return Err(Interrupted);
+        }
+    }
+    Ok(removed)
+}
+
 /// Records a step's writes for one DaemonSet as events on it: one per kind of write that
 /// happened, `(type, reason, what, items)`.
 async fn announce_writes<C: Cluster>(
     cluster: &mut C,
     ds: &plan::DaemonSetPlan,
-    events: [(EventType, &str, &str, Vec<String>); 5],
+    events: [(EventType, &str, &str, Vec<String>); 6],
 ) -> Result<(), ClusterError> {
     for (type_, reason, what, items) in events {
         if items.is_empty() {

@@ -345,7 +345,7 @@ fn released_form(ds: &DaemonSet) -> DaemonSet {
 }
 
 /// Hands a managed DaemonSet to the built-in controller with no pod restarted: the record is
-/// paused (a running `sync` leaves it alone), its pods are released (orphaned), the `apps/v1`
+/// frozen (a running `sync` writes nothing for it), its pods are released (orphaned), the `apps/v1`
 /// DaemonSet is created from the record under `OnDelete`, the built-in controller adopts the
 /// pods and daemonsync relabels them with the hash of its ControllerRevision, then the
 /// DaemonSet takes its own update strategy and the record is deleted with orphan propagation.
@@ -394,17 +394,19 @@ pub async fn release<C: Cluster>(
         };
         let waiting = if record.deleting {
             Some("the record's deletion".to_string())
-        } else if record.paused {
+        } else if record.frozen {
             release_round(cluster, &state, &ds, live.as_ref(), &mut log, opts).await?
         } else {
-            let paused = [(
-                crate::model::PAUSED_ANNOTATION.to_string(),
+            // Frozen, not paused: a paused DaemonSet still gets pods on new nodes, which
+            // would race the built-in controller taking them over.
+            let frozen = [(
+                crate::model::FROZEN_ANNOTATION.to_string(),
                 Some("true".into()),
             )];
             cluster
-                .annotate_record(namespace, name, &paused.into())
+                .annotate_record(namespace, name, &frozen.into())
                 .await?;
-            log.push("pause", &key, "", "", String::new(), "Release");
+            log.push("freeze", &key, "", "", String::new(), "Release");
             None
         };
         if opts.stop_after_writes.is_some_and(|n| writes.len() >= n) {
@@ -424,7 +426,7 @@ pub async fn release<C: Cluster>(
     }
 }
 
-/// One round of a release (the record is paused): the handover's work, or once the built-in
+/// One round of a release (the record is frozen): the handover's work, or once the built-in
 /// controller runs every pod under its revision, the DaemonSet's own strategy and the
 /// record's deletion. `Some(what)`: nothing was written, waiting for that.
 async fn release_round<C: Cluster>(

@@ -18,8 +18,12 @@ mod handover_tests;
 mod health;
 mod options;
 #[cfg(test)]
+mod readiness_tests;
+#[cfg(test)]
 mod signals_tests;
 mod status;
+#[cfg(test)]
+mod suspend_tests;
 #[cfg(test)]
 mod tests;
 mod writer;
@@ -237,6 +241,7 @@ pub async fn apply<C: Cluster>(
             refused: a.refused_names(),
             blocked: a.blocked_names(),
             paused: a.paused_names(),
+            frozen: a.frozen_names(),
             awaiting: a.awaiting_names(),
             writes: Vec::new(),
             orphans: a.orphans,
@@ -315,7 +320,7 @@ pub async fn apply<C: Cluster>(
                 Outcome::Halted
             } else if !a.blocked.is_empty() {
                 Outcome::Blocked
-            } else if !a.paused.is_empty() {
+            } else if !a.paused.is_empty() || !a.frozen.is_empty() {
                 Outcome::Paused
             } else if !a.awaiting.is_empty() {
                 Outcome::AwaitingPromotion

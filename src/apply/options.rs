@@ -68,8 +68,10 @@ pub enum Outcome {
     /// Some DaemonSets halted (new pods stayed unavailable past the progress deadline;
     /// nothing more of them was replaced); every other DaemonSet converged.
     Halted,
-    /// Some DaemonSets are paused by their record's `daemonsync.io/paused` annotation (or
-    /// their rollout was aborted); every other DaemonSet converged.
+    /// Some DaemonSets are paused by their record's `daemonsync.io/paused` annotation (no pod
+    /// replaced; the nodes without one got the stable revision's), or their rollout was
+    /// aborted, or they are frozen (`daemonsync.io/frozen`: nothing written); every other
+    /// DaemonSet converged.
     Paused,
     /// Some DaemonSets' rollouts wait at a manual pause for `daemonsync promote`; every
     /// other DaemonSet converged.
@@ -134,8 +136,11 @@ pub struct ApplyReport {
     pub refused: Vec<(String, String)>,
     /// `namespace/name` of the blocked DaemonSets, with why.
     pub blocked: Vec<(String, String)>,
-    /// `namespace/name` of the DaemonSets left alone because their record is paused.
+    /// `namespace/name` of the DaemonSets whose record is paused (or whose rollout was
+    /// aborted): no pod replaced.
     pub paused: Vec<String>,
+    /// `namespace/name` of the DaemonSets whose record is frozen: nothing written.
+    pub frozen: Vec<String>,
     /// `namespace/name` of the DaemonSets whose rollout waits at a manual pause.
     pub awaiting: Vec<String>,
     /// Every write, in order.
@@ -149,7 +154,8 @@ pub struct Write {
     /// Cluster time of the step that made it.
     pub time: Timestamp,
     /// `create`, `delete`, `in-place` (images patched into a running pod), `pre-pull` (a pod
-    /// pulling a node's new images before its turn) or `pre-pull-cleanup` (its removal).
+    /// pulling a node's new images before its turn), `pre-pull-cleanup` (its removal) or
+    /// `untaint` (a readiness taint removed from the node).
     pub verb: &'static str,
     /// `namespace/name` of the DaemonSet.
     pub daemonset: String,
@@ -163,6 +169,9 @@ pub struct Write {
     /// for a DaemonSet without a rollout policy; `Prune` for the pods of a DaemonSet no
     /// longer in the source.
     pub phase: String,
+    /// The readiness taint removed (`untaint`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub taint: String,
 }
 
 impl ApplyReport {
@@ -272,7 +281,16 @@ impl Log<'_> {
                 node: node.to_string(),
                 revision,
                 phase: phase.to_string(),
+                taint: String::new(),
             });
+        }
+    }
+
+    /// A readiness taint `key` removed from `node`, as `daemonset`'s write.
+    pub(super) fn push_untaint(&mut self, daemonset: &str, node: &str, key: &str, phase: &str) {
+        self.push("untaint", daemonset, "", node, String::new(), phase);
+        if let Some(last) = self.entries.as_deref_mut().and_then(|e| e.last_mut()) {
+            last.taint = key.to_string();
         }
     }
 }

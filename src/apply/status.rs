@@ -54,6 +54,7 @@ pub(super) async fn write_statuses<C: Cluster>(
             revision: ds.revision.clone(),
             halted,
             paused: a.paused.contains(&key),
+            frozen: ds.suspended == Some(plan::suspend::Suspension::Frozen),
             source_error: opts.source_errors.get(&key).cloned(),
             rollout: ds.rollout.as_ref().map(|r| crate::cluster::RolloutStatus {
                 phase: r.phase.to_string(),

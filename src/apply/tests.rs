@@ -717,6 +717,14 @@ impl Cluster for Faulty {
     async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {
         self.sim.wait_for_change(deadline).await
     }
+    async fn remove_node_taint(
+        &mut self,
+        node: &str,
+        key: &str,
+        effect: crate::model::TaintEffect,
+    ) -> Result<bool, ClusterError> {
+        self.sim.remove_node_taint(node, key, effect).await
+    }
     async fn patch_pod_metadata(
         &mut self,
         namespace: &str,

@@ -138,6 +138,7 @@ mod tests {
             name: "agent".into(),
             status: None,
             paused,
+            frozen: false,
             promoted: None,
             aborted: None,
             daemonset: Some(daemonset(image)),

@@ -17,8 +17,10 @@ use std::io::{IsTerminal, Write};
 /// Exit code of `apply`: the rollout halted (and nothing else was left to finish), or did not
 /// converge.
 pub const EXIT_HALTED: i32 = 3;
-/// Exit code of `apply`: every DaemonSet that is not paused converged; the paused ones (their
-/// record carries `daemonsync.io/paused: "true"`) were left alone.
+/// Exit code of `apply`: every DaemonSet that is neither paused nor frozen converged; the
+/// paused ones (their record carries `daemonsync.io/paused: "true"`) replaced no pod and got
+/// only the pods of nodes that had none, the frozen ones (`daemonsync.io/frozen: "true"`) got
+/// nothing.
 pub const EXIT_PAUSED: i32 = 4;
 /// Exit code of `apply`: a rollout waits at a manual pause of its rollout policy
 /// (`daemonsync promote` continues it); every other DaemonSet converged.
@@ -54,8 +56,10 @@ Exit status:
   3  halted: new pods stayed unavailable past --progress-deadline and no other DaemonSet
      was left to finish, or the rollout could not finish (timeout, nothing left that would
      change)
-  4  paused: the DaemonSets whose record carries daemonsync.io/paused: \"true\" (or whose
-     rollout was aborted) were left alone; all others converged
+  4  paused or frozen: the DaemonSets whose record carries daemonsync.io/paused: \"true\"
+     replaced no pod and only got pods on the nodes that had none (of the stable revision),
+     those whose rollout was aborted got nothing, and those whose record carries
+     daemonsync.io/frozen: \"true\" got nothing at all; all others converged
   5  waiting at a manual pause of a rollout policy (docs/progressive.md): the canary or a
      wave is done and `daemonsync promote NAME -n NAMESPACE` continues; all others
      converged. --auto-promote passes manual pauses instead";

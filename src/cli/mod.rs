@@ -75,13 +75,20 @@ pub enum Command {
     /// wave): writes daemonsync.io/promote on the DaemonSet's ManagedDaemonSet record.
     #[command(after_help = rollout::PROMOTE_HELP)]
     Promote(RolloutArgs),
-    /// Stop every pod write for a DaemonSet until `daemonsync resume` (daemonsync.io/paused
-    /// on its record).
+    /// Stop replacing a DaemonSet's pods until `daemonsync resume` (daemonsync.io/paused on
+    /// its record); nodes without a pod still get the stable revision's.
     #[command(after_help = rollout::PAUSE_HELP)]
     Pause(RolloutArgs),
     /// Undo `daemonsync pause` and `daemonsync abort`: the rollout continues where it stands.
     #[command(after_help = rollout::RESUME_HELP)]
     Resume(RolloutArgs),
+    /// Stop every write for a DaemonSet, for an incident, until `daemonsync unfreeze`
+    /// (daemonsync.io/frozen on its record).
+    #[command(after_help = rollout::FREEZE_HELP)]
+    Freeze(RolloutArgs),
+    /// Undo `daemonsync freeze`: daemonsync writes for the DaemonSet again.
+    #[command(after_help = rollout::UNFREEZE_HELP)]
+    Unfreeze(RolloutArgs),
     /// Hold every node of a DaemonSet where it is (daemonsync.io/abort on its record) and
     /// show which nodes run which revision.
     #[command(after_help = rollout::ABORT_HELP)]
@@ -162,6 +169,8 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Promote(args) => rollout::run(rollout::Verb::Promote, &args).await,
         Command::Pause(args) => rollout::run(rollout::Verb::Pause, &args).await,
         Command::Resume(args) => rollout::run(rollout::Verb::Resume, &args).await,
+        Command::Freeze(args) => rollout::run(rollout::Verb::Freeze, &args).await,
+        Command::Unfreeze(args) => rollout::run(rollout::Verb::Unfreeze, &args).await,
         Command::Abort(args) => rollout::run(rollout::Verb::Abort, &args).await,
         Command::Release(args) => release::run(&args).await,
     };

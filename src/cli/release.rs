@@ -19,7 +19,7 @@ Examples:
 
 What it does, each step conditional on what it saw (a release killed at any point is finished
 by running it again):
-  1. pauses the ManagedDaemonSet record: a running `daemonsync sync` leaves it alone;
+  1. freezes the ManagedDaemonSet record: a running `daemonsync sync` writes nothing for it;
   2. releases the record's pods (they keep running) and creates the apps/v1 DaemonSet from
      the record under updateStrategy OnDelete, so the built-in controller adopts the pods
      and replaces none;
@@ -177,7 +177,10 @@ fn summary(key: &str, namespace: &str, name: &str, released: &Released) -> Vec<S
 
 fn line(w: &Write) -> String {
     match w.verb {
-        "pause" => format!("paused {}: a running sync leaves it alone", w.daemonset),
+        "freeze" => format!(
+            "froze {}: a running sync writes nothing for it",
+            w.daemonset
+        ),
         "release" => format!("released pod {} (it keeps running)", w.pod),
         "apply" if w.phase == "Release" => {
             format!("set the update strategy of DaemonSet {}", w.daemonset)

@@ -1,11 +1,14 @@
-//! `daemonsync promote|pause|resume|abort NAME`: steer a rollout through the annotations of
-//! its `ManagedDaemonSet` record (docs/progressive.md). The executor (`apply`, `sync`) reads
-//! them on its next observation:
+//! `daemonsync promote|pause|resume|freeze|unfreeze|abort NAME`: steer a rollout through the
+//! annotations of its `ManagedDaemonSet` record (docs/progressive.md). The executor (`apply`,
+//! `sync`) reads them on its next observation:
 //!
 //! * `promote`: `daemonsync.io/promote: "REVISION:STAGE"`, the pauses after stages up to the
 //!   current one of the revision rolling out pass;
-//! * `pause`: `daemonsync.io/paused: "true"`, no pod is written for it;
+//! * `pause`: `daemonsync.io/paused: "true"`, no pod is replaced; a node that has none (it
+//!   joined, its pod was deleted) still gets the stable revision's;
 //! * `resume`: removes `daemonsync.io/paused` and `daemonsync.io/abort`;
+//! * `freeze`: `daemonsync.io/frozen: "true"`, nothing is written for it, for an incident;
+//! * `unfreeze`: removes `daemonsync.io/frozen`;
 //! * `abort`: `daemonsync.io/abort: "REVISION"`, every node holds where it is until a new
 //!   revision (or `resume`).
 //!
@@ -15,7 +18,7 @@
 use crate::cluster::kube::{KubeCluster, KubeOptions, ManagedDaemonSet, describe};
 use crate::cluster::{Cluster, ClusterSpec, RolloutStatus};
 use crate::manifest::names::{self, Dots};
-use crate::model::PAUSED_ANNOTATION;
+use crate::model::{FROZEN_ANNOTATION, PAUSED_ANNOTATION};
 use crate::plan::RECORD_KIND;
 use crate::plan::progressive::{ABORT_ANNOTATION, PROMOTE_ANNOTATION};
 use anyhow::{Result, anyhow, bail};
@@ -47,19 +50,60 @@ Exit status:
 
 pub(crate) const PAUSE_HELP: &str = "\
 Examples:
-  # Stop every pod write for demo/agent, whatever its rollout policy
+  # Stop replacing demo/agent's pods, whatever its rollout policy
   daemonsync pause agent -n demo
 
   # Then, once the trouble is understood
   daemonsync resume agent -n demo
 
 Writes daemonsync.io/paused: \"true\" on the ManagedDaemonSet record: `daemonsync sync` and
-`daemonsync apply` create and delete no pod of it until `daemonsync resume` (apply exits 4).
-Pods already running keep running. The same as
+`daemonsync apply` delete no pod of it and put the new revision on no node that runs another,
+until `daemonsync resume` (apply exits 4). A node that has no pod (it joined the cluster, or its
+pod was deleted) still gets one, of the stable revision (the one the rollout started from; the
+current one when no rollout is under way), so no node is left without its daemon. Pods
+already running keep running. `daemonsync freeze` stops every write instead. The same as
 `kubectl annotate mds agent -n demo daemonsync.io/paused=true`.
+
+In native mode (daemonsync.io/mode: native) daemonsync deletes no pod; the built-in controller
+still creates the pod of a new node itself, from the apps/v1 DaemonSet's template.
 
 Exit status:
   0  paused
+  1  error (no such record, not a live cluster)";
+
+pub(crate) const FREEZE_HELP: &str = "\
+Examples:
+  # An incident: nothing more is to be written for demo/agent, not even on new nodes
+  daemonsync freeze agent -n demo
+
+  # Then, once it is over
+  daemonsync unfreeze agent -n demo
+
+Writes daemonsync.io/frozen: \"true\" on the ManagedDaemonSet record: `daemonsync sync` and
+`daemonsync apply` write nothing for the DaemonSet (no pod created or deleted, no readiness
+taint removed, no apps/v1 DaemonSet applied), even with `apply --force`, until
+`daemonsync unfreeze` (apply exits 4). Pods already running keep running; only its record's
+status is still written (a Frozen condition). `daemonsync pause` keeps new nodes served
+instead. The same as `kubectl annotate mds agent -n demo daemonsync.io/frozen=true`.
+
+In native mode (daemonsync.io/mode: native) the built-in controller still creates the pod of a
+new node itself, from the apps/v1 DaemonSet's template: freeze stops daemonsync, not it.
+
+Exit status:
+  0  frozen
+  1  error (no such record, not a live cluster)";
+
+pub(crate) const UNFREEZE_HELP: &str = "\
+Examples:
+  # Undo `daemonsync freeze agent -n demo`
+  daemonsync unfreeze agent -n demo
+
+Removes daemonsync.io/frozen from the ManagedDaemonSet record: the rollout continues from where
+it stands (a pause or an abort still holds until `daemonsync resume`). The same as
+`kubectl annotate mds agent -n demo daemonsync.io/frozen-`.
+
+Exit status:
+  0  unfrozen
   1  error (no such record, not a live cluster)";
 
 pub(crate) const RESUME_HELP: &str = "\
@@ -99,6 +143,10 @@ pub enum Verb {
     Resume,
     /// `daemonsync abort`.
     Abort,
+    /// `daemonsync freeze`.
+    Freeze,
+    /// `daemonsync unfreeze`.
+    Unfreeze,
 }
 
 impl Verb {
@@ -108,6 +156,8 @@ impl Verb {
             Verb::Pause => "pause",
             Verb::Resume => "resume",
             Verb::Abort => "abort",
+            Verb::Freeze => "freeze",
+            Verb::Unfreeze => "unfreeze",
         }
     }
 }
@@ -299,6 +349,9 @@ async fn steer(
                     .get(PAUSED_ANNOTATION)
                     .is_some_and(|v| v == "true"),
                 aborted: annotations.get(ABORT_ANNOTATION) == Some(&rollout.progress.revision),
+                frozen: annotations
+                    .get(FROZEN_ANNOTATION)
+                    .is_some_and(|v| v == "true"),
             };
             promote(&key, rollout, held, &resume_hint)?
         }
@@ -306,11 +359,32 @@ async fn steer(
             let already = annotations
                 .get(PAUSED_ANNOTATION)
                 .is_some_and(|v| v == "true");
-            let mut line = format!("paused {key}: no pods are written until `{resume_hint}`");
+            let mut line = format!(
+                "paused {key}: no pod is replaced until `{resume_hint}`; nodes without one still \
+                 get the stable revision's"
+            );
             if already {
                 line.push_str(" (it was paused already)");
             }
             (serde_json::json!({ PAUSED_ANNOTATION: "true" }), vec![line])
+        }
+        Verb::Freeze => {
+            let already = annotations
+                .get(FROZEN_ANNOTATION)
+                .is_some_and(|v| v == "true");
+            let unfreeze = command("unfreeze", name, &namespace, &opts.cluster);
+            let mut line = format!("froze {key}: nothing is written for it until `{unfreeze}`");
+            if already {
+                line.push_str(" (it was frozen already)");
+            }
+            (serde_json::json!({ FROZEN_ANNOTATION: "true" }), vec![line])
+        }
+        Verb::Unfreeze => {
+            let mut line = format!("unfroze {key}");
+            if !annotations.contains_key(FROZEN_ANNOTATION) {
+                line.push_str(" (it was not frozen)");
+            }
+            (serde_json::json!({ FROZEN_ANNOTATION: null }), vec![line])
         }
         Verb::Resume => {
             let was = [PAUSED_ANNOTATION, ABORT_ANNOTATION]
@@ -380,11 +454,16 @@ fn patch_of(annotations: serde_json::Value) -> Option<serde_json::Value> {
 
 /// `daemonsync resume NAME -n NAMESPACE`, with the context when one was named.
 fn resume_command(name: &str, namespace: &str, cluster: &ClusterSpec) -> String {
+    command("resume", name, namespace, cluster)
+}
+
+/// `daemonsync VERB NAME -n NAMESPACE`, with the context when one was named.
+fn command(verb: &str, name: &str, namespace: &str, cluster: &ClusterSpec) -> String {
     match cluster {
         ClusterSpec::Kube(Some(_)) => {
-            format!("daemonsync resume {name} -n {namespace} --cluster {cluster}")
+            format!("daemonsync {verb} {name} -n {namespace} --cluster {cluster}")
         }
-        _ => format!("daemonsync resume {name} -n {namespace}"),
+        _ => format!("daemonsync {verb} {name} -n {namespace}"),
     }
 }
 
@@ -395,6 +474,8 @@ struct Held {
     paused: bool,
     /// `daemonsync.io/abort` names the revision rolling out.
     aborted: bool,
+    /// `daemonsync.io/frozen: "true"`.
+    frozen: bool,
 }
 
 /// The promote annotation for where the rollout stands, and what to print.
@@ -437,7 +518,12 @@ fn promote(
     };
     // The status says what the rollout waited for when it was last written; the annotations
     // say whether it is held now (a `resume` since then leaves the status as it was).
-    let line = if held.paused || held.aborted {
+    let line = if held.frozen {
+        format!(
+            "promoted {key}, but it is frozen: `{}` lets it continue",
+            resume_hint.replacen("daemonsync resume", "daemonsync unfreeze", 1)
+        )
+    } else if held.paused || held.aborted {
         format!(
             "promoted {key}, but its rollout is {}: `{resume_hint}` lets it continue",
             if held.aborted { "aborted" } else { "paused" }
@@ -632,7 +718,7 @@ mod tests {
         // Paused since the status was written: the annotation, not the stale message, says so.
         let paused = Held {
             paused: true,
-            aborted: false,
+            ..Held::default()
         };
         let (patch, lines) = promote(
             "demo/agent",

@@ -166,14 +166,34 @@ fn status_table(plan: &plan::Plan, color: bool, wide: bool) -> String {
     let head = report::table::to_status_table(plan, &options(false));
     let mut out = head.clone();
     out.push_str(&rollout_rows(plan, color));
+    out.push_str(&hold_rows(plan, color));
     if wide {
         let full = report::table::to_status_table(plan, &options(true));
         match full.strip_prefix(&head) {
             Some(nodes) => out.push_str(nodes),
-            None => return full + &rollout_rows(plan, color),
+            None => return full + &rollout_rows(plan, color) + &hold_rows(plan, color),
         }
     }
     out
+}
+
+/// One row per DaemonSet its record pauses or freezes: `paused` (new nodes still get the
+/// stable revision) or `frozen` (nothing is written); empty when none is.
+fn hold_rows(plan: &plan::Plan, color: bool) -> String {
+    let rows: Vec<[String; 4]> = plan
+        .daemonsets
+        .iter()
+        .filter_map(|ds| {
+            let s = ds.suspended.as_ref()?;
+            Some([
+                format!("{}/{}", ds.namespace, ds.name),
+                report::phrases::suspension_label(s).to_lowercase(),
+                report::phrases::suspension_text(s, report::phrases::PLAIN),
+                String::new(),
+            ])
+        })
+        .collect();
+    rows_table(["HELD", "STATE", "WHAT IS WRITTEN", ""], rows, color)
 }
 
 /// One row per DaemonSet with a rollout policy: its phase, the stage it is at, and why it
@@ -207,10 +227,16 @@ fn rollout_rows(plan: &plan::Plan, color: bool) -> String {
             ])
         })
         .collect();
+    rows_table(["ROLLOUT", "PHASE", "STAGE", "WAITING FOR"], rows, color)
+}
+
+/// A table of four columns under `header` (nothing when there are no rows), after a blank
+/// line; the last column is not padded.
+fn rows_table(header: [&str; 4], rows: Vec<[String; 4]>, color: bool) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let header = ["ROLLOUT", "PHASE", "STAGE", "WAITING FOR"].map(String::from);
+    let header = header.map(String::from);
     let width = |c: usize| {
         rows.iter()
             .chain(std::iter::once(&header))

@@ -35,13 +35,15 @@ HTTP (one listener, --listen):
   GET  /healthz   200 while the process runs
   GET  /readyz    200 once the caches synced and the source was read; 503 and the reason before
   GET  /metrics   Prometheus metrics (daemonsync_daemonset_status_*, daemonsync_rollout_halted,
+                  daemonsync_rollout_paused, daemonsync_rollout_frozen,
                   daemonsync_reconcile_total, daemonsync_pod_writes_total, daemonsync_leader, ...)
   POST /webhook   GitHub push events, signed with the secret (X-Hub-Signature-256); 404 when
                   no secret is configured
 
 A DaemonSet that halts, is invalid in a new commit, or keeps getting API errors does not stop
 the others. A source that fails keeps the last good commit running and never prunes.
-`kubectl annotate manageddaemonset NAME daemonsync.io/paused=true` pauses one DaemonSet.
+`daemonsync pause NAME -n NAMESPACE` pauses one DaemonSet (no pod replaced, new nodes still
+served); `daemonsync freeze NAME -n NAMESPACE` stops every write for it.
 
 Exit status:
   0  stopped by SIGTERM or SIGINT (after releasing the lease)

@@ -150,8 +150,42 @@ impl Cluster for SnapshotCluster {
         Self::refuse(format!("annotate the record of {namespace}/{name}"))
     }
 
+    async fn remove_node_taint(
+        &mut self,
+        node: &str,
+        key: &str,
+        effect: crate::model::TaintEffect,
+    ) -> Result<bool, ClusterError> {
+        Self::refuse(format!(
+            "remove taint {key}:{} from node {node}",
+            effect.as_str()
+        ))
+    }
+
     async fn wait_for_change(&mut self, _deadline: Timestamp) -> Result<bool, ClusterError> {
         // A snapshot never changes.
         Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_refuses_to_remove_a_taint_and_says_what_instead() {
+        let mut snapshot = SnapshotCluster::new(Observed::default(), Timestamp::now());
+        let err = crate::block_on(snapshot.remove_node_taint(
+            "new-1",
+            "example.com/agent-not-ready",
+            crate::model::TaintEffect::NoSchedule,
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("remove taint example.com/agent-not-ready:NoSchedule from node new-1")
+                && err.contains("--dry-run"),
+            "{err}"
+        );
     }
 }

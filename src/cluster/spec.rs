@@ -290,6 +290,15 @@ impl Cluster for AnyCluster {
         forward!(self, c => c.annotate_record(namespace, name, annotations))
     }
 
+    async fn remove_node_taint(
+        &mut self,
+        node: &str,
+        key: &str,
+        effect: crate::model::TaintEffect,
+    ) -> Result<bool, ClusterError> {
+        forward!(self, c => c.remove_node_taint(node, key, effect))
+    }
+
     async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {
         forward!(self, c => c.wait_for_change(deadline))
     }

@@ -153,12 +153,24 @@ pub fn render(r: &ApplyReport, o: &ApplyReportOptions) -> (String, String) {
                 blocked.join("\n")
             )
         }
-        Outcome::Paused => format!(
-            "Converged in {time}, except {}: paused by daemonsync.io/paused on the record, left \
-             alone (`kubectl annotate manageddaemonset NAME daemonsync.io/paused-` resumes). \
-             {totals}.",
-            r.paused.join(", ")
-        ),
+        Outcome::Paused => {
+            let mut held = Vec::new();
+            if !r.paused.is_empty() {
+                held.push(format!(
+                    "{}: paused, no pod replaced, nodes without one got the stable revision's \
+                     (`daemonsync resume NAME -n NAMESPACE` continues)",
+                    r.paused.join(", ")
+                ));
+            }
+            if !r.frozen.is_empty() {
+                held.push(format!(
+                    "{}: frozen, nothing written (`daemonsync unfreeze NAME -n NAMESPACE` \
+                     continues)",
+                    r.frozen.join(", ")
+                ));
+            }
+            format!("Converged in {time}, except {}. {totals}.", held.join("; "))
+        }
         Outcome::AwaitingPromotion => {
             let waiting: Vec<String> = r
                 .plan

@@ -48,6 +48,8 @@ pub fn apply_to_json(r: &ApplyReport) -> String {
         #[serde(skip_serializing_if = "Vec::is_empty")]
         blocked: Vec<Named<'a>>,
         paused: &'a [String],
+        #[serde(skip_serializing_if = "<[String]>::is_empty")]
+        frozen: &'a [String],
         awaiting_promotion: &'a [String],
         writes: &'a [crate::apply::Write],
         plan: &'a Plan,
@@ -86,6 +88,7 @@ pub fn apply_to_json(r: &ApplyReport) -> String {
             .map(|(daemonset, why)| Named { daemonset, why })
             .collect(),
         paused: &r.paused,
+        frozen: &r.frozen,
         awaiting_promotion: &r.awaiting,
         writes: &r.writes,
         plan: &r.plan,
@@ -271,7 +274,14 @@ mod tests {
     fn emitted_plans_conform_to_the_documented_schema() {
         use crate::report::testing as t;
         let manifest_only = t::manifest_only_plan();
-        for plan in [known_plan(), fleet_plan(), live_plan(), manifest_only] {
+        for plan in [
+            known_plan(),
+            fleet_plan(),
+            live_plan(),
+            manifest_only,
+            t::readiness_plan(),
+            t::suspended_plan(),
+        ] {
             let errors = violations(&emitted(&plan));
             assert!(errors.is_empty(), "{}", errors.join("\n"));
         }
@@ -640,6 +650,7 @@ mod tests {
             },
             Paused::Partition { held: 1 },
             Paused::Record,
+            Paused::Frozen,
             Paused::Aborted,
         ];
         let mut reasons = BTreeSet::new();
@@ -649,6 +660,7 @@ mod tests {
                 | Paused::Until { .. }
                 | Paused::Partition { .. }
                 | Paused::Record
+                | Paused::Frozen
                 | Paused::Aborted => {}
             }
             let v = serde_json::to_value(p).unwrap();

@@ -23,9 +23,9 @@ use super::counts::{Counts, Diffs, Impact, diff_of, removed, rolls};
 use super::diff::{ManifestChange, change_of};
 use super::phrases::{
     Markup, StageProgress, agree, count, differs_from_git, field_value, halt_text, node_reason,
-    ownership_text, partition_holds, pause_after, pre_pull_text, rollout_now, rollout_phase,
-    rollout_shape, stable_gets, stage_name, stage_progress, step_only_gates, step_phase, strategy,
-    update_text, warnings_beside_errors,
+    ownership_text, partition_holds, pause_after, pre_pull_text, readiness_lines, rollout_now,
+    rollout_phase, rollout_shape, stable_gets, stage_name, stage_progress, step_only_gates,
+    step_phase, strategy, suspension_label, suspension_text, update_text, warnings_beside_errors,
 };
 use crate::plan::{DaemonSetPlan, NodeState, NodeUpdate, Phase, Plan, RiskKind, Rollout};
 use std::collections::BTreeMap;
@@ -618,7 +618,9 @@ fn next_step(ds: &DaemonSetPlan) -> String {
         return "none (blocked: `builtin-controller`)".into();
     }
     if step.is_empty() {
-        return if ds.errors.is_empty() {
+        return if ds.suspended == Some(crate::plan::suspend::Suspension::Frozen) {
+            "none (frozen)".into()
+        } else if ds.errors.is_empty() {
             "none".into()
         } else {
             "none (errors)".into()
@@ -648,6 +650,12 @@ fn next_step(ds: &DaemonSetPlan) -> String {
     }
     if !step.pre_pull_cleanup.is_empty() {
         actions.push(format!("remove {} pre-pull", step.pre_pull_cleanup.len()));
+    }
+    if !step.remove_taints.is_empty() {
+        actions.push(format!(
+            "remove readiness taint from {}",
+            step.remove_taints.len()
+        ));
     }
     let phase = match step_phase(step.phase) {
         Some(phase) => phase,
@@ -702,11 +710,26 @@ fn section(ds: &DaemonSetPlan, diff: Option<&str>, manifest_only: bool) -> Strin
     if let Some(text) = ownership_text(&ds.ownership) {
         let _ = writeln!(out, "**Ownership:** {}\n", escape(&text));
     }
+    if let Some(s) = &ds.suspended {
+        let _ = writeln!(
+            out,
+            "**{}:** {}\n",
+            suspension_label(s),
+            suspension_text(s, PROSE)
+        );
+    }
     if let Some(pp) = &ds.pre_pull {
         let _ = writeln!(out, "**Pre-pull:** {}\n", pre_pull_text(pp));
     }
     if let Some(r) = &ds.rollout {
         rollout_section(&mut out, ds, r);
+    }
+    if ds.readiness.as_ref().is_some_and(|r| !r.nodes.is_empty()) {
+        let _ = writeln!(out, "**Readiness taint:**\n");
+        for line in readiness_lines(ds, READINESS_NODES, PROSE) {
+            let _ = writeln!(out, "- {line}");
+        }
+        out.push('\n');
     }
     if let Some(diff) = &ds.live_diff {
         let _ = writeln!(
@@ -997,6 +1020,9 @@ fn node_table(out: &mut String, ds: &DaemonSetPlan) {
         let _ = writeln!(out, "Not listed: {}.\n", quiet.join(", "));
     }
 }
+
+/// Nodes carrying a readiness taint a section lists before `… and N more`.
+const READINESS_NODES: usize = 20;
 
 /// Markdown outside tables: names and values as inline code, free text escaped.
 const PROSE: Markup = Markup { code, text: escape };

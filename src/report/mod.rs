@@ -14,7 +14,7 @@ pub mod counts;
 pub mod diff;
 pub mod json;
 pub mod markdown;
-mod phrases;
+pub(crate) mod phrases;
 #[cfg(test)]
 mod snapshots;
 pub mod table;

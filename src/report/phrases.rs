@@ -147,6 +147,81 @@ pub(crate) fn pre_pull_text(pp: &crate::plan::PrePullPlan) -> String {
     text
 }
 
+/// The record's hold on a DaemonSet, without its label: `no pod is replaced; new nodes still
+/// get revision X`, or `nothing is written`.
+pub(crate) fn suspension_text(s: &crate::plan::suspend::Suspension, m: Markup) -> String {
+    use crate::plan::suspend::Suspension;
+    match s {
+        Suspension::Paused {
+            revision: Some(rev),
+        } => format!(
+            "new nodes still get revision {}; no pod is replaced ({} continues)",
+            (m.code)(rev),
+            (m.code)("daemonsync resume")
+        ),
+        Suspension::Paused { revision: None } => format!(
+            "no pod is replaced, and new nodes get none: no stable revision is known ({} \
+             continues)",
+            (m.code)("daemonsync resume")
+        ),
+        Suspension::Frozen => format!(
+            "nothing is written ({} continues)",
+            (m.code)("daemonsync unfreeze")
+        ),
+    }
+}
+
+/// `Paused` or `Frozen`: the label of a hold.
+pub(crate) fn suspension_label(s: &crate::plan::suspend::Suspension) -> &'static str {
+    match s {
+        crate::plan::suspend::Suspension::Paused { .. } => "Paused",
+        crate::plan::suspend::Suspension::Frozen => "Frozen",
+    }
+}
+
+/// `and`-joined names: `a`, `a and b`, `a, b and c`.
+fn and_list(names: &[String]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// One line per node carrying the DaemonSet's readiness taint, at most `max` of them, then
+/// `… and N more`: `new-1: removes readiness taint KEY`, or `new-2: readiness taint KEY goes
+/// once demo/agent and kube-system/cni are available`.
+pub(crate) fn readiness_lines(ds: &DaemonSetPlan, max: usize, m: Markup) -> Vec<String> {
+    let Some(r) = &ds.readiness else {
+        return Vec::new();
+    };
+    let key = (m.code)(&r.key);
+    let mut lines: Vec<String> = r
+        .nodes
+        .iter()
+        .take(max)
+        .map(|n| {
+            let node = (m.code)(&n.node);
+            if ds.step.remove_taints.iter().any(|t| t.node == n.node) {
+                format!("{node}: removes readiness taint {key}")
+            } else if n.waiting_for.is_empty() {
+                format!("{node}: readiness taint {key} may go, but nothing is written for this DaemonSet")
+            } else {
+                let on: Vec<String> = n.waiting_for.iter().map(|d| (m.code)(d)).collect();
+                format!(
+                    "{node}: readiness taint {key} goes once {} {}",
+                    and_list(&on),
+                    agree(on.len(), "is available", "are available")
+                )
+            }
+        })
+        .collect();
+    if r.nodes.len() > max {
+        lines.push(format!("… and {}", count(r.nodes.len() - max, "more node")));
+    }
+    lines
+}
+
 /// How the pods of a DaemonSet under `InPlaceIfPossible` take the new revision:
 /// `in place (images agent:1 → agent:2, from revision X)`, or `recreate (why)`; an init
 /// container's image is marked `(init)`.
@@ -196,10 +271,13 @@ pub(crate) fn field_value(v: &Option<String>, m: Markup) -> String {
     v.as_deref().map_or_else(|| "(unset)".to_string(), m.code)
 }
 
-/// True when the step only sets readiness conditions of pods updated in place, or pulls
-/// images ahead: no phase of the reconcile produced it.
+/// True when the step only sets readiness conditions of pods updated in place, pulls images
+/// ahead or removes readiness taints: no phase of the reconcile produced it.
 pub(crate) fn step_only_gates(step: &Step) -> bool {
-    (!step.open_gates.is_empty() || !step.pre_pull.is_empty() || !step.pre_pull_cleanup.is_empty())
+    (!step.open_gates.is_empty()
+        || !step.pre_pull.is_empty()
+        || !step.pre_pull_cleanup.is_empty()
+        || !step.remove_taints.is_empty())
         && step.create.is_empty()
         && step.create_stable.is_empty()
         && step.delete.is_empty()
@@ -403,6 +481,7 @@ pub(crate) fn rollout_now(r: &Rollout) -> String {
             count(*held, "node")
         ),
         (_, Some(Paused::Record)) => "paused by daemonsync pause".into(),
+        (_, Some(Paused::Frozen)) => "frozen by daemonsync freeze".into(),
         (_, Some(Paused::Aborted)) => "aborted".into(),
         (Phase::Canary, None) => "now in the canary".into(),
         (Phase::Wave(k, n), None) => format!("now in wave {k}/{n}"),

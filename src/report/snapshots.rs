@@ -245,6 +245,27 @@ fn canary_then_zones_paused() {
     assert_renderings("canary_then_zones_paused", &p);
 }
 
+/// A paused DaemonSet serving a node that joined with its stable revision, and a frozen one
+/// that writes nothing.
+#[test]
+fn paused_and_frozen() {
+    let p = super::testing::suspended_plan();
+    assert_eq!(p.daemonsets[0].step.create_stable.len(), 1);
+    assert!(p.daemonsets[1].step.is_empty());
+    assert_renderings("paused_and_frozen", &p);
+}
+
+/// Two nodes that joined with the readiness taint: the pod on one is not ready yet (the taint
+/// stays), the other's is available (the step removes the taint).
+#[test]
+fn readiness_taint() {
+    let p = super::testing::readiness_plan();
+    let ds = &p.daemonsets[0];
+    assert_eq!(ds.step.remove_taints.len(), 1);
+    assert_eq!(ds.readiness.as_ref().unwrap().nodes.len(), 2);
+    assert_renderings("readiness_taint", &p);
+}
+
 /// `InPlaceIfPossible`, only the image changing: two nodes patched in place within
 /// maxUnavailable, a node on an older revision than the stable one recreated, and a pod
 /// patched earlier whose readiness condition opens.

@@ -10,9 +10,9 @@
 
 use super::phrases::{
     PLAIN, StageProgress, agree, count, differs_from_git, field_value, halt_text, node_reason,
-    ownership_text, partition_holds, pause_after, pre_pull_text, rollout_phase, stable_gets,
-    stage_name, stage_progress, step_only_gates, step_phase, strategy_brief, update_text,
-    warnings_beside_errors,
+    ownership_text, partition_holds, pause_after, pre_pull_text, readiness_lines, rollout_phase,
+    stable_gets, stage_name, stage_progress, step_only_gates, step_phase, strategy_brief,
+    suspension_label, suspension_text, update_text, warnings_beside_errors,
 };
 use crate::plan::progressive::Stage;
 use crate::plan::{DaemonSetPlan, NodeEntry, NodeState, Phase, Plan, Rollout};
@@ -239,6 +239,23 @@ fn details(
             paint.style("Ownership:", Style::new().bold())
         );
     }
+    // A freeze is the next-step line itself.
+    if let Some(s) = ds
+        .suspended
+        .as_ref()
+        .filter(|s| **s != crate::plan::suspend::Suspension::Frozen)
+    {
+        let label = format!("{}:", suspension_label(s));
+        let _ = writeln!(
+            out,
+            "  {} {}",
+            paint.style(
+                &label,
+                Style::new().bold().fg_color(Some(AnsiColor::Yellow.into()))
+            ),
+            suspension_text(s, PLAIN)
+        );
+    }
     if let Some(pp) = &ds.pre_pull {
         let _ = writeln!(
             out,
@@ -249,6 +266,18 @@ fn details(
     }
     if let Some(r) = &ds.rollout {
         rollout_block(out, ds, r, paint);
+    }
+    if let Some(r) = &ds.readiness
+        && !r.nodes.is_empty()
+    {
+        let _ = writeln!(
+            out,
+            "  {}",
+            paint.style("Readiness taint:", Style::new().bold())
+        );
+        for line in readiness_lines(ds, opts.max_nodes_per_group.max(1), PLAIN) {
+            let _ = writeln!(out, "    {line}");
+        }
     }
     if let Some(diff) = &ds.live_diff {
         live_differences(out, diff);
@@ -343,6 +372,9 @@ fn next_step(ds: &DaemonSetPlan) -> String {
                 built-in controller (RISK builtin-controller)"
             .into();
     }
+    if ds.suspended == Some(crate::plan::suspend::Suspension::Frozen) {
+        return "frozen: nothing is written until `daemonsync unfreeze`".into();
+    }
     if !ds.errors.is_empty() && step.is_empty() {
         return format!(
             "nothing is done until {} fixed",
@@ -396,6 +428,12 @@ fn next_step(ds: &DaemonSetPlan) -> String {
         actions.push(format!(
             "remove {}",
             count(step.pre_pull_cleanup.len(), "pre-pull pod")
+        ));
+    }
+    if !step.remove_taints.is_empty() {
+        actions.push(format!(
+            "remove the readiness taint from {}",
+            count(step.remove_taints.len(), "node")
         ));
     }
     let phase = match step_phase(step.phase) {

@@ -4,7 +4,8 @@
 //! cluster (watch events on nodes, managed pods and records, through the caches of
 //! [`KubeCluster`]), plus the next instant at which a deadline expires. Every wake-up observes
 //! afresh, assesses with the same code as `apply` and, when this replica may write, executes
-//! the next step of every DaemonSet that is neither halted nor paused. Bursts coalesce by
+//! the next step of every DaemonSet that is neither halted nor frozen (a paused one's only
+//! serves the nodes that have no pod). Bursts coalesce by
 //! themselves: events that arrive during a pass are all answered by the next one.
 
 use super::http::{self, HttpState, Readiness, Webhook};
@@ -567,6 +568,16 @@ impl Cluster for Gated<'_, '_> {
             .await
     }
 
+    async fn remove_node_taint(
+        &mut self,
+        node: &str,
+        key: &str,
+        effect: crate::model::TaintEffect,
+    ) -> Result<bool, ClusterError> {
+        self.gate.check()?;
+        self.inner.remove_node_taint(node, key, effect).await
+    }
+
     async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {
         self.inner.wait_for_change(deadline).await
     }
@@ -684,6 +695,12 @@ impl Reconciler {
                 &ds.status,
                 a.halted.contains(&key),
             );
+            self.metrics.observe_hold(
+                &ds.namespace,
+                &ds.name,
+                a.paused.contains(&key),
+                a.frozen.contains(&key),
+            );
             seen.insert(key);
         }
         for (ns, name) in self.known.difference(&seen) {
@@ -745,7 +762,7 @@ impl Reconciler {
                 a.plan
                     .daemonsets
                     .iter()
-                    .filter(|d| !d.step.is_empty() && a.is_active(&d.namespace, &d.name))
+                    .filter(|d| !d.step.is_empty() && a.writes_step(d))
                     .map(|d| (d.namespace.clone(), d.name.clone())),
             );
         } else if !self.rolling.is_empty() {

@@ -124,6 +124,8 @@ pub struct Metrics {
     registry: Registry,
     status: StatusGauges,
     rollout_halted: Family<DaemonSetLabels, Gauge>,
+    rollout_paused: Family<DaemonSetLabels, Gauge>,
+    rollout_frozen: Family<DaemonSetLabels, Gauge>,
     reconcile: Family<ReconcileLabels, Counter>,
     reconcile_duration: Histogram,
     pod_writes: Family<PodWriteLabels, Counter>,
@@ -206,6 +208,19 @@ impl Metrics {
             "1 when the DaemonSet's rollout is halted (it waits for a person), else 0",
             rollout_halted.clone(),
         );
+        let rollout_paused = Family::<DaemonSetLabels, Gauge>::default();
+        registry.register(
+            "daemonsync_rollout_paused",
+            "1 while the DaemonSet is paused (daemonsync pause: no pod replaced, nodes without one \
+             served), else 0",
+            rollout_paused.clone(),
+        );
+        let rollout_frozen = Family::<DaemonSetLabels, Gauge>::default();
+        registry.register(
+            "daemonsync_rollout_frozen",
+            "1 while the DaemonSet is frozen (daemonsync freeze: nothing written), else 0",
+            rollout_frozen.clone(),
+        );
         let reconcile = Family::<ReconcileLabels, Counter>::default();
         // Exposed as daemonsync_reconcile_total: prometheus-client appends the suffix.
         registry.register(
@@ -251,6 +266,8 @@ impl Metrics {
             registry,
             status,
             rollout_halted,
+            rollout_paused,
+            rollout_frozen,
             reconcile,
             reconcile_duration,
             pod_writes,
@@ -290,6 +307,20 @@ impl Metrics {
             .set(i64::from(halted));
     }
 
+    /// Sets `daemonsync_rollout_paused` and `daemonsync_rollout_frozen` of one DaemonSet.
+    pub fn observe_hold(&self, namespace: &str, daemonset: &str, paused: bool, frozen: bool) {
+        let labels = DaemonSetLabels {
+            namespace: namespace.to_string(),
+            daemonset: daemonset.to_string(),
+        };
+        self.rollout_paused
+            .get_or_create(&labels)
+            .set(i64::from(paused));
+        self.rollout_frozen
+            .get_or_create(&labels)
+            .set(i64::from(frozen));
+    }
+
     /// Removes every series of a DaemonSet no longer managed.
     pub fn forget_daemonset(&self, namespace: &str, daemonset: &str) {
         let labels = DaemonSetLabels {
@@ -300,6 +331,8 @@ impl Metrics {
             family.remove(&labels);
         }
         self.rollout_halted.remove(&labels);
+        self.rollout_paused.remove(&labels);
+        self.rollout_frozen.remove(&labels);
     }
 
     /// Counts one reconcile and observes how long it took.
@@ -402,6 +435,7 @@ mod tests {
     fn every_series_is_exposed_under_the_documented_name() {
         let m = Metrics::new();
         m.observe_daemonset("kube-system", "node-agent", &status(), true);
+        m.observe_hold("kube-system", "node-agent", true, false);
         m.reconcile(ReconcileResult::Success, Duration::from_millis(20));
         m.pod_write(PodVerb::Create, true);
         m.source("https://github.com/acme/fleet.git", "0123abc");
@@ -422,12 +456,34 @@ mod tests {
             "daemonsync_reconcile_duration_seconds_count",
             "daemonsync_reconcile_duration_seconds_sum",
             "daemonsync_reconcile_total",
+            "daemonsync_rollout_frozen",
             "daemonsync_rollout_halted",
+            "daemonsync_rollout_paused",
             "daemonsync_source_errors_total",
             "daemonsync_source_info",
         ];
         assert_eq!(sample_names(&text), expected, "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn pause_and_freeze_gauges_follow_the_record_and_go_with_the_daemonset() {
+        let m = Metrics::new();
+        let labels = r#"{namespace="kube-system",daemonset="node-agent"}"#;
+        let paused = format!("daemonsync_rollout_paused{labels}");
+        let frozen = format!("daemonsync_rollout_frozen{labels}");
+        m.observe_hold("kube-system", "node-agent", true, false);
+        let text = m.encode();
+        assert_eq!(value(&text, &paused).as_deref(), Some("1"), "{text}");
+        assert_eq!(value(&text, &frozen).as_deref(), Some("0"), "{text}");
+        m.observe_hold("kube-system", "node-agent", false, true);
+        let text = m.encode();
+        assert_eq!(value(&text, &paused).as_deref(), Some("0"), "{text}");
+        assert_eq!(value(&text, &frozen).as_deref(), Some("1"), "{text}");
+        m.forget_daemonset("kube-system", "node-agent");
+        let text = m.encode();
+        assert_eq!(value(&text, &paused), None, "{text}");
+        assert_eq!(value(&text, &frozen), None, "{text}");
     }
 
     #[test]

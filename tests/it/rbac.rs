@@ -3,7 +3,9 @@
 //! --request-log` (one apply replacing pods, taking a DaemonSet over from the built-in
 //! controller and keeping one native, a later one updating pods in place, then a release), and every request they make must
 //! be granted by the ClusterRole, and every rule the ClusterRole grants must have been used
-//! (least privilege: a grant nothing needs is a grant too many).
+//! (least privilege: a grant nothing needs is a grant too many). The grants a readiness taint
+//! needs are in examples/deploy/rbac-readiness-taint.yaml, applied only where a DaemonSet names
+//! one: checked the same way, and without them `apply` names the file.
 
 use crate::live::{daemonsync, text};
 use crate::serve_support::{ServeProcess, sim_dir};
@@ -13,6 +15,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 const RBAC_YAML: &str = include_str!("../../examples/deploy/rbac.yaml");
+const READINESS_RBAC_YAML: &str = include_str!("../../examples/deploy/rbac-readiness-taint.yaml");
 
 /// (verb, group, resource with `/subresource`) triples, as RBAC rules and the log name them.
 type Grant = (String, String, String);
@@ -284,5 +287,143 @@ fn the_cluster_role_grants_exactly_what_apply_plan_status_and_snapshot_use() {
     assert!(
         unused.is_empty(),
         "the ClusterRole grants what no command used (least privilege): {unused:?}"
+    );
+}
+
+/// The ClusterRole of rbac-readiness-taint.yaml, expanded to triples, and its binding to
+/// daemonsync's service account.
+fn readiness_granted() -> BTreeSet<Grant> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(READINESS_RBAC_YAML)
+        .expect("rbac-readiness-taint.yaml is YAML");
+    let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+    assert_eq!(kinds, ["ClusterRole", "ClusterRoleBinding"]);
+    let role: ClusterRole = serde_json::from_value(docs[0].clone()).unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(docs[1].clone()).unwrap();
+    assert_eq!(binding.role_ref.name, role.metadata.name.clone().unwrap());
+    assert!(
+        binding
+            .subjects
+            .unwrap_or_default()
+            .iter()
+            .any(|s| s.kind == "ServiceAccount"
+                && s.name == "daemonsync"
+                && s.namespace.as_deref() == Some("daemonsync"))
+    );
+    let mut out = BTreeSet::new();
+    for rule in role.rules.unwrap_or_default() {
+        assert!(rule.resource_names.is_none(), "{rule:?}");
+        for g in rule.api_groups.clone().unwrap_or_default() {
+            for r in rule.resources.clone().unwrap_or_default() {
+                for v in &rule.verbs {
+                    assert!(!v.contains('*') && !r.contains('*'), "{rule:?}");
+                    out.insert((v.clone(), g.clone(), r.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A cluster with a node that joined with the readiness taint of `gated`, a new DaemonSet
+/// naming it; the manifest directory.
+fn readiness_cluster(dir: &Path) -> String {
+    std::fs::write(
+        dir.join("sim.yaml"),
+        "seed: 7
+kubelet: {startLatency: {fixed: 200ms}, terminationGrace: 300ms}
+nodes:
+  - {name: 'n-{i}', count: 2}
+  - name: new-1
+    taints: [{key: example.com/agent-not-ready, effect: NoSchedule}]
+namespaces: [{name: demo}]
+",
+    )
+    .unwrap();
+    let git = dir.join("gated");
+    std::fs::create_dir_all(&git).unwrap();
+    std::fs::write(
+        git.join("ds.yaml"),
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: gated\n  namespace: demo\n  annotations: {daemonsync.io/readiness-taint: example.com/agent-not-ready}\nspec:\n  selector: {matchLabels: {app: gated}}\n  template:\n    metadata: {labels: {app: gated}}\n    spec:\n      containers: [{name: gated, image: 'gated:1'}]\n",
+    )
+    .unwrap();
+    git.display().to_string()
+}
+
+#[test]
+fn readiness_taints_need_the_grants_of_their_own_file_and_only_those() {
+    // Without rbac-readiness-taint.yaml: the removal is refused and apply says what to apply.
+    let dir = tempfile::tempdir().unwrap();
+    let m = readiness_cluster(dir.path());
+    let server = ServeProcess::start(
+        dir.path(),
+        &["--faults", "forbid=get:nodes,forbid=patch:nodes"],
+    );
+    let out = daemonsync(
+        &server.kubeconfig,
+        &["apply", "-m", &m, "--cluster", "kube", "--timeout", "60s"],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("readiness taint example.com/agent-not-ready")
+            && err.contains("needs get and patch on nodes")
+            && err.contains("kubectl apply -f examples/deploy/rbac-readiness-taint.yaml"),
+        "{err}"
+    );
+    drop(server);
+
+    // With it: the taint goes, and every request is granted by the two files together; the
+    // readiness file grants nothing the removal did not use.
+    let dir = tempfile::tempdir().unwrap();
+    let m = readiness_cluster(dir.path());
+    let log = dir.path().join("requests.jsonl");
+    let server = ServeProcess::start(dir.path(), &["--request-log", log.to_str().unwrap()]);
+    let out = daemonsync(
+        &server.kubeconfig,
+        &[
+            "apply",
+            "-m",
+            &m,
+            "--cluster",
+            "kube",
+            "--timeout",
+            "60s",
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("an ApplyReport");
+    let untainted: Vec<&Value> = report["writes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["verb"] == "untaint")
+        .collect();
+    assert_eq!(untainted.len(), 1, "{report:#}");
+    assert_eq!(untainted[0]["node"], "new-1");
+    drop(server);
+
+    let base = granted();
+    let readiness = readiness_granted();
+    let mut used = BTreeSet::new();
+    for line in request_log(&log).iter().filter(|l| {
+        l["userAgent"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("daemonsync/"))
+    }) {
+        for need in needs(line) {
+            assert!(
+                base.contains(&need) || readiness.contains(&need),
+                "not granted by rbac.yaml nor rbac-readiness-taint.yaml: {need:?}"
+            );
+            used.insert(need);
+        }
+    }
+    let unused: Vec<&Grant> = readiness.difference(&used).collect();
+    assert!(unused.is_empty(), "granted but unused: {unused:?}");
+    assert!(
+        readiness.is_disjoint(&base),
+        "rbac.yaml grants it already: {readiness:?}"
     );
 }

@@ -1,7 +1,8 @@
-//! `daemonsync promote|pause|resume|abort` end to end against `sim serve`: a canary rollout
-//! stops at its manual pause (apply exits 5), `status` shows it Paused, `promote` lets the next
-//! apply finish it; `pause` and `abort` make apply write nothing (exit 4) until `resume`;
-//! `abort` lists the nodes on each revision; clusters that keep no record are refused.
+//! `daemonsync promote|pause|resume|freeze|unfreeze|abort` end to end against `sim serve`: a
+//! canary rollout stops at its manual pause (apply exits 5), `status` shows it Paused,
+//! `promote` lets the next apply finish it; `pause` and `abort` make apply replace no pod (exit
+//! 4) until `resume`, `freeze` makes it write nothing (exit 4) until `unfreeze`; `status` shows
+//! both; `abort` lists the nodes on each revision; clusters that keep no record are refused.
 
 use crate::live::{daemonsync, text};
 use crate::serve_support::ServeProcess;
@@ -138,6 +139,18 @@ fn revisions(api: &Api) -> BTreeMap<String, String> {
 /// stores the record's `spec.daemonSet` with its dotted annotation keys split into nested
 /// objects (`{daemonsync: {io/canary: "1"}}`), which no longer reads as a DaemonSet, so
 /// `status` alone would not list `agent`; where the rollout stands still comes from the record.
+/// The status of condition `type_` on a record.
+fn condition(record: &serde_json::Value, type_: &str) -> String {
+    record["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == type_)
+        .and_then(|c| c["status"].as_str())
+        .unwrap_or("absent")
+        .to_string()
+}
+
 fn status_row(kc: &Path, git: &str) -> String {
     let out = run(kc, &["status", "--cluster", "kube", "--manifests", git], 0);
     let stdout = text(&out.stdout);
@@ -220,7 +233,8 @@ fn a_canary_waits_at_its_manual_pause_until_promote_and_then_rolls_out_everywher
 }
 
 #[test]
-fn pause_and_abort_stop_every_write_until_resume_and_abort_lists_the_nodes_per_revision() {
+fn pause_and_abort_replace_no_pod_and_freeze_writes_nothing_until_lifted_and_abort_lists_the_nodes()
+{
     let (dir, git) = fleet();
     let server = ServeProcess::start(dir.path(), &[]);
     let kc = server.kubeconfig.clone();
@@ -278,11 +292,12 @@ fn pause_and_abort_stop_every_write_until_resume_and_abort_lists_the_nodes_per_r
     apply(&kc, &git, 5);
     assert_eq!(nodes_at(&api, "agent:2"), canary);
 
-    // Pause: no pod is written, even after a promote, until resume.
+    // Pause: no pod is replaced, even after a promote, until resume.
     let out = run(&kc, &["pause", "agent", "-n", NS], 0);
     assert_eq!(
         text(&out.stdout),
-        "paused demo/agent: no pods are written until `daemonsync resume agent -n demo`\n",
+        "paused demo/agent: no pod is replaced until `daemonsync resume agent -n demo`; nodes \
+         without one still get the stable revision's\n",
         "{}",
         both(&out)
     );
@@ -301,6 +316,72 @@ fn pause_and_abort_stop_every_write_until_resume_and_abort_lists_the_nodes_per_r
         both(&out)
     );
     assert!(status_row(&kc, &git).contains("Paused"));
+    let status = text(
+        &run(
+            &kc,
+            &["status", "--cluster", "kube", "--manifests", &git],
+            0,
+        )
+        .stdout,
+    );
+    let held = status
+        .lines()
+        .skip_while(|l| !l.starts_with("HELD"))
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        held.starts_with("demo/agent")
+            && held.contains("paused")
+            && held.contains("new nodes still get revision"),
+        "{status}"
+    );
+
+    // Freeze on top: nothing at all is written until unfreeze; the pause stays.
+    let out = run(&kc, &["freeze", "agent", "-n", NS], 0);
+    assert_eq!(
+        text(&out.stdout),
+        "froze demo/agent: nothing is written for it until `daemonsync unfreeze agent -n demo`\n",
+        "{}",
+        both(&out)
+    );
+    let out = apply(&kc, &git, 4);
+    assert_eq!(
+        agent_pods(&api),
+        before,
+        "frozen: no pod written\n{}",
+        both(&out)
+    );
+    assert!(
+        both(&out).contains("frozen, nothing written"),
+        "{}",
+        both(&out)
+    );
+    let status = text(
+        &run(
+            &kc,
+            &["status", "--cluster", "kube", "--manifests", &git],
+            0,
+        )
+        .stdout,
+    );
+    assert!(
+        status.lines().any(|l| l.starts_with("demo/agent")
+            && l.contains("frozen")
+            && l.contains("nothing is written")),
+        "{status}"
+    );
+    assert_eq!(condition(&api.record("agent"), "Frozen"), "True");
+    let out = run(&kc, &["unfreeze", "agent", "-n", NS], 0);
+    assert_eq!(text(&out.stdout), "unfroze demo/agent\n", "{}", both(&out));
+    let annotations = &api.record("agent")["metadata"]["annotations"];
+    assert!(
+        annotations["daemonsync.io/frozen"].is_null(),
+        "{annotations}"
+    );
+    assert_eq!(annotations["daemonsync.io/paused"], "true");
+    apply(&kc, &git, 4);
+    assert_eq!(condition(&api.record("agent"), "Frozen"), "False");
 
     run(&kc, &["resume", "agent", "-n", NS], 0);
     let annotations = &api.record("agent")["metadata"]["annotations"];
@@ -383,7 +464,7 @@ fn wrong_names_namespaces_policies_and_clusters_are_one_line_saying_what_to_do()
         assert!(annotations[key].is_null(), "{key}: {record}");
     }
 
-    for verb in ["promote", "pause", "resume", "abort"] {
+    for verb in ["promote", "pause", "resume", "freeze", "unfreeze", "abort"] {
         let out = run(&kc, &[verb, "--help"], 0);
         let help = text(&out.stdout);
         assert!(

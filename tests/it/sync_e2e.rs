@@ -604,6 +604,94 @@ fn an_invalid_daemonset_keeps_its_last_good_version_and_a_paused_one_waits_for_i
     assert!(sync.terminate().success());
 }
 
+/// Whether a live pod of `app` is bound to `node`, or aimed at it (daemon pods name their
+/// node in a `matchFields` term until the scheduler binds them).
+fn runs_on(world: &World, app: &str, node: &str) -> bool {
+    world.api.pods(app).iter().any(|p| {
+        let aimed = &p["spec"]["affinity"]["nodeAffinity"]
+            ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+            ["matchFields"][0]["values"][0];
+        p["metadata"]["deletionTimestamp"].is_null()
+            && (p["spec"]["nodeName"] == node || aimed == node)
+    })
+}
+
+#[test]
+fn the_daemon_serves_a_node_joining_a_paused_daemonset_and_writes_nothing_for_a_frozen_one() {
+    if !git_available() {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let world = World::new();
+    let sync = world.start(&[]);
+    wait_for("the records exist", 30, &[&sync], || {
+        let records = world.api.items(&format!(
+            "/apis/daemonsync.io/v1alpha1/namespaces/{NS}/manageddaemonsets"
+        ));
+        if records.len() == 2 {
+            Ok(())
+        } else {
+            Err(format!("{} records", records.len()))
+        }
+    });
+    set_paused(&world, "agent", Some("true"));
+    annotate(&world, "logger", "daemonsync.io/frozen", Some("true"));
+    let gauge = |name: &str, ds: &str| {
+        sync.metric(&format!(
+            "daemonsync_rollout_{name}{{namespace=\"{NS}\",daemonset=\"{ds}\"}}"
+        ))
+    };
+    wait_for(
+        "the gauges show the pause and the freeze",
+        30,
+        &[&sync],
+        || match (gauge("paused", "agent"), gauge("frozen", "logger")) {
+            (Some(p), Some(f)) if p == 1.0 && f == 1.0 => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+    );
+    assert_eq!(gauge("frozen", "agent"), Some(0.0));
+    assert_eq!(gauge("paused", "logger"), Some(0.0));
+
+    // A node joins: the paused agent serves it, the frozen logger writes nothing.
+    create(
+        &world.server.url,
+        "/api/v1/nodes",
+        serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "late-1"}}),
+    );
+    wait_for("the paused agent serves late-1", 30, &[&sync], || {
+        if runs_on(&world, "agent", "late-1") {
+            Ok(())
+        } else {
+            Err("no agent pod there".to_string())
+        }
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!runs_on(&world, "logger", "late-1"), "{}", sync.tail());
+    match condition(&world.api.record("logger"), "Frozen") {
+        Some((s, m)) => assert!(s == "True" && m.contains("nothing is written"), "{m}"),
+        None => panic!("no Frozen condition: {}", world.api.record("logger")),
+    }
+
+    // Unfrozen, the logger serves it too; resumed, the gauges go back to 0.
+    annotate(&world, "logger", "daemonsync.io/frozen", None);
+    set_paused(&world, "agent", None);
+    wait_for("the unfrozen logger serves late-1", 30, &[&sync], || {
+        if runs_on(&world, "logger", "late-1") {
+            Ok(())
+        } else {
+            Err("no logger pod there".to_string())
+        }
+    });
+    wait_for("the gauges clear", 30, &[&sync], || {
+        match (gauge("paused", "agent"), gauge("frozen", "logger")) {
+            (Some(p), Some(f)) if p == 0.0 && f == 0.0 => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    });
+    assert!(sync.terminate().success());
+}
+
 /// POSTs `body` (JSON) to the API at `path`; returns the created object.
 fn create(url: &str, path: &str, body: serde_json::Value) -> serde_json::Value {
     let (code, text) = crate::sync_support::request(

@@ -80,8 +80,11 @@ pub struct Record {
     pub name: String,
     /// The last status written.
     pub status: Option<RecordStatus>,
-    /// The record carries `daemonsync.io/paused: "true"`: no pod writes for it.
+    /// The record carries `daemonsync.io/paused: "true"`: no pod is replaced; nodes without
+    /// one still get the stable revision's.
     pub paused: bool,
+    /// The record carries `daemonsync.io/frozen: "true"`: nothing is written for it.
+    pub frozen: bool,
     /// `daemonsync promote`: the record's `daemonsync.io/promote` (revision, stage).
     pub promoted: Option<(String, u32)>,
     /// `daemonsync abort`: the record's `daemonsync.io/abort` (a revision).
@@ -113,7 +116,13 @@ impl Record {
             promoted: self.promoted.clone(),
             aborted: self.aborted.clone(),
             paused: self.paused,
+            frozen: self.frozen,
             halted: status.and_then(|s| s.halted.clone()),
+            gating: self
+                .daemonset
+                .as_ref()
+                .filter(|d| crate::manifest::policy::readiness_taint(d).is_some())
+                .cloned(),
         }
     }
 }
@@ -145,6 +154,8 @@ pub struct RecordStatus {
     pub halted: Option<String>,
     /// Paused by the record's `daemonsync.io/paused` annotation (the `Paused` condition).
     pub paused: bool,
+    /// Frozen by the record's `daemonsync.io/frozen` annotation (the `Frozen` condition).
+    pub frozen: bool,
     /// Why the source's newest version of this DaemonSet could not be used (the
     /// `SourceError` condition); the last good version keeps running meanwhile.
     pub source_error: Option<String>,
@@ -310,6 +321,21 @@ pub trait Cluster: Send {
         name: &str,
     ) -> impl Future<Output = Result<(), ClusterError>> + Send;
 
+    /// Removes one taint, by key and effect, from a node (a readiness taint whose daemons are
+    /// available), as upstream's `RemoveTaintOffNode` does: the node is read, then patched
+    /// without that taint on the condition that it is still at the resourceVersion read (a
+    /// JSON patch whose first operation tests it: a node's taints have no merge key, so only
+    /// the precondition keeps a taint another writer added meanwhile), and read again after a
+    /// conflict, at most [`TAINT_ATTEMPTS`] times. Every other taint stays as it is.
+    /// `Ok(false)` when the node no longer has the taint; [`ClusterError::NotFound`] when the
+    /// node is gone.
+    fn remove_node_taint(
+        &mut self,
+        node: &str,
+        key: &str,
+        effect: crate::model::TaintEffect,
+    ) -> impl Future<Output = Result<bool, ClusterError>> + Send;
+
     /// Waits until something changes (a watch event; the sim's next scheduled event) or until
     /// `deadline`. Returns `true` when something changed, `false` when the deadline passed.
     fn wait_for_change(
@@ -317,6 +343,10 @@ pub trait Cluster: Send {
         deadline: Timestamp,
     ) -> impl Future<Output = Result<bool, ClusterError>> + Send;
 }
+
+/// Attempts at removing a taint from a node whose resourceVersion keeps changing between the
+/// read and the patch (upstream's `UpdateTaintBackoff` takes five steps).
+pub const TAINT_ATTEMPTS: usize = 5;
 
 /// A change of a pod's metadata: who controls it, and labels and annotations set.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -7,7 +7,7 @@
 
 use crate::cluster::RecordStatus;
 pub use crate::cluster::{RecordSource, RecordWriter, short_revision};
-use crate::model::{PAUSED_ANNOTATION, Timestamp};
+use crate::model::{FROZEN_ANNOTATION, PAUSED_ANNOTATION, Timestamp};
 use crate::plan::Status;
 use kube_core::CustomResourceExt;
 use kube_derive::CustomResource;
@@ -85,6 +85,10 @@ impl RecordStatus {
                 .conditions
                 .iter()
                 .any(|c| c.type_ == "Paused" && c.status == "True"),
+            frozen: status
+                .conditions
+                .iter()
+                .any(|c| c.type_ == "Frozen" && c.status == "True"),
             source_error: status
                 .conditions
                 .iter()
@@ -296,12 +300,37 @@ impl ManagedDaemonSetStatus {
                 (
                     "PausedByAnnotation",
                     format!(
-                        "{PAUSED_ANNOTATION} is \"true\": no pods are written; remove the \
-                         annotation to resume"
+                        "{PAUSED_ANNOTATION} is \"true\": no pod is replaced, and nodes \
+                         without one get the stable revision's; remove the annotation to resume"
                     ),
                 )
             }),
             ("Resumed", "the rollout is not paused"),
+        );
+    }
+
+    /// Sets the `Frozen` condition while the record carries `daemonsync.io/frozen: "true"`;
+    /// clears it once the annotation is gone.
+    pub fn set_frozen(
+        &mut self,
+        frozen: bool,
+        previous: Option<&ManagedDaemonSetStatus>,
+        now: Timestamp,
+    ) {
+        self.set_flag(
+            previous,
+            now,
+            "Frozen",
+            frozen.then(|| {
+                (
+                    "FrozenByAnnotation",
+                    format!(
+                        "{FROZEN_ANNOTATION} is \"true\": nothing is written for this \
+                         DaemonSet; remove the annotation to unfreeze"
+                    ),
+                )
+            }),
+            ("Unfrozen", "daemonsync writes for this DaemonSet again"),
         );
     }
 
@@ -371,6 +400,7 @@ impl ManagedDaemonSetStatus {
         let mut written = Self::from_plan(&counters, Some(&status.revision), previous, now);
         written.set_halted(status.halted.as_deref(), previous, now);
         written.set_paused(status.paused, previous, now);
+        written.set_frozen(status.frozen, previous, now);
         written.set_source_error(status.source_error.as_deref(), previous, now);
         written.set_flag(
             previous,
@@ -403,7 +433,7 @@ impl ManagedDaemonSetStatus {
 }
 
 /// What a record tells the executor: its status and the commands its annotations carry
-/// (`daemonsync pause`, `promote`, `abort`).
+/// (`daemonsync pause`, `freeze`, `promote`, `abort`).
 pub fn record_of(r: &ManagedDaemonSet) -> crate::cluster::Record {
     let annotation = |key: &str| r.metadata.annotations.as_ref().and_then(|a| a.get(key));
     use crate::plan::progressive::{ABORT_ANNOTATION, PROMOTE_ANNOTATION};
@@ -415,6 +445,7 @@ pub fn record_of(r: &ManagedDaemonSet) -> crate::cluster::Record {
             .as_ref()
             .map(crate::cluster::RecordStatus::from_record),
         paused: annotation(PAUSED_ANNOTATION).is_some_and(|v| v == "true"),
+        frozen: annotation(FROZEN_ANNOTATION).is_some_and(|v| v == "true"),
         promoted: annotation(PROMOTE_ANNOTATION)
             .and_then(|v| crate::plan::RolloutRecord::parse_promote(v)),
         aborted: annotation(ABORT_ANNOTATION).cloned(),
@@ -488,6 +519,24 @@ pub mod bodies {
             }));
         }
         serde_json::Value::Array(ops)
+    }
+
+    /// The JSON patch that removes the taint at `index` of a node's `spec.taints`, on the
+    /// condition that the node is still at `resource_version`: its first operation tests it.
+    pub fn taint_removal_patch(resource_version: &str, index: usize) -> serde_json::Value {
+        serde_json::json!([
+            {"op": "test", "path": "/metadata/resourceVersion", "value": resource_version},
+            {"op": "remove", "path": format!("/spec/taints/{index}")},
+        ])
+    }
+
+    /// Where the taint of `key` and `effect` is in a node object's `spec.taints`, if it has
+    /// it.
+    pub fn taint_index(node: &serde_json::Value, key: &str, effect: &str) -> Option<usize> {
+        node["spec"]["taints"]
+            .as_array()?
+            .iter()
+            .position(|t| t["key"] == key && t["effect"] == effect)
     }
 
     /// The strategic merge patch of `pods/status` that sets one condition (conditions merge

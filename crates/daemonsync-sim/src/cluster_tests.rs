@@ -1308,3 +1308,139 @@ admission:
         "nothing was created"
     );
 }
+
+/// The node's taints as `key:Effect`, in order.
+fn taints_of(w: &World, node: &str) -> Vec<String> {
+    w.store.get("/nodes", "", node).unwrap().object["spec"]["taints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            format!(
+                "{}:{}",
+                t["key"].as_str().unwrap(),
+                t["effect"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_joining_node_carries_its_churn_taints_and_keeps_other_pods_off() {
+    let mut sim = cluster(
+        "nodes: [{name: n-1}]
+churn:
+  - {at: 10s, add: {name: new-1, taints: [{key: example.com/agent-not-ready, effect: NoSchedule}]}}",
+    );
+    sim.advance(sim.start() + SignedDuration::from_secs(10));
+    assert_eq!(
+        taints_of(sim.world(), "new-1"),
+        ["example.com/agent-not-ready:NoSchedule"]
+    );
+    let observed = sim.observed();
+    let node = observed.nodes.iter().find(|n| n.name == "new-1").unwrap();
+    assert_eq!(node.taints.len(), 1);
+    // The scheduler keeps a pod that does not tolerate it off the node, and places one that
+    // does.
+    let w = sim.world_mut();
+    let kind = w.kind("", "v1", "pods");
+    for (name, tolerations) in [
+        ("web", json!([])),
+        (
+            "agent",
+            json!([{"key": "example.com/agent-not-ready", "operator": "Exists",
+                    "effect": "NoSchedule"}]),
+        ),
+    ] {
+        let pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "demo"},
+            "spec": {"containers": [{"name": name, "image": "img:1"}],
+                     "tolerations": tolerations,
+                     "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                         {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name",
+                             "operator": "In", "values": ["new-1"]}]}]}}}},
+        });
+        w.create(&kind, "demo", pod, &client(), None).unwrap();
+    }
+    w.reconcile();
+    sim.advance(sim.now() + SignedDuration::from_secs(30));
+    let node_of = |name: &str| {
+        sim.world().store.get("/pods", "demo", name).unwrap().object["spec"]["nodeName"].clone()
+    };
+    assert!(node_of("web").is_null(), "{}", node_of("web"));
+    assert_eq!(node_of("agent"), "new-1");
+}
+
+#[test]
+fn removing_a_taint_patches_that_taint_alone_and_only_at_the_version_read() {
+    let mut sim = cluster(
+        "nodes:
+  - name: new-1
+    taints:
+      - {key: dedicated, value: gpu, effect: NoSchedule}
+      - {key: example.com/agent-not-ready, effect: NoSchedule}
+      - {key: example.com/agent-not-ready, effect: NoExecute}",
+    );
+    // A write with a resourceVersion the node no longer has is refused whole: nothing is
+    // removed, the taint another writer added stays.
+    let stale =
+        sim.world().store.get("/nodes", "", "new-1").unwrap().object["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    let w = sim.world_mut();
+    let kind = w.kind("", "v1", "nodes");
+    let mut node = (*w.store.get("/nodes", "", "new-1").unwrap().object).clone();
+    node["spec"]["taints"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"key": "later", "effect": "NoSchedule"}));
+    w.update(&kind, "", "new-1", false, node, &client(), None)
+        .unwrap();
+    let body = serde_json::to_vec(&daemonsync_core::record::bodies::taint_removal_patch(
+        &stale, 1,
+    ))
+    .unwrap();
+    let refused = w
+        .patch(&kind, "", "new-1", false, PatchType::Json, &body, &client())
+        .unwrap_err();
+    assert_eq!(refused.code, 422, "{}", refused.message);
+    assert_eq!(taints_of(sim.world(), "new-1").len(), 4);
+
+    // The cluster's own removal reads the node first: only the NoSchedule readiness taint goes.
+    let removed = block_on(sim.remove_node_taint(
+        "new-1",
+        "example.com/agent-not-ready",
+        crate::model::TaintEffect::NoSchedule,
+    ))
+    .unwrap();
+    assert!(removed);
+    assert_eq!(
+        taints_of(sim.world(), "new-1"),
+        [
+            "dedicated:NoSchedule",
+            "example.com/agent-not-ready:NoExecute",
+            "later:NoSchedule"
+        ]
+    );
+    let observed = sim.observed();
+    assert_eq!(observed.nodes[0].taints.len(), 3, "the nodes show it");
+    // Gone already: nothing to do, no error.
+    let again = block_on(sim.remove_node_taint(
+        "new-1",
+        "example.com/agent-not-ready",
+        crate::model::TaintEffect::NoSchedule,
+    ))
+    .unwrap();
+    assert!(!again);
+    let missing = block_on(sim.remove_node_taint(
+        "gone",
+        "example.com/agent-not-ready",
+        crate::model::TaintEffect::NoSchedule,
+    ));
+    assert!(
+        matches!(missing, Err(ClusterError::NotFound { .. })),
+        "{missing:?}"
+    );
+}

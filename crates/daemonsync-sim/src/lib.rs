@@ -163,6 +163,17 @@ impl Sim {
         );
     }
 
+    /// Sets or removes the `daemonsync.io/frozen: "true"` annotation of a record (creating the
+    /// record when it does not exist yet), as `daemonsync freeze` and `unfreeze` do.
+    pub fn set_frozen(&mut self, namespace: &str, name: &str, frozen: bool) {
+        self.annotate(
+            namespace,
+            name,
+            crate::model::FROZEN_ANNOTATION,
+            frozen.then(|| "true".to_string()),
+        );
+    }
+
     /// `daemonsync promote`: the pauses after stages up to `stage` of `revision` pass.
     pub fn promote(&mut self, namespace: &str, name: &str, revision: &str, stage: u32) {
         self.annotate(
@@ -761,6 +772,56 @@ impl Cluster for Sim {
             .map_err(|e| cluster_error(e, "manageddaemonset", namespace, name))?;
         self.world.reconcile();
         Ok(())
+    }
+
+    async fn remove_node_taint(
+        &mut self,
+        node: &str,
+        key: &str,
+        effect: crate::model::TaintEffect,
+    ) -> Result<bool, ClusterError> {
+        use daemonsync_core::record::bodies::{taint_index, taint_removal_patch};
+        let kind = self.world.kind("", "v1", "nodes");
+        for _ in 0..daemonsync_core::cluster::TAINT_ATTEMPTS {
+            let Some(current) = self.world.store.get("/nodes", "", node) else {
+                return Err(ClusterError::NotFound {
+                    kind: "node",
+                    namespace: String::new(),
+                    name: node.into(),
+                });
+            };
+            let Some(index) = taint_index(&current.object, key, effect.as_str()) else {
+                return Ok(false);
+            };
+            let resource_version = current.object["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let body = serde_json::to_vec(&taint_removal_patch(&resource_version, index))
+                .unwrap_or_default();
+            match self.world.patch(
+                &kind,
+                "",
+                node,
+                false,
+                PatchType::Json,
+                &body,
+                &write_params(),
+            ) {
+                Ok(_) => {
+                    self.world.reconcile();
+                    self.world.nodes.probed();
+                    return Ok(true);
+                }
+                // The node changed since it was read: read it again.
+                Err(e) if e.code == 409 || e.code == 422 => continue,
+                Err(e) => return Err(cluster_error(e, "node", "", node)),
+            }
+        }
+        Err(ClusterError::Rejected(format!(
+            "node {node} changed between each read and patch; taint {key} is removed at the \
+             next step"
+        )))
     }
 
     async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {

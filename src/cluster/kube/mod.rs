@@ -93,6 +93,8 @@ struct Expectations {
     /// Records deleted (`None`: gone or terminating) or annotated (`Some(resourceVersion
     /// before)`: present at another one, or gone).
     records: Vec<(Key, Option<Option<String>>)>,
+    /// Taints removed from nodes, by node, key and effect: the node must show it without.
+    taints: Vec<(Key, String, crate::model::TaintEffect)>,
 }
 
 /// A live cluster.
@@ -492,11 +494,13 @@ impl KubeCluster {
         let updates = std::mem::take(&mut self.expected.updates);
         let daemonsets = std::mem::take(&mut self.expected.daemonsets);
         let records = std::mem::take(&mut self.expected.records);
+        let taints = std::mem::take(&mut self.expected.taints);
         if creates.is_empty()
             && deletes.is_empty()
             && updates.is_empty()
             && daemonsets.is_empty()
             && records.is_empty()
+            && taints.is_empty()
         {
             return;
         }
@@ -528,6 +532,11 @@ impl KubeCluster {
                         None => r.is_none_or(|r| r.record.deleting),
                         Some(before) => r.is_none_or(|r| r.resource_version != *before),
                     }
+                })
+                && taints.iter().all(|(k, key, effect)| {
+                    s.nodes.items.get(k).is_none_or(|n| {
+                        !n.taints.iter().any(|t| t.key == *key && t.effect == *effect)
+                    })
                 })
         };
         let waited = self
@@ -1134,6 +1143,26 @@ impl Cluster for KubeCluster {
         .await
     }
 
+    async fn remove_node_taint(
+        &mut self,
+        node: &str,
+        key: &str,
+        effect: crate::model::TaintEffect,
+    ) -> Result<bool, ClusterError> {
+        let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(self.client.clone());
+        let target = self.target.clone();
+        let (n, k) = (node.to_string(), key.to_string());
+        let removed = self
+            .run(async move { requests::remove_node_taint(&api, &n, &k, effect, &target).await })
+            .await?;
+        // The next observation waits until the watch shows the node without it (a re-plan on
+        // the stale node would read it again for nothing).
+        self.expected
+            .taints
+            .push(((String::new(), node.to_string()), key.to_string(), effect));
+        Ok(removed)
+    }
+
     async fn wait_for_change(&mut self, deadline: Timestamp) -> Result<bool, ClusterError> {
         let wait = deadline
             .duration_since(Timestamp::now())
@@ -1267,6 +1296,79 @@ pub mod requests {
     }
 
     pub use daemonsync_core::record::bodies::*;
+
+    /// Where the permission to remove readiness taints is granted.
+    pub const READINESS_TAINT_RBAC: &str = "examples/deploy/rbac-readiness-taint.yaml";
+
+    /// Removes one taint from a node as upstream's `RemoveTaintOffNode` does: reads the node,
+    /// then sends a JSON patch that tests the resourceVersion read and removes that taint
+    /// alone; a conflict (the node changed in between: 409, or the test failing, 422) reads it
+    /// again, at most [`TAINT_ATTEMPTS`](crate::cluster::TAINT_ATTEMPTS) times. `Ok(false)`:
+    /// the node no longer has it.
+    pub async fn remove_node_taint(
+        api: &Api<k8s_openapi::api::core::v1::Node>,
+        node: &str,
+        key: &str,
+        effect: crate::model::TaintEffect,
+        target: &Target,
+    ) -> Result<bool, ClusterError> {
+        let gone = || ClusterError::NotFound {
+            kind: "node",
+            namespace: String::new(),
+            name: node.into(),
+        };
+        // A 403 names what this write needs and where it is granted: it is not in rbac.yaml.
+        let refused_taint = |e: &kube::Error| match e {
+            kube::Error::Api(status) if status.code == 401 || status.code == 403 => {
+                ClusterError::Forbidden(format!(
+                    "removing readiness taint {key} from node {node}: the API server of {target} \
+                     forbids it ({}): {}; daemonsync.io/readiness-taint needs get and patch on \
+                     nodes: kubectl apply -f {READINESS_TAINT_RBAC}",
+                    status.code, status.message
+                ))
+            }
+            _ => refused(
+                target,
+                &format!("removing taint {key} from node {node}: "),
+                e,
+            ),
+        };
+        let params = PatchParams {
+            field_manager: Some(target.field_manager.clone()),
+            ..PatchParams::default()
+        };
+        for _ in 0..crate::cluster::TAINT_ATTEMPTS {
+            let current = match with_retries(|| api.get_opt(node)).await {
+                Ok(Some(n)) => n,
+                Ok(None) => return Err(gone()),
+                Err(e) => return Err(refused_taint(&e)),
+            };
+            let object = serde_json::to_value(&current).unwrap_or_default();
+            let Some(index) = taint_index(&object, key, effect.as_str()) else {
+                return Ok(false);
+            };
+            let resource_version = current.metadata.resource_version.unwrap_or_default();
+            let ops: json_patch::Patch =
+                serde_json::from_value(taint_removal_patch(&resource_version, index))
+                    .map_err(|e| ClusterError::Backend(format!("building the taint patch: {e}")))?;
+            match api.patch(node, &params, &Patch::Json::<()>(ops)).await {
+                Ok(_) => return Ok(true),
+                Err(e) if is_code(&e, 404) => return Err(gone()),
+                Err(e) if is_code(&e, 409) || is_code(&e, 422) => {
+                    tracing::debug!(
+                        node,
+                        key,
+                        "the node changed since it was read; reading it again"
+                    );
+                }
+                Err(e) => return Err(refused_taint(&e)),
+            }
+        }
+        Err(ClusterError::Rejected(format!(
+            "node {node} changed between each read and patch; taint {key} is removed at the \
+             next step"
+        )))
+    }
 
     /// Writes a record's status through the `status` subresource (server-side apply).
     pub async fn write_status(

@@ -160,6 +160,139 @@ async fn a_stale_or_missing_pod_is_not_an_error_to_retry_blindly() {
     );
 }
 
+fn tainted_node(resource_version: &str, taints: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node",
+           "metadata": {"name": "new-1", "resourceVersion": resource_version},
+           "spec": {"taints": taints}})
+}
+
+#[tokio::test]
+async fn a_readiness_taint_is_removed_alone_at_the_version_read_and_read_again_on_a_conflict() {
+    let (client, mut handle) = client();
+    let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(client);
+    let call = tokio::spawn(async move {
+        requests::remove_node_taint(
+            &api,
+            "new-1",
+            "example.com/agent-not-ready",
+            crate::model::TaintEffect::NoSchedule,
+            &target(),
+        )
+        .await
+    });
+    let readiness = json!({"key": "example.com/agent-not-ready", "effect": "NoSchedule"});
+    let (method, uri, _, send) = next(&mut handle).await;
+    assert_eq!(method, http::Method::GET);
+    assert!(uri.starts_with("/api/v1/nodes/new-1"), "{uri}");
+    answer(
+        send,
+        200,
+        tainted_node(
+            "7",
+            json!([{"key": "dedicated", "effect": "NoSchedule"}, readiness]),
+        ),
+    );
+    let (method, uri, body, send) = next(&mut handle).await;
+    assert_eq!(method, http::Method::PATCH);
+    assert!(uri.starts_with("/api/v1/nodes/new-1?"), "{uri}");
+    assert_eq!(
+        body,
+        json!([{"op": "test", "path": "/metadata/resourceVersion", "value": "7"},
+               {"op": "remove", "path": "/spec/taints/1"}])
+    );
+    // Another writer added a taint in between: the test fails, nothing is clobbered, and the
+    // node is read again.
+    answer(
+        send,
+        422,
+        status(
+            422,
+            "Invalid",
+            "the server rejected our request: test failed",
+        ),
+    );
+    let (method, _, _, send) = next(&mut handle).await;
+    assert_eq!(method, http::Method::GET);
+    answer(
+        send,
+        200,
+        tainted_node(
+            "8",
+            json!([{"key": "added", "effect": "NoExecute"},
+                   {"key": "dedicated", "effect": "NoSchedule"}, readiness]),
+        ),
+    );
+    let (method, _, body, send) = next(&mut handle).await;
+    assert_eq!(method, http::Method::PATCH);
+    assert_eq!(
+        body,
+        json!([{"op": "test", "path": "/metadata/resourceVersion", "value": "8"},
+               {"op": "remove", "path": "/spec/taints/2"}])
+    );
+    answer(send, 200, tainted_node("9", json!([])));
+    assert!(call.await.unwrap().unwrap());
+}
+
+#[tokio::test]
+async fn a_taint_already_gone_is_done_and_a_refusal_names_the_rbac_file() {
+    let (client, mut handle) = client();
+    let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(client);
+    let a = api.clone();
+    let gone = tokio::spawn(async move {
+        requests::remove_node_taint(
+            &a,
+            "new-1",
+            "example.com/agent-not-ready",
+            crate::model::TaintEffect::NoSchedule,
+            &target(),
+        )
+        .await
+    });
+    let (_, _, _, send) = next(&mut handle).await;
+    answer(
+        send,
+        200,
+        tainted_node(
+            "7",
+            json!([{"key": "example.com/agent-not-ready", "effect": "NoExecute"}]),
+        ),
+    );
+    assert!(
+        !gone.await.unwrap().unwrap(),
+        "only the NoSchedule taint is ours"
+    );
+
+    let forbidden = tokio::spawn(async move {
+        requests::remove_node_taint(
+            &api,
+            "new-1",
+            "example.com/agent-not-ready",
+            crate::model::TaintEffect::NoSchedule,
+            &target(),
+        )
+        .await
+    });
+    let (_, _, _, send) = next(&mut handle).await;
+    answer(
+        send,
+        403,
+        status(
+            403,
+            "Forbidden",
+            r#"nodes "new-1" is forbidden: User "system:serviceaccount:daemonsync:daemonsync" cannot get resource "nodes" in API group "" at the cluster scope"#,
+        ),
+    );
+    let err = forbidden.await.unwrap().unwrap_err();
+    assert!(matches!(err, ClusterError::Forbidden(_)), "{err:?}");
+    let line = err.to_string();
+    assert!(
+        line.contains("cannot get resource \"nodes\"")
+            && line.contains("kubectl apply -f examples/deploy/rbac-readiness-taint.yaml")
+            && line.contains("prod-eu"),
+        "{line}"
+    );
+}
+
 #[tokio::test]
 async fn status_is_applied_to_the_status_subresource_as_daemonsync() {
     let (client, mut handle) = client();

@@ -823,6 +823,8 @@ fn out_daemonset(doc: RawDocument, opts: &LoadOptions, out: &mut Manifests) {
         errors.extend(policy);
     }
     if errors.is_empty() {
+        // A DaemonSet that gates new nodes on its pods tolerates the taint it gates them with.
+        super::policy::tolerate_readiness_taint(&mut ds);
         out.daemonsets.push(Manifest {
             source: doc.source,
             daemonset: ds,

@@ -3,7 +3,9 @@
 //! The names of the annotations, the values each takes, and the checks of those values: a
 //! rollout policy (canary, partition, waves, pauses, halt threshold, update strategy,
 //! pre-pull; docs/progressive.md) read into a [`RolloutPolicy`], and who runs the pods beside
-//! the built-in controller (`adopt`, `mode`; docs/live.md) read into a [`Choice`]. Manifest
+//! the built-in controller (`adopt`, `mode`; docs/live.md) read into a [`Choice`], and the
+//! taint that keeps new nodes from taking workloads until the daemon runs (`readiness-taint`,
+//! [`readiness_taint`]; docs/live.md). Manifest
 //! validation reports every mistake with the annotation's path, so that a typo cannot silently
 //! disable a canary; the planner decides what a valid policy does (`plan::progressive`,
 //! `plan::ownership`).
@@ -47,6 +49,10 @@ pub const ADOPT: &str = "daemonsync.io/adopt";
 /// (daemonsync decides which old pods go, and when); `managed` (the default) makes it
 /// daemonsync's.
 pub const MODE: &str = "daemonsync.io/mode";
+/// Annotation: a taint key (`example.com/agent-not-ready`). A node that joins with this
+/// `NoSchedule` taint keeps it until the DaemonSet's pod on it is available; daemonsync then
+/// removes it. The DaemonSet tolerates it ([`tolerate_readiness_taint`]).
+pub const READINESS_TAINT: &str = "daemonsync.io/readiness-taint";
 
 /// Annotation: how many times a new pod's containers may restart within the restart window
 /// before the pod counts as failed (default `"2"`).
@@ -72,6 +78,7 @@ pub const KNOWN_ANNOTATIONS: &[&str] = &[
     MODE,
     MAX_RESTARTS,
     RESTART_WINDOW,
+    READINESS_TAINT,
 ];
 
 /// The prefix every daemonsync annotation shares.
@@ -238,9 +245,14 @@ impl RolloutPolicy {
             if !key.starts_with(PREFIX) {
                 break;
             }
-            if key == ADOPT || key == MODE || key == MAX_RESTARTS || key == RESTART_WINDOW {
-                // Not a rollout policy: who runs the pods, when a new pod failed (checked
-                // below).
+            if key == ADOPT
+                || key == MODE
+                || key == MAX_RESTARTS
+                || key == RESTART_WINDOW
+                || key == READINESS_TAINT
+            {
+                // Not a rollout policy: who runs the pods, when a new pod failed, which taint
+                // new nodes keep until the daemon runs (checked below).
                 continue;
             }
             let path = annotation_path(key);
@@ -350,6 +362,7 @@ impl RolloutPolicy {
         if let Err(e) = FailurePolicy::from_annotations(annotations) {
             errs.extend(e);
         }
+        errs.extend(check_readiness_taint(annotations));
         if policy.canary_selector.is_some() && policy.canary == Some(Count::Nodes(0)) {
             errs.push(FieldError::invalid(
                 annotation_path(CANARY),
@@ -555,6 +568,79 @@ pub fn check_ownership(annotations: &BTreeMap<String, String>) -> Vec<FieldError
     errs
 }
 
+/// Checks `daemonsync.io/readiness-taint`: a taint key, as the API server validates the keys
+/// of a node's taints (`IsQualifiedName`).
+pub fn check_readiness_taint(annotations: &BTreeMap<String, String>) -> Vec<FieldError> {
+    let Some(key) = annotations.get(READINESS_TAINT) else {
+        return Vec::new();
+    };
+    let why = names::qualified_name(key);
+    if why.is_empty() {
+        return Vec::new();
+    }
+    vec![FieldError::invalid(
+        annotation_path(READINESS_TAINT),
+        quoted(key),
+        format!(
+            "must be the key of the taint new nodes join with, a qualified name such as \
+             \"example.com/agent-not-ready\": {}",
+            why.join("; ")
+        ),
+    )]
+}
+
+/// The readiness taint a DaemonSet names (`daemonsync.io/readiness-taint`), when it names a
+/// valid one.
+pub fn readiness_taint(ds: &DaemonSet) -> Option<&str> {
+    let key = ds.metadata.annotations.as_ref()?.get(READINESS_TAINT)?;
+    names::qualified_name(key)
+        .is_empty()
+        .then_some(key.as_str())
+}
+
+/// The toleration of a readiness taint: `{key: KEY, operator: Exists, effect: NoSchedule}`.
+pub fn readiness_toleration(key: &str) -> k8s_openapi::api::core::v1::Toleration {
+    k8s_openapi::api::core::v1::Toleration {
+        key: Some(key.to_string()),
+        operator: Some("Exists".into()),
+        effect: Some("NoSchedule".into()),
+        ..Default::default()
+    }
+}
+
+/// Makes a DaemonSet that names a readiness taint tolerate it: its template gains
+/// [`readiness_toleration`] unless a toleration already lets its pods onto a node with that
+/// `NoSchedule` taint (whatever the taint's value). The toleration is part of the template, so
+/// of its revision: the pods run with it, and in native mode the built-in controller places
+/// them with it.
+pub fn tolerate_readiness_taint(ds: &mut DaemonSet) {
+    if let Some(key) = readiness_taint(ds).map(str::to_string) {
+        tolerate_taint(ds, &key);
+    }
+}
+
+/// Makes a DaemonSet's template tolerate the `NoSchedule` readiness taint `key` (see
+/// [`tolerate_readiness_taint`]); the stable revision's pods created on a node that joined
+/// with it take it too, even when that revision predates the annotation.
+pub fn tolerate_taint(ds: &mut DaemonSet, key: &str) {
+    let Some(spec) = ds.spec.as_mut().and_then(|s| s.template.spec.as_mut()) else {
+        return;
+    };
+    let tolerations = spec.tolerations.get_or_insert_with(Vec::new);
+    let tolerated = tolerations.iter().any(|t| {
+        let key_matches = match t.key.as_deref() {
+            None | Some("") => true,
+            Some(k) => k == key,
+        };
+        t.operator.as_deref() == Some("Exists")
+            && key_matches
+            && matches!(t.effect.as_deref(), None | Some("") | Some("NoSchedule"))
+    });
+    if !tolerated {
+        tolerations.push(readiness_toleration(key));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -663,5 +749,144 @@ mod tests {
             ])
             .is_empty()
         );
+    }
+
+    fn agent(annotations: &[(&str, &str)], tolerations: serde_json::Value) -> DaemonSet {
+        let annotations: BTreeMap<&str, &str> = annotations.iter().copied().collect();
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "agent", "annotations": annotations},
+            "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                     "template": {"metadata": {"labels": {"app": "agent"}},
+                                  "spec": {"containers": [{"name": "a", "image": "a:1"}],
+                                           "tolerations": tolerations}}}
+        }))
+        .unwrap()
+    }
+
+    fn tolerations(ds: &DaemonSet) -> serde_json::Value {
+        serde_json::to_value(
+            &ds.spec
+                .as_ref()
+                .unwrap()
+                .template
+                .spec
+                .as_ref()
+                .unwrap()
+                .tolerations,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_readiness_taint_must_be_a_taint_key() {
+        for bad in [
+            "",
+            "not a key",
+            "example.com/",
+            "-x",
+            "a/b/c",
+            "Example.com/x",
+        ] {
+            let errs = policy_errors(&[(READINESS_TAINT, bad)]);
+            assert_eq!(errs.len(), 1, "{bad:?}: {errs:?}");
+            assert!(
+                errs[0].starts_with(
+                    "metadata.annotations[daemonsync.io/readiness-taint]: Invalid value"
+                ) && errs[0].contains("example.com/agent-not-ready"),
+                "{}",
+                errs[0]
+            );
+        }
+        for good in ["example.com/agent-not-ready", "cni-not-ready", "a.b/C_d.e"] {
+            assert!(
+                policy_errors(&[(READINESS_TAINT, good)]).is_empty(),
+                "{good}"
+            );
+        }
+        // A readiness taint alone is no rollout policy.
+        let map: BTreeMap<String, String> =
+            [(READINESS_TAINT.to_string(), "example.com/x".to_string())].into();
+        assert_eq!(RolloutPolicy::from_annotations(&map), Ok(None));
+        assert!(closest("daemonsync.io/readiness-tain").is_some_and(|k| k == READINESS_TAINT));
+    }
+
+    #[test]
+    fn a_daemonset_tolerates_its_readiness_taint_once() {
+        let mut ds = agent(
+            &[(READINESS_TAINT, "example.com/agent-not-ready")],
+            serde_json::json!([{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists",
+                                "effect": "NoSchedule"}]),
+        );
+        tolerate_readiness_taint(&mut ds);
+        let expected = serde_json::json!([
+            {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"},
+            {"key": "example.com/agent-not-ready", "operator": "Exists", "effect": "NoSchedule"},
+        ]);
+        assert_eq!(tolerations(&ds), expected);
+        tolerate_readiness_taint(&mut ds);
+        assert_eq!(tolerations(&ds), expected, "added once");
+
+        // Already tolerated, by this key or by every key: nothing added.
+        for already in [
+            serde_json::json!([{"key": "example.com/agent-not-ready", "operator": "Exists"}]),
+            serde_json::json!([{"operator": "Exists"}]),
+        ] {
+            let mut ds = agent(
+                &[(READINESS_TAINT, "example.com/agent-not-ready")],
+                already.clone(),
+            );
+            tolerate_readiness_taint(&mut ds);
+            assert_eq!(tolerations(&ds), already);
+        }
+        // A toleration of one value, or of NoExecute only, does not let the pod onto the node.
+        let mut ds = agent(
+            &[(READINESS_TAINT, "example.com/agent-not-ready")],
+            serde_json::json!([{"key": "example.com/agent-not-ready", "operator": "Equal",
+                                "value": "x", "effect": "NoSchedule"}]),
+        );
+        tolerate_readiness_taint(&mut ds);
+        assert_eq!(tolerations(&ds).as_array().unwrap().len(), 2);
+        // No annotation, or an invalid one: untouched.
+        let mut plain = agent(&[], serde_json::json!(null));
+        tolerate_readiness_taint(&mut plain);
+        assert_eq!(tolerations(&plain), serde_json::Value::Null);
+        let mut bad = agent(&[(READINESS_TAINT, "not a key")], serde_json::json!(null));
+        tolerate_readiness_taint(&mut bad);
+        assert_eq!(tolerations(&bad), serde_json::Value::Null);
+    }
+
+    #[test]
+    fn a_loaded_daemonset_carries_the_toleration_in_its_revision() {
+        let yaml = |annotation: &str| {
+            format!(
+                "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {{name: agent, namespace: demo{annotation}}}\nspec:\n  selector: {{matchLabels: {{app: agent}}}}\n  template:\n    metadata: {{labels: {{app: agent}}}}\n    spec: {{containers: [{{name: a, image: 'a:1'}}]}}\n"
+            )
+        };
+        let load = |text: &str| {
+            let m = crate::manifest::load_str("agent.yaml", text, &Default::default()).unwrap();
+            assert!(m.invalid.is_empty(), "{:?}", m.invalid);
+            m.daemonsets.into_iter().next().unwrap().daemonset
+        };
+        let plain = load(&yaml(""));
+        let gated = load(&yaml(
+            ", annotations: {daemonsync.io/readiness-taint: example.com/agent-not-ready}",
+        ));
+        assert_eq!(
+            tolerations(&gated),
+            serde_json::json!([{"key": "example.com/agent-not-ready", "operator": "Exists",
+                                "effect": "NoSchedule"}])
+        );
+        // The pods run with it: it is part of the template, so of the revision.
+        assert_ne!(
+            crate::plan::DaemonSetSpec::compile(&plain).revision,
+            crate::plan::DaemonSetSpec::compile(&gated).revision
+        );
+        let bad = crate::manifest::load_str(
+            "agent.yaml",
+            &yaml(", annotations: {daemonsync.io/readiness-taint: 'no such key'}"),
+            &Default::default(),
+        )
+        .unwrap();
+        assert_eq!(bad.invalid.len(), 1);
     }
 }

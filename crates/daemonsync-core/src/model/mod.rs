@@ -50,8 +50,11 @@ pub const TEMPLATE_GENERATION_ANNOTATION: &str = "deprecated.daemonset.template.
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 /// Value of [`MANAGED_BY_LABEL`] on pods daemonsync creates.
 pub const MANAGED_BY_VALUE: &str = "daemonsync";
-/// Annotation on a `ManagedDaemonSet` record: `"true"` pauses its rollout (no pod writes)
-/// until it is removed.
+/// Annotation on a `ManagedDaemonSet` record: `"true"` pauses its rollout until it is
+/// removed: no pod is replaced, but a node that has none still gets the stable revision's.
 pub const PAUSED_ANNOTATION: &str = "daemonsync.io/paused";
+/// Annotation on a `ManagedDaemonSet` record: `"true"` freezes the DaemonSet until it is
+/// removed: daemonsync writes nothing for it (no pod, no taint, no `apps/v1` DaemonSet).
+pub const FROZEN_ANNOTATION: &str = "daemonsync.io/frozen";
 /// The node field key used in `matchFields` (`metadata.name`).
 pub const NODE_NAME_FIELD: &str = "metadata.name";

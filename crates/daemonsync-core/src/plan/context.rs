@@ -63,6 +63,8 @@ pub(super) struct Context<'a> {
     pub(super) manifest_only: bool,
     /// Pass manual pauses.
     pub(super) auto_promote: bool,
+    /// Write through the record's pause (`apply --force`).
+    pub(super) ignore_pause: bool,
     /// Planning as the built-in controller (its own pods, no handover).
     pub(super) builtin: bool,
 }
@@ -94,6 +96,7 @@ impl<'a> Context<'a> {
             pods: PodIndex::default(),
             manifest_only: false,
             auto_promote: false,
+            ignore_pause: false,
             builtin: false,
         }
     }
@@ -249,11 +252,11 @@ impl<'a> Context<'a> {
             Ok(p) => (p, Vec::new()),
             Err(errs) => (None, errs.iter().map(ToString::to_string).collect()),
         };
-        let aborted = self
-            .record(&spec.namespace, &spec.name)
-            .is_some_and(|r| r.aborted.is_some());
-        // The stable revision's hash is only needed by a policy (or an abort).
-        let stable = (policy.is_some() || aborted)
+        let record = self.record(&spec.namespace, &spec.name);
+        let aborted = record.is_some_and(|r| r.aborted.is_some());
+        let paused = record.is_some_and(|r| r.paused) && !self.ignore_pause;
+        // The stable revision's hash is only needed by a policy (or an abort, or a pause).
+        let stable = (policy.is_some() || aborted || paused)
             .then(|| stable_daemonset(self.observed, &spec.namespace, &spec.name))
             .flatten()
             .map(|d| (d, DaemonSetSpec::compile(d).revision));

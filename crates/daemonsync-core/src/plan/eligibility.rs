@@ -666,8 +666,8 @@ mod tests {
     #[test]
     fn toleration_operators_lt_and_gt_are_gated_by_policy() {
         let on = Policy {
-            auto_promote: false,
             taint_comparison_operators: true,
+            ..Policy::default()
         };
         let off = Policy::default();
         let t = taint("capacity", "5", TaintEffect::NoSchedule);

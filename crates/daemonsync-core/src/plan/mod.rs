@@ -34,6 +34,9 @@ pub mod progressive;
 mod progressive_tests;
 #[cfg(test)]
 mod properties;
+pub mod readiness;
+#[cfg(test)]
+mod readiness_tests;
 pub mod render;
 pub mod revision;
 pub mod risks;
@@ -43,6 +46,9 @@ mod scenarios;
 pub mod spec;
 mod status;
 mod step;
+pub mod suspend;
+#[cfg(test)]
+mod suspend_tests;
 pub mod tolerations;
 mod types;
 mod view;
@@ -116,6 +122,7 @@ pub fn plan_builtin(
         now,
         false,
     )
+    .0
 }
 
 /// Plans the manifests alone, without a cluster (`--cluster none`): validation has happened
@@ -149,6 +156,7 @@ fn plan_in(
     let mut ctx = Context::new(observed);
     ctx.manifest_only = manifest_only;
     ctx.auto_promote = policy.auto_promote;
+    ctx.ignore_pause = policy.ignore_pause;
     let (specs, comparisons): (Vec<_>, Vec<_>) = desired.iter().map(|d| ctx.spec(d)).unzip();
     // The two costliest indexes do not depend on each other.
     let (pods, eligibility) = rayon::join(
@@ -164,11 +172,14 @@ fn plan_in(
         .zip(comparisons)
         .zip(eligibility)
         .collect();
-    let mut daemonsets: Vec<DaemonSetPlan> = work
+    let mut planned: Vec<(DaemonSetPlan, Option<readiness::Gate>)> = work
         .into_par_iter()
         .map(|(((d, spec), live), elig)| ctx.plan_one(d, spec, live, elig, now, rolling_only))
         .collect();
-    daemonsets.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    planned.sort_by(|(a, _), (b, _)| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    let (mut daemonsets, gates): (Vec<_>, Vec<_>) = planned.into_iter().unzip();
+    // Readiness taints are shared between the DaemonSets naming one key.
+    readiness::settle(&ctx, policy, now, &mut daemonsets, gates);
     Plan {
         api_version: PLAN_API_VERSION,
         kind: "Plan",
@@ -183,7 +194,8 @@ impl Context<'_> {
     /// annotations ask for (`progressive`, `inplace`, `prepull`), who runs its pods
     /// (`ownership`), the next step and the waves that follow (`step`, `waves`), then every
     /// node's state (`classify`) and the risks (`risks`). The phases mark the slots as they
-    /// decide, and note their warnings in order.
+    /// decide, and note their warnings in order. Also returns what its readiness taint waits
+    /// for on each node, which [`readiness::settle`] joins with the other DaemonSets'.
     fn plan_one(
         &self,
         desired: &Desired,
@@ -192,7 +204,7 @@ impl Context<'_> {
         eligibility: Vec<Eligibility>,
         now: Timestamp,
         rolling_only: bool,
-    ) -> DaemonSetPlan {
+    ) -> (DaemonSetPlan, Option<readiness::Gate>) {
         let (d, mut slots) = self.prepare(desired, spec, &eligibility, now);
         let mut warnings = Vec::new();
         // What the annotations ask for: nodes held back, pods patched in place, images pulled
@@ -202,9 +214,24 @@ impl Context<'_> {
         let (pre_pull, pre_pull_step, pre_pull_cleanup) =
             self.pre_pull(&d, &mut slots, &node_rollouts);
         let ownership = self.ownership(&d, &mut warnings);
+        // The record's pause or freeze.
+        let (suspended, serve) = self.suspension(&d, &slots).unzip();
         // The next step, unless the DaemonSet is frozen, and the waves until it converges.
-        let frozen = step::frozen(&d, &errors, &ownership, &mut warnings);
-        let actions = self.actions(&d, &slots, frozen.is_some(), rolling_only, &mut warnings);
+        let frozen = step::frozen(
+            &d,
+            &errors,
+            &ownership,
+            suspended == Some(suspend::Suspension::Frozen),
+            &mut warnings,
+        );
+        let actions = self.actions(
+            &d,
+            &slots,
+            frozen.is_some(),
+            serve,
+            rolling_only,
+            &mut warnings,
+        );
         let (waves, converges) = self.waves(
             &d,
             &slots,
@@ -217,10 +244,11 @@ impl Context<'_> {
             &slots,
             actions,
             in_place.as_ref(),
-            frozen.is_some(),
+            frozen.is_some() || serve.is_some(),
             pre_pull_step,
             pre_pull_cleanup,
         );
+        let gate = self.gate(&d, &slots, frozen.is_none());
         // Last, so that each node's reason can take its eligibility explanation without a copy.
         let nodes = self.nodes(&d, &slots, eligibility, &node_rollouts, &node_updates);
         let risks = self.risks(&d, &nodes, &step, &ownership);
@@ -231,7 +259,7 @@ impl Context<'_> {
             status,
             ..
         } = d;
-        DaemonSetPlan {
+        let plan = DaemonSetPlan {
             strategy: strategy_summary(&spec),
             node_selector: spec.node_selector,
             namespace: spec.namespace,
@@ -254,6 +282,9 @@ impl Context<'_> {
             in_place,
             pre_pull,
             ownership,
-        }
+            readiness: None,
+            suspended,
+        };
+        (plan, gate)
     }
 }

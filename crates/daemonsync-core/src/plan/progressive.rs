@@ -71,10 +71,16 @@ pub struct RolloutRecord {
     pub promoted: Option<(String, u32)>,
     /// `daemonsync abort`: the revision whose rollout holds where it is.
     pub aborted: Option<String>,
-    /// `daemonsync pause` (`daemonsync.io/paused: "true"`): no pod writes at all.
+    /// `daemonsync pause` (`daemonsync.io/paused: "true"`): no pod is replaced; nodes without
+    /// one get the stable revision's.
     pub paused: bool,
+    /// `daemonsync freeze` (`daemonsync.io/frozen: "true"`): nothing is written.
+    pub frozen: bool,
     /// The record's `Halted` condition.
     pub halted: Option<String>,
+    /// The record's DaemonSet, when it names a readiness taint: the plans of other
+    /// DaemonSets naming the same key wait for its pods too (`plan::readiness`).
+    pub gating: Option<DaemonSet>,
 }
 
 impl RolloutRecord {
@@ -165,8 +171,10 @@ pub enum Paused {
         /// How many.
         held: usize,
     },
-    /// `daemonsync pause`: nothing is written.
+    /// `daemonsync pause`: no pod is replaced; nodes without one get the stable revision's.
     Record,
+    /// `daemonsync freeze`: nothing is written.
+    Frozen,
     /// `daemonsync abort`: every node holds where it is.
     Aborted,
 }
@@ -187,7 +195,13 @@ impl fmt::Display for Paused {
                  to continue",
                 if *held == 1 { "" } else { "s" }
             ),
-            Paused::Record => f.write_str("paused by `daemonsync pause`; `daemonsync resume` continues"),
+            Paused::Record => f.write_str(
+                "paused by `daemonsync pause`: no pod is replaced, nodes without one get the \
+                 stable revision; `daemonsync resume` continues",
+            ),
+            Paused::Frozen => f.write_str(
+                "frozen by `daemonsync freeze`: nothing is written; `daemonsync unfreeze` continues",
+            ),
             Paused::Aborted => f.write_str(
                 "aborted: every node holds where it is; a new commit or `daemonsync resume` continues",
             ),
@@ -299,6 +313,10 @@ pub(crate) struct Inputs<'a> {
     pub revision: &'a str,
     /// Pass manual pauses (`--auto-promote`).
     pub auto_promote: bool,
+    /// The record pauses the rollout (`daemonsync pause`, unless `apply --force`).
+    pub paused: bool,
+    /// The record freezes the DaemonSet (`daemonsync freeze`).
+    pub frozen: bool,
     /// Some node runs a pod of another revision. When none does there is nothing to pace:
     /// every stage is unlocked.
     pub under_way: bool,
@@ -518,7 +536,9 @@ pub(crate) fn decide<'n>(
 
     let all_done = eligible.iter().all(|&i| done(i));
     let unlocked_done = (0..=progress.stage).all(|k| defs.is_empty() || complete(k));
-    let (phase, pause) = if record.is_some_and(|r| r.paused) {
+    let (phase, pause) = if inputs.frozen {
+        (Phase::Paused, Some(Paused::Frozen))
+    } else if inputs.paused {
         (Phase::Paused, Some(Paused::Record))
     } else if aborted {
         (Phase::Paused, Some(Paused::Aborted))
@@ -638,6 +658,8 @@ impl Context<'_> {
             stable_revision: annotated.stable.as_ref().map(|(_, rev)| rev.as_str()),
             revision: &spec.revision,
             auto_promote: self.auto_promote,
+            paused: record.is_some_and(|r| r.paused) && !self.ignore_pause,
+            frozen: record.is_some_and(|r| r.frozen),
             under_way,
             now,
         };

@@ -1,10 +1,12 @@
 //! The next reconcile step, one upstream sync (docs/semantics.md §8): nothing while the
-//! DaemonSet is frozen; else the per-node decisions of `manage` (§5.3) when they have actions,
+//! DaemonSet is frozen; only pods for the nodes that have none while it is paused
+//! (`plan::suspend`); else the per-node decisions of `manage` (§5.3) when they have actions,
 //! and the rolling update's (§6) otherwise, at most [`BURST_REPLICAS`] creates and deletes
 //! (§5.4); then the pods patched in place, the readiness gates to open and the pre-pull pods.
 
 use super::context::{Context, Prepared};
 use super::inplace::Change;
+use super::suspend::{Serve, serve_missing};
 use super::view::{Actions, Slot};
 use super::{
     DaemonSetSpec, Handover, InPlacePlan, InPlaceUpdate, Ownership, PodDeletion, PodRef, PrePull,
@@ -16,12 +18,14 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 pub const BURST_REPLICAS: usize = 250;
 
 /// Why nothing rolls for a DaemonSet this step, if so: a reason of its own (see
-/// `frozen_reason`), errors in its rollout policy, or a handover that blocks it or comes first.
-/// The reason is also a warning, unless errors or a risk already say it.
+/// `frozen_reason`), errors in its rollout policy, a handover that blocks it or comes first,
+/// or `daemonsync freeze` (`by_record`). The reason is also a warning, unless errors, a risk
+/// or the plan's `suspended` already say it.
 pub(super) fn frozen(
     d: &Prepared<'_>,
     errors: &[String],
     ownership: &Ownership,
+    by_record: bool,
     warnings: &mut Vec<String>,
 ) -> Option<String> {
     let frozen = frozen_reason(d.ds, d.live, &d.spec).or_else(|| {
@@ -40,6 +44,8 @@ pub(super) fn frozen(
         Handover::Waiting { why } => Some(why.clone()),
         _ => None,
     });
+    // `suspended` says it.
+    let frozen = frozen.or_else(|| by_record.then(String::new));
     if let Some(why) = &frozen {
         // Errors are reported as errors, not repeated as a warning.
         if errors.is_empty() && !why.is_empty() {
@@ -69,17 +75,26 @@ fn frozen_reason(ds: &DaemonSet, live: Option<&DaemonSet>, spec: &DaemonSetSpec)
 }
 
 impl Context<'_> {
-    /// The step's actions, by slot, and which part of the reconcile made them.
+    /// The step's actions, by slot, and which part of the reconcile made them; `paused`:
+    /// what a paused DaemonSet creates on the nodes that have no pod, and nothing else.
     pub(super) fn actions(
         &self,
         d: &Prepared<'_>,
         slots: &[Slot],
         frozen: bool,
+        paused: Option<Serve>,
         rolling_only: bool,
         warnings: &mut Vec<String>,
     ) -> (StepPhase, Actions) {
         let (phase, mut actions) = if frozen {
             (StepPhase::None, Actions::default())
+        } else if let Some(serve) = paused {
+            let served = serve_missing(slots, serve);
+            if served.is_empty() {
+                (StepPhase::None, served)
+            } else {
+                (StepPhase::Manage, served)
+            }
         } else {
             let managed = if rolling_only {
                 Actions::default()
@@ -110,8 +125,9 @@ impl Context<'_> {
         (phase, actions)
     }
 
-    /// The step as the plan shows it: the actions by node and pod, then what a frozen
-    /// DaemonSet does not get (readiness gates opened, pre-pull pods created or removed).
+    /// The step as the plan shows it: the actions by node and pod, then what a frozen or
+    /// paused DaemonSet does not get (readiness gates opened, pre-pull pods created or
+    /// removed).
     pub(super) fn step(
         &self,
         slots: &[Slot],
@@ -158,6 +174,8 @@ impl Context<'_> {
             },
             pre_pull: if frozen { Vec::new() } else { pre_pull },
             pre_pull_cleanup: if frozen { Vec::new() } else { pre_pull_cleanup },
+            // Once every DaemonSet is planned (`readiness::settle`).
+            remove_taints: Vec::new(),
             delete: actions
                 .delete
                 .iter()

@@ -5,6 +5,8 @@
 use super::inplace;
 use super::ownership::{self, Handover, Ownership};
 use super::progressive::{self, Phase, Rollout, RolloutRecord};
+use super::readiness::{NodeTaint, ReadinessTaint};
+use super::suspend::Suspension;
 use super::{Budgets, DeleteReason, LiveDiff, NodeState, Reason, Risk, Status};
 use crate::model::{Node, Pod, Timestamp};
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -21,6 +23,10 @@ pub struct Policy {
     /// Pass every manual pause of a progressive rollout (`apply --auto-promote`, for demos
     /// and tests).
     pub auto_promote: bool,
+    /// Write through the record's `daemonsync.io/paused` (`apply --force`, which pauses the
+    /// record for a `sync` daemon and rolls its own template out). A freeze holds whatever
+    /// this says.
+    pub ignore_pause: bool,
 }
 
 /// Version of the plan's JSON form.
@@ -153,6 +159,14 @@ pub struct DaemonSetPlan {
     /// rollout (absent for a managed DaemonSet with nothing to hand over).
     #[serde(skip_serializing_if = "Ownership::is_plain")]
     pub ownership: Ownership,
+    /// The nodes that carry its readiness taint (`daemonsync.io/readiness-taint`) and what
+    /// each waits for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub readiness: Option<ReadinessTaint>,
+    /// The record's hold: `daemonsync pause` (no pod replaced, nodes without one served) or
+    /// `daemonsync freeze` (nothing written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suspended: Option<Suspension>,
 }
 
 /// Pulling a DaemonSet's new images onto nodes before their turn.
@@ -321,6 +335,10 @@ pub struct Step {
     /// Pre-pull pods deleted: done, or for another revision.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pre_pull_cleanup: Vec<PodRef>,
+    /// Readiness taints removed: every DaemonSet naming the key has an available pod on the
+    /// node.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub remove_taints: Vec<NodeTaint>,
 }
 
 /// A pod, by namespace, name and node.
@@ -344,6 +362,7 @@ impl Step {
             && self.open_gates.is_empty()
             && self.pre_pull.is_empty()
             && self.pre_pull_cleanup.is_empty()
+            && self.remove_taints.is_empty()
     }
 }
 

@@ -382,3 +382,94 @@ pub fn in_place_recreate_plan() -> Plan {
     o.pods[0] = pod("demo", "agent", "w1", &revision(&d), true);
     plan_one(&d, &o)
 }
+
+/// `demo/agent` naming the readiness taint `example.com/agent-not-ready`, on three workers and
+/// two nodes that joined with the taint: its pod on `new-1` is not ready yet, the one on
+/// `new-2` is available (the step removes the taint there).
+pub fn readiness_plan() -> Plan {
+    let mut d = daemonset(
+        "demo",
+        "agent",
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}),
+    );
+    let key = "example.com/agent-not-ready";
+    d.daemonset
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(crate::manifest::policy::READINESS_TAINT.into(), key.into());
+    crate::manifest::policy::tolerate_readiness_taint(&mut d.daemonset);
+    let hash = revision(&d);
+    let mut nodes: Vec<Node> = (1..=3).map(|i| worker(&format!("w{i}"))).collect();
+    for name in ["new-1", "new-2"] {
+        let mut n = worker(name);
+        n.taints.push(crate::model::Taint {
+            key: key.into(),
+            value: String::new(),
+            effect: crate::model::TaintEffect::NoSchedule,
+        });
+        nodes.push(n);
+    }
+    let pods = nodes
+        .iter()
+        .map(|n| pod("demo", "agent", &n.name, &hash, n.name != "new-1"))
+        .collect();
+    let observed = Observed {
+        nodes,
+        pods,
+        ..Observed::default()
+    };
+    plan_one(&d, &observed)
+}
+
+/// Two DaemonSets held by their records: `demo/agent` paused half-way from `agent:1` to
+/// `agent:2` (its record names `agent:1` stable) with a node `w4` that joined meanwhile (it gets
+/// the stable revision's pod), and `demo/logs` frozen with the same new node (it gets nothing).
+pub fn suspended_plan() -> Plan {
+    let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}});
+    let agent = daemonset("demo", "agent", strategy.clone());
+    let mut old_agent = agent.clone();
+    old_agent
+        .daemonset
+        .spec
+        .as_mut()
+        .unwrap()
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .containers[0]
+        .image = Some("agent:1".into());
+    let logs = daemonset("demo", "logs", strategy);
+    let (new_rev, old_rev, logs_rev) = (revision(&agent), revision(&old_agent), revision(&logs));
+    let nodes: Vec<Node> = (1..=4).map(|i| worker(&format!("w{i}"))).collect();
+    let mut pods = vec![pod("demo", "agent", "w1", &new_rev, true)];
+    for n in ["w2", "w3"] {
+        pods.push(pod("demo", "agent", n, &old_rev, true));
+    }
+    for n in ["w1", "w2", "w3"] {
+        pods.push(pod("demo", "logs", n, &logs_rev, true));
+    }
+    let rollouts = vec![
+        RolloutRecord {
+            namespace: "demo".into(),
+            name: "agent".into(),
+            stable: Some(old_agent.daemonset),
+            paused: true,
+            ..RolloutRecord::default()
+        },
+        RolloutRecord {
+            namespace: "demo".into(),
+            name: "logs".into(),
+            frozen: true,
+            ..RolloutRecord::default()
+        },
+    ];
+    let observed = Observed {
+        nodes,
+        pods,
+        rollouts,
+        ..Observed::default()
+    };
+    plan(&[agent, logs], &observed, &Policy::default(), now())
+}

@@ -205,8 +205,9 @@ fn is_label_key_name(s: &[u8]) -> bool {
     }
 }
 
-/// `IsQualifiedName` / `content.IsLabelKey`: label keys, annotation keys, resource names.
-pub(super) fn qualified_name(s: &str) -> Vec<String> {
+/// `IsQualifiedName` / `content.IsLabelKey`: label keys, annotation keys, resource names,
+/// taint keys.
+pub(crate) fn qualified_name(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     let parts: Vec<&str> = s.split('/').collect();
     let name = match parts.as_slice() {
