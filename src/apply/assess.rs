@@ -51,6 +51,9 @@ pub struct Assessment<'d> {
     pub handovers: BTreeMap<Key, Work>,
     /// DaemonSets whose record names another writer, and how this run stands to it.
     pub standings: BTreeMap<Key, Standing>,
+    /// Where each rollout stands for GitOps tools (current, in progress, waiting, stalled)
+    /// and since when it made no progress: filled by [`Executor::assess`](super::Executor::assess).
+    pub progress: BTreeMap<Key, super::stall::Judged>,
     pub(super) specs: Specs<'d>,
 }
 
@@ -200,6 +203,7 @@ pub fn assess<'d>(
         refused: BTreeMap::new(),
         handovers,
         standings,
+        progress: BTreeMap::new(),
         specs,
     }
 }
@@ -336,13 +340,21 @@ impl Assessment<'_> {
             .min()
     }
 
-    /// When something may change without a cluster event: a progress deadline, a
-    /// minReadySeconds, a timed pause ending.
+    /// When something may change without a cluster event: a progress deadline (of a pod, or
+    /// of a rollout making no progress), a minReadySeconds, a timed pause ending.
     pub fn next_wake(&self) -> Option<Timestamp> {
-        match (self.health.next_deadline, self.timed_pause_ends()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let stall = self.progress.values().filter_map(|j| j.deadline).min();
+        [self.health.next_deadline, self.timed_pause_ends(), stall]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Whether the rollout of `namespace/name` is stalled (the record's `Stalled` condition).
+    pub fn is_stalled(&self, namespace: &str, name: &str) -> bool {
+        self.progress
+            .get(&(namespace.to_string(), name.to_string()))
+            .is_some_and(super::stall::Judged::is_stalled)
     }
 
     /// `namespace/name` of the DaemonSets waiting at a manual pause.

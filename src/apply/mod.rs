@@ -21,6 +21,9 @@ mod options;
 mod readiness_tests;
 #[cfg(test)]
 mod signals_tests;
+mod stall;
+#[cfg(test)]
+mod stall_tests;
 mod status;
 #[cfg(test)]
 mod suspend_tests;
@@ -35,6 +38,7 @@ pub use options::{
     ApplyError, ApplyOptions, ApplyReport, DaemonSetProgress, FailedNode, Key, NoProgress, Orphan,
     Outcome, Progress, ProgressUpdate, Write,
 };
+pub use stall::Judged;
 pub use status::announce_complete;
 pub use writer::Standing;
 
@@ -117,6 +121,7 @@ impl Executor {
     ) -> Assessment<'d> {
         let mut a = assess(desired, state, opts);
         a.refused_by_admission(&self.refused);
+        a.progress = stall::judge(&a, state, opts);
         a
     }
 

@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 pub struct ApplyOptions {
     /// Plan once and write nothing.
     pub dry_run: bool,
-    /// New-revision pods that stay unavailable this long (on Ready nodes) halt the rollout.
+    /// New-revision pods that stay unavailable this long (on Ready nodes) halt the rollout;
+    /// a rollout that makes no progress this long is stalled.
     pub progress_deadline: SignedDuration,
     /// Delete the pods of managed DaemonSets that are no longer in the source.
     pub prune: bool,

@@ -49,6 +49,15 @@ pub(super) async fn write_statuses<C: Cluster>(
             Some((desired, _)) if complete => serde_json::to_value(&desired.daemonset).ok(),
             _ => current.and_then(|c| c.stable.clone()),
         };
+        let judged = a.progress.get(&key);
+        let reconcile = judged.map(|j| {
+            let mut r = j.reconcile.clone();
+            // The halt as the `Halted` condition words it.
+            if let (Some(why), "RolloutHalted") = (&halted, r.reason.as_str()) {
+                r.message.clone_from(why);
+            }
+            r
+        });
         let status = RecordStatus {
             counters: ds.status,
             revision: ds.revision.clone(),
@@ -63,6 +72,8 @@ pub(super) async fn write_statuses<C: Cluster>(
             }),
             stable,
             blocked,
+            reconcile,
+            last_progress: judged.and_then(|j| j.last_progress),
         };
         // A writer that replaces another (a daemon taking a DaemonSet back after `apply`)
         // names itself on the record even when the status is unchanged.

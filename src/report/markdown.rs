@@ -24,8 +24,9 @@ use super::diff::{ManifestChange, change_of};
 use super::phrases::{
     Markup, StageProgress, agree, count, differs_from_git, field_value, halt_text, node_reason,
     ownership_text, partition_holds, pause_after, pre_pull_text, readiness_lines, rollout_now,
-    rollout_phase, rollout_shape, stable_gets, stage_name, stage_progress, step_only_gates,
-    step_phase, strategy, suspension_label, suspension_text, update_text, warnings_beside_errors,
+    rollout_phase, rollout_shape, stable_gets, stage_name, stage_progress, stalled_text,
+    step_only_gates, step_phase, strategy, suspension_label, suspension_text, update_text,
+    warnings_beside_errors,
 };
 use crate::plan::{DaemonSetPlan, NodeState, NodeUpdate, Phase, Plan, RiskKind, Rollout};
 use std::collections::BTreeMap;
@@ -128,7 +129,7 @@ impl MarkdownContext {
 }
 
 /// True when the plan is reported in one line: nothing changes (no step, no manifest diff),
-/// nothing is risky or in error, and no progressive rollout stands half-way (paused, halted).
+/// nothing is risky, in error or stalled, and no progressive rollout stands half-way (paused, halted).
 /// A sticky-comment workflow then creates no comment if it has none.
 pub fn is_quiet(plan: &Plan, diffs: &Diffs) -> bool {
     !plan.has_changes()
@@ -136,6 +137,7 @@ pub fn is_quiet(plan: &Plan, diffs: &Diffs) -> bool {
         && plan.daemonsets.iter().all(|d| {
             d.risks.is_empty()
                 && d.errors.is_empty()
+                && d.stalled.is_none()
                 && d.rollout
                     .as_ref()
                     .is_none_or(|r| r.phase == Phase::Complete)
@@ -399,6 +401,7 @@ fn header(plan: &Plan, ctx: &MarkdownContext, diffs: &Diffs) -> String {
         verdict(&mut out, plan, &counts);
     }
     error_block(&mut out, plan);
+    stalled_block(&mut out, plan);
     risk_block(&mut out, plan);
     removed_note(&mut out, diffs);
     if plan.manifest_only {
@@ -450,6 +453,34 @@ fn verdict(out: &mut String, plan: &Plan, counts: &Counts) {
             String::new()
         },
     );
+}
+
+/// Rollouts whose record says they cannot make progress: a reviewer sees them before the
+/// changes, since a new commit may be what unsticks them (or meets the same wall).
+fn stalled_block(out: &mut String, plan: &Plan) {
+    let stalled: Vec<(&DaemonSetPlan, &crate::plan::Stalled)> = plan
+        .daemonsets
+        .iter()
+        .filter_map(|d| Some((d, d.stalled.as_ref()?)))
+        .collect();
+    if stalled.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "> [!CAUTION]");
+    let _ = writeln!(
+        out,
+        "> **Stalled rollouts.** Their records say they cannot make progress."
+    );
+    for (ds, s) in stalled {
+        let _ = writeln!(
+            out,
+            "> - **{}/{}** stalled {}",
+            escape(&ds.namespace),
+            escape(&ds.name),
+            stalled_text(s, PROSE)
+        );
+    }
+    out.push('\n');
 }
 
 fn risk_block(out: &mut String, plan: &Plan) {
@@ -695,13 +726,20 @@ fn section(ds: &DaemonSetPlan, diff: Option<&str>, manifest_only: bool) -> Strin
     for e in &ds.errors {
         let _ = writeln!(out, "- :x: **error:** {}", escape(e));
     }
+    if let Some(s) = &ds.stalled {
+        let _ = writeln!(out, "- :x: **stalled** {}", stalled_text(s, PROSE));
+    }
     for r in &ds.risks {
         let _ = writeln!(out, "- :warning: `{}`: {}", r.kind, escape(&r.message));
     }
     for w in warnings_beside_errors(ds) {
         let _ = writeln!(out, "- :warning: {}", escape(w));
     }
-    if !ds.errors.is_empty() || !ds.risks.is_empty() || !ds.warnings.is_empty() {
+    if !ds.errors.is_empty()
+        || ds.stalled.is_some()
+        || !ds.risks.is_empty()
+        || !ds.warnings.is_empty()
+    {
         out.push('\n');
     }
     if let Some(ip) = &ds.in_place {

@@ -390,6 +390,15 @@ pub(crate) fn rollout_phase(r: &Rollout) -> String {
     }
 }
 
+/// `since 2026-01-01T00:10:00Z (ProgressDeadlineExceeded): no progress for 10m ...`, after
+/// the word *stalled*: what the record's `Stalled` condition says, marked up by `m`.
+pub(crate) fn stalled_text(s: &crate::plan::Stalled, m: Markup) -> String {
+    let since = s.since.map_or_else(String::new, |t| {
+        format!("since {} ", (m.code)(&t.to_string()))
+    });
+    format!("{since}({}): {}", (m.code)(&s.reason), (m.text)(&s.message))
+}
+
 /// `Halt threshold: 1 (the rollout halts when new pods fail on more than 1 node)`.
 pub(crate) fn halt_text(r: &Rollout) -> String {
     format!(

@@ -11,8 +11,8 @@
 use super::phrases::{
     PLAIN, StageProgress, agree, count, differs_from_git, field_value, halt_text, node_reason,
     ownership_text, partition_holds, pause_after, pre_pull_text, readiness_lines, rollout_phase,
-    stable_gets, stage_name, stage_progress, step_only_gates, step_phase, strategy_brief,
-    suspension_label, suspension_text, update_text, warnings_beside_errors,
+    stable_gets, stage_name, stage_progress, stalled_text, step_only_gates, step_phase,
+    strategy_brief, suspension_label, suspension_text, update_text, warnings_beside_errors,
 };
 use crate::plan::progressive::Stage;
 use crate::plan::{DaemonSetPlan, NodeEntry, NodeState, Phase, Plan, Rollout};
@@ -101,6 +101,15 @@ pub fn to_table(plan: &Plan, opts: &TableOptions) -> String {
     out
 }
 
+/// `STALLED since T (Reason): message`, the label in bold red.
+fn stalled_line(s: &crate::plan::Stalled, paint: Painter) -> String {
+    let label = paint.style(
+        "STALLED",
+        Style::new().bold().fg_color(Some(AnsiColor::Red.into())),
+    );
+    format!("{label} {}", stalled_text(s, PLAIN))
+}
+
 /// The observed status only: the `kubectl get ds`-style rows, then (when `opts.wide`) every
 /// node of every DaemonSet with its state and reason. Ends with a newline.
 pub fn to_status_table(plan: &Plan, opts: &TableOptions) -> String {
@@ -109,6 +118,25 @@ pub fn to_status_table(plan: &Plan, opts: &TableOptions) -> String {
         return "No DaemonSets found.\n".into();
     }
     let mut out = summary_rows(plan, paint);
+    let stalled: Vec<&DaemonSetPlan> = plan
+        .daemonsets
+        .iter()
+        .filter(|d| d.stalled.is_some())
+        .collect();
+    if !stalled.is_empty() {
+        out.push('\n');
+    }
+    for ds in stalled {
+        if let Some(s) = &ds.stalled {
+            let _ = writeln!(
+                out,
+                "{}/{}: {}",
+                ds.namespace,
+                ds.name,
+                stalled_line(s, paint)
+            );
+        }
+    }
     if opts.wide {
         for ds in &plan.daemonsets {
             let title = format!("{}/{}", ds.namespace, ds.name);
@@ -209,6 +237,9 @@ fn details(
             Style::new().bold().fg_color(Some(AnsiColor::Red.into())),
         );
         let _ = writeln!(out, "  {label} {e}");
+    }
+    if let Some(s) = &ds.stalled {
+        let _ = writeln!(out, "  {}", stalled_line(s, paint));
     }
     for r in &ds.risks {
         let label = paint.style(

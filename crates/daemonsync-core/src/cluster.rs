@@ -123,6 +123,14 @@ impl Record {
                 .as_ref()
                 .filter(|d| crate::manifest::policy::readiness_taint(d).is_some())
                 .cloned(),
+            stalled: status
+                .and_then(|s| s.reconcile.as_ref())
+                .filter(|r| r.state == ReconcileState::Stalled)
+                .map(|r| crate::plan::Stalled {
+                    since: r.since,
+                    reason: r.reason.clone(),
+                    message: r.message.clone(),
+                }),
         }
     }
 }
@@ -167,6 +175,55 @@ pub struct RecordStatus {
     /// Why nothing is written for the DaemonSet (another controller runs it): the `Blocked`
     /// condition.
     pub blocked: Option<String>,
+    /// Where the rollout stands as GitOps tools read it: the `Ready`, `Reconciling` and
+    /// `Stalled` conditions (`None`: judged from the counters alone).
+    pub reconcile: Option<Reconcile>,
+    /// When the rollout last made progress, while it is expected to (`status.lastProgressTime`;
+    /// `None` while it is complete, paused or waiting at a pause).
+    pub last_progress: Option<Timestamp>,
+}
+
+/// Where a rollout stands, in the terms of kstatus (sigs.k8s.io/cli-utils), which Flux's health
+/// checks use: one of [`ReconcileState`], with a CamelCase reason and a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reconcile {
+    /// Current, in progress, waiting for a person, or stalled.
+    pub state: ReconcileState,
+    /// CamelCase reason (`RolloutComplete`, `Progressing`, `Paused`, `AwaitingPromotion`,
+    /// `ProgressDeadlineExceeded`, `RolloutHalted`, ...).
+    pub reason: String,
+    /// What a person reads.
+    pub message: String,
+    /// Since when the rollout is stalled (the `Stalled` condition's transition time), as read
+    /// back from a record; a writer leaves it to the record.
+    pub since: Option<Timestamp>,
+}
+
+/// The four states a rollout's record shows to GitOps tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReconcileState {
+    /// The desired state is reached: `Ready=True`.
+    Current,
+    /// Work is left and daemonsync is on it: `Reconciling=True`, `Ready=False`.
+    InProgress,
+    /// Work is left but waits for a person by design (`daemonsync pause`, a manual pause of a
+    /// progressive rollout, an abort): `Ready=False`, neither reconciling nor stalled.
+    Waiting,
+    /// The rollout cannot make progress (halted, blocked, a source error, no progress past
+    /// the progress deadline): `Stalled=True`, `Ready=False`.
+    Stalled,
+}
+
+impl Reconcile {
+    /// A state with its reason and message.
+    pub fn new(state: ReconcileState, reason: &str, message: impl Into<String>) -> Self {
+        Reconcile {
+            state,
+            reason: reason.to_string(),
+            message: message.into(),
+            since: None,
+        }
+    }
 }
 
 /// What a cluster shows at one instant: the planner's input, plus the records.

@@ -5,7 +5,7 @@
 //! deleting a record deletes its pods. `examples/deploy/crd.yaml` is generated from these types
 //! ([`crd_yaml`]); a test fails when the checked-in file differs.
 
-use crate::cluster::RecordStatus;
+use crate::cluster::{Reconcile, ReconcileState, RecordStatus};
 pub use crate::cluster::{RecordSource, RecordWriter, short_revision};
 use crate::model::{FROZEN_ANNOTATION, PAUSED_ANNOTATION, Timestamp};
 use crate::plan::Status;
@@ -101,8 +101,38 @@ impl RecordStatus {
                 .iter()
                 .find(|c| c.type_ == "Blocked" && c.status == "True")
                 .map(|c| c.message.clone()),
+            reconcile: reconcile_of(&status.conditions),
+            last_progress: status
+                .last_progress_time
+                .as_deref()
+                .and_then(|t| t.parse().ok()),
         }
     }
+}
+
+/// What the `Ready`, `Reconciling` and `Stalled` conditions say (`None` without `Ready`: a
+/// status written before they existed).
+fn reconcile_of(conditions: &[RecordCondition]) -> Option<Reconcile> {
+    let find = |type_: &str| conditions.iter().find(|c| c.type_ == type_);
+    let on = |type_: &str| find(type_).filter(|c| c.status == "True");
+    let ready = find("Ready")?;
+    let (state, c) = if let Some(c) = on("Stalled") {
+        (ReconcileState::Stalled, c)
+    } else if let Some(c) = on("Reconciling") {
+        (ReconcileState::InProgress, c)
+    } else if ready.status == "True" {
+        (ReconcileState::Current, ready)
+    } else {
+        (ReconcileState::Waiting, ready)
+    };
+    Some(Reconcile {
+        state,
+        reason: c.reason.clone(),
+        message: c.message.clone(),
+        since: (state == ReconcileState::Stalled)
+            .then(|| c.last_transition_time.parse().ok())
+            .flatten(),
+    })
 }
 
 /// The status of a ManagedDaemonSet: upstream's DaemonSetStatus counters, the current
@@ -130,7 +160,8 @@ pub struct ManagedDaemonSetStatus {
     /// The record generation this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// Progressing, Available and Halted, in the standard condition shape.
+    /// Progressing, Available, Halted, Paused, SourceError, Blocked, and the kstatus
+    /// conditions Ready, Reconciling and Stalled, in the standard condition shape.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<RecordCondition>,
     /// Where a progressive rollout stands (docs/progressive.md).
@@ -141,13 +172,20 @@ pub struct ManagedDaemonSetStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "any_optional_object")]
     pub stable: Option<serde_json::Value>,
+    /// When the rollout last made progress (a node became up to date or available, or a new
+    /// revision began), while it is expected to: the progress deadline runs from it, and
+    /// past it the rollout is `Stalled`. Absent while the rollout is complete, paused or
+    /// waiting at a pause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_progress_time: Option<String>,
 }
 
 /// A condition in the standard Kubernetes shape (metav1.Condition).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RecordCondition {
-    /// Progressing, Available or Halted.
+    /// Progressing, Available, Halted, Paused, SourceError, Blocked, Ready, Reconciling or
+    /// Stalled.
     #[serde(rename = "type")]
     pub type_: String,
     /// True, False or Unknown.
@@ -246,6 +284,7 @@ impl ManagedDaemonSetStatus {
             conditions,
             rollout: None,
             stable: None,
+            last_progress_time: None,
         }
     }
 
@@ -412,9 +451,82 @@ impl ManagedDaemonSetStatus {
                 .map(|why| ("BuiltinController", why.to_string())),
             ("Unblocked", "daemonsync drives this DaemonSet"),
         );
+        let fallback;
+        let reconcile = match &status.reconcile {
+            Some(r) => r,
+            None => {
+                fallback = Self::reconcile_of_counters(&counters);
+                &fallback
+            }
+        };
+        written.set_reconcile(reconcile, previous, now);
         written.rollout = status.rollout.clone();
         written.stable = status.stable.clone();
+        written.last_progress_time = status.last_progress.map(|t| t.to_string());
         written
+    }
+
+    /// Where a rollout stands when only its counters are known: current once every node runs
+    /// the revision, available; in progress before.
+    fn reconcile_of_counters(status: &Status) -> Reconcile {
+        let complete = status.updated_number_scheduled == status.desired_number_scheduled
+            && status.number_available == status.desired_number_scheduled
+            && status.number_misscheduled == 0;
+        let message = format!(
+            "{} of {} nodes run the current revision, {} available",
+            status.updated_number_scheduled,
+            status.desired_number_scheduled,
+            status.number_available
+        );
+        if complete {
+            Reconcile::new(ReconcileState::Current, "RolloutComplete", message)
+        } else {
+            Reconcile::new(ReconcileState::InProgress, "Progressing", message)
+        }
+    }
+
+    /// Sets the conditions kstatus reads (sigs.k8s.io/cli-utils, which Flux's health checks
+    /// use) from where the rollout stands: `Ready` (True once the desired state is reached)
+    /// and `Reconciling` (True while in progress) always, `Stalled` (True while the rollout
+    /// cannot make progress) once it has been True. Each carries the reason and message of
+    /// the state, and the record's generation.
+    pub fn set_reconcile(
+        &mut self,
+        reconcile: &Reconcile,
+        previous: Option<&ManagedDaemonSetStatus>,
+        now: Timestamp,
+    ) {
+        let generation = self.observed_generation;
+        let (reason, message) = (reconcile.reason.as_str(), &reconcile.message);
+        for (type_, on) in [
+            ("Ready", reconcile.state == ReconcileState::Current),
+            ("Reconciling", reconcile.state == ReconcileState::InProgress),
+        ] {
+            let c = condition(
+                previous,
+                type_,
+                on,
+                reason,
+                message.clone(),
+                now,
+                generation,
+            );
+            self.conditions.push(c);
+        }
+        let stalled = reconcile.state == ReconcileState::Stalled;
+        let was_set = previous.is_some_and(|p| p.conditions.iter().any(|c| c.type_ == "Stalled"));
+        if stalled || was_set {
+            let c = condition(
+                previous,
+                "Stalled",
+                stalled,
+                reason,
+                message.clone(),
+                now,
+                generation,
+            );
+            self.conditions.push(c);
+        }
     }
 
     /// The planner's counters this status records.
@@ -741,6 +853,161 @@ mod tests {
         resumed.set_halted(None, Some(&halted), t1);
         assert_eq!(find(&resumed, "Halted").status, "False");
         assert_eq!(find(&resumed, "Progressing").status, "True");
+    }
+
+    /// A record status at `counters` where the rollout stands as `state` says.
+    fn standing(state: ReconcileState, reason: &str, message: &str) -> RecordStatus {
+        RecordStatus {
+            counters: Status {
+                desired_number_scheduled: 3,
+                current_number_scheduled: 3,
+                number_ready: 3,
+                updated_number_scheduled: 1,
+                number_available: 3,
+                ..Status::default()
+            },
+            revision: "abc".into(),
+            halted: None,
+            paused: false,
+            frozen: false,
+            source_error: None,
+            rollout: None,
+            stable: None,
+            blocked: None,
+            reconcile: Some(Reconcile::new(state, reason, message)),
+            last_progress: None,
+        }
+    }
+
+    #[test]
+    fn the_kstatus_conditions_follow_the_rollout_and_keep_their_transition_times() {
+        let t0: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let t1: Timestamp = "2026-01-01T00:05:00Z".parse().unwrap();
+        let t2: Timestamp = "2026-01-01T00:09:00Z".parse().unwrap();
+        let find = |s: &ManagedDaemonSetStatus, t: &str| {
+            s.conditions.iter().find(|c| c.type_ == t).map(|c| {
+                (
+                    c.status.clone(),
+                    c.reason.clone(),
+                    c.last_transition_time.clone(),
+                )
+            })
+        };
+        let mut rolling = standing(ReconcileState::InProgress, "Progressing", "1 of 3 nodes");
+        rolling.last_progress = Some(t0);
+        let first = ManagedDaemonSetStatus::written(&rolling, None, Some(4), t0);
+        assert_eq!(
+            find(&first, "Reconciling"),
+            Some(("True".into(), "Progressing".into(), t0.to_string()))
+        );
+        assert_eq!(find(&first, "Ready").unwrap().0, "False");
+        assert_eq!(
+            find(&first, "Stalled"),
+            None,
+            "abnormal-true: absent until True"
+        );
+        assert_eq!(
+            first.last_progress_time.as_deref(),
+            Some(t0.to_string().as_str())
+        );
+        assert!(
+            first
+                .conditions
+                .iter()
+                .all(|c| c.observed_generation == Some(4))
+        );
+        // Read back, the status is what was written: an unchanged status is not written again.
+        let read = RecordStatus::from_record(&first);
+        assert_eq!(read.reconcile, rolling.reconcile);
+        assert_eq!(read.last_progress, Some(t0));
+
+        let stalled = standing(
+            ReconcileState::Stalled,
+            "ProgressDeadlineExceeded",
+            "no progress",
+        );
+        let second = ManagedDaemonSetStatus::written(&stalled, Some(&first), Some(4), t1);
+        assert_eq!(
+            find(&second, "Stalled"),
+            Some((
+                "True".into(),
+                "ProgressDeadlineExceeded".into(),
+                t1.to_string()
+            ))
+        );
+        assert_eq!(
+            find(&second, "Reconciling"),
+            Some((
+                "False".into(),
+                "ProgressDeadlineExceeded".into(),
+                t1.to_string()
+            ))
+        );
+        // Ready was False and stays False: its transition time stays too.
+        assert_eq!(find(&second, "Ready").unwrap().2, t0.to_string());
+        let read = RecordStatus::from_record(&second);
+        assert_eq!(read.reconcile.as_ref().unwrap().since, Some(t1));
+        let plan_view = crate::cluster::Record {
+            namespace: "ns".into(),
+            name: "agent".into(),
+            status: Some(read),
+            paused: false,
+            frozen: false,
+            promoted: None,
+            aborted: None,
+            daemonset: None,
+            uid: String::new(),
+            deleting: false,
+            source: None,
+        }
+        .rollout_record();
+        assert_eq!(
+            plan_view.stalled,
+            Some(crate::plan::Stalled {
+                since: Some(t1),
+                reason: "ProgressDeadlineExceeded".into(),
+                message: "no progress".into(),
+            })
+        );
+
+        let done = standing(ReconcileState::Current, "RolloutComplete", "all 3 nodes");
+        let third = ManagedDaemonSetStatus::written(&done, Some(&second), Some(4), t2);
+        assert_eq!(
+            find(&third, "Stalled"),
+            Some(("False".into(), "RolloutComplete".into(), t2.to_string()))
+        );
+        assert_eq!(find(&third, "Ready").unwrap().0, "True");
+        assert_eq!(third.last_progress_time, None);
+        let read = RecordStatus::from_record(&third);
+        assert_eq!(read.reconcile, done.reconcile);
+    }
+
+    #[test]
+    fn without_a_judgement_the_counters_decide_ready_and_reconciling() {
+        let t0: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let mut status = standing(ReconcileState::Current, "", "");
+        status.reconcile = None;
+        let written = ManagedDaemonSetStatus::written(&status, None, Some(1), t0);
+        let reconciling = written
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Reconciling")
+            .unwrap();
+        assert_eq!(
+            (reconciling.status.as_str(), reconciling.reason.as_str()),
+            ("True", "Progressing")
+        );
+        status.counters.updated_number_scheduled = 3;
+        let written = ManagedDaemonSetStatus::written(&status, None, Some(1), t0);
+        let ready = written
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Ready")
+            .unwrap();
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("True", "RolloutComplete")
+        );
     }
 
     #[test]

@@ -68,7 +68,7 @@ pub use step::BURST_REPLICAS;
 pub use types::{
     DaemonSetPlan, Desired, InPlacePlan, InPlaceUpdate, LiveComparison, Name, NodeEntry,
     NodeUpdate, Observed, PLAN_API_VERSION, Plan, PodDeletion, PodRef, Policy, PrePull,
-    PrePullPlan, PullFailure, Step, StepPhase, StrategySummary, Wave,
+    PrePullPlan, PullFailure, Stalled, Step, StepPhase, StrategySummary, Wave,
 };
 pub use view::DeleteReason;
 
@@ -252,6 +252,9 @@ impl Context<'_> {
         // Last, so that each node's reason can take its eligibility explanation without a copy.
         let nodes = self.nodes(&d, &slots, eligibility, &node_rollouts, &node_updates);
         let risks = self.risks(&d, &nodes, &step, &ownership);
+        let stalled = self
+            .record(&d.spec.namespace, &d.spec.name)
+            .and_then(|r| r.stalled.clone());
         let Prepared {
             spec,
             live,
@@ -284,6 +287,7 @@ impl Context<'_> {
             ownership,
             readiness: None,
             suspended,
+            stalled,
         };
         (plan, gate)
     }

@@ -81,6 +81,8 @@ pub struct RolloutRecord {
     /// The record's DaemonSet, when it names a readiness taint: the plans of other
     /// DaemonSets naming the same key wait for its pods too (`plan::readiness`).
     pub gating: Option<DaemonSet>,
+    /// The record's `Stalled` condition, while it is True.
+    pub stalled: Option<super::Stalled>,
 }
 
 impl RolloutRecord {

@@ -167,6 +167,24 @@ pub struct DaemonSetPlan {
     /// `daemonsync freeze` (nothing written).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suspended: Option<Suspension>,
+    /// The record says the rollout is stalled: it cannot make progress (its `Stalled`
+    /// condition).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stalled: Option<Stalled>,
+}
+
+/// A rollout that cannot make progress, as its record's `Stalled` condition says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stalled {
+    /// Since when (the condition's transition time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<Timestamp>,
+    /// Why, in CamelCase: `ProgressDeadlineExceeded`, `RolloutHalted`, `Blocked`,
+    /// `SourceError`.
+    pub reason: String,
+    /// What a person reads.
+    pub message: String,
 }
 
 /// Pulling a DaemonSet's new images onto nodes before their turn.
