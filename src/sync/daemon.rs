@@ -701,6 +701,11 @@ impl Reconciler {
                 a.paused.contains(&key),
                 a.frozen.contains(&key),
             );
+            self.metrics.rollout_stalled(
+                &ds.namespace,
+                &ds.name,
+                a.is_stalled(&ds.namespace, &ds.name),
+            );
             seen.insert(key);
         }
         for (ns, name) in self.known.difference(&seen) {

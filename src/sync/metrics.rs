@@ -126,6 +126,7 @@ pub struct Metrics {
     rollout_halted: Family<DaemonSetLabels, Gauge>,
     rollout_paused: Family<DaemonSetLabels, Gauge>,
     rollout_frozen: Family<DaemonSetLabels, Gauge>,
+    rollout_stalled: Family<DaemonSetLabels, Gauge>,
     reconcile: Family<ReconcileLabels, Counter>,
     reconcile_duration: Histogram,
     pod_writes: Family<PodWriteLabels, Counter>,
@@ -221,6 +222,14 @@ impl Metrics {
             "1 while the DaemonSet is frozen (daemonsync freeze: nothing written), else 0",
             rollout_frozen.clone(),
         );
+        let rollout_stalled = Family::<DaemonSetLabels, Gauge>::default();
+        registry.register(
+            "daemonsync_rollout_stalled",
+            "1 while the DaemonSet's rollout cannot make progress (its record's Stalled \
+             condition: halted, blocked, a source error, or no progress past the progress \
+             deadline), else 0",
+            rollout_stalled.clone(),
+        );
         let reconcile = Family::<ReconcileLabels, Counter>::default();
         // Exposed as daemonsync_reconcile_total: prometheus-client appends the suffix.
         registry.register(
@@ -268,6 +277,7 @@ impl Metrics {
             rollout_halted,
             rollout_paused,
             rollout_frozen,
+            rollout_stalled,
             reconcile,
             reconcile_duration,
             pod_writes,
@@ -321,6 +331,17 @@ impl Metrics {
             .set(i64::from(frozen));
     }
 
+    /// Sets `daemonsync_rollout_stalled` of one DaemonSet.
+    pub fn rollout_stalled(&self, namespace: &str, daemonset: &str, stalled: bool) {
+        let labels = DaemonSetLabels {
+            namespace: namespace.to_string(),
+            daemonset: daemonset.to_string(),
+        };
+        self.rollout_stalled
+            .get_or_create(&labels)
+            .set(i64::from(stalled));
+    }
+
     /// Removes every series of a DaemonSet no longer managed.
     pub fn forget_daemonset(&self, namespace: &str, daemonset: &str) {
         let labels = DaemonSetLabels {
@@ -333,6 +354,7 @@ impl Metrics {
         self.rollout_halted.remove(&labels);
         self.rollout_paused.remove(&labels);
         self.rollout_frozen.remove(&labels);
+        self.rollout_stalled.remove(&labels);
     }
 
     /// Counts one reconcile and observes how long it took.
@@ -436,6 +458,7 @@ mod tests {
         let m = Metrics::new();
         m.observe_daemonset("kube-system", "node-agent", &status(), true);
         m.observe_hold("kube-system", "node-agent", true, false);
+        m.rollout_stalled("kube-system", "node-agent", true);
         m.reconcile(ReconcileResult::Success, Duration::from_millis(20));
         m.pod_write(PodVerb::Create, true);
         m.source("https://github.com/acme/fleet.git", "0123abc");
@@ -459,6 +482,7 @@ mod tests {
             "daemonsync_rollout_frozen",
             "daemonsync_rollout_halted",
             "daemonsync_rollout_paused",
+            "daemonsync_rollout_stalled",
             "daemonsync_source_errors_total",
             "daemonsync_source_info",
         ];
@@ -512,6 +536,19 @@ mod tests {
         assert_eq!(value(&text, &halted).as_deref(), Some("1"));
         m.observe_daemonset("kube-system", "node-agent", &status(), false);
         assert_eq!(value(&m.encode(), &halted).as_deref(), Some("0"));
+    }
+
+    #[test]
+    fn the_stalled_gauge_follows_the_rollout_and_goes_with_its_daemonset() {
+        let m = Metrics::new();
+        let series =
+            r#"daemonsync_rollout_stalled{namespace="kube-system",daemonset="node-agent"}"#;
+        m.rollout_stalled("kube-system", "node-agent", true);
+        assert_eq!(value(&m.encode(), series).as_deref(), Some("1"));
+        m.rollout_stalled("kube-system", "node-agent", false);
+        assert_eq!(value(&m.encode(), series).as_deref(), Some("0"));
+        m.forget_daemonset("kube-system", "node-agent");
+        assert_eq!(value(&m.encode(), series), None);
     }
 
     #[test]
