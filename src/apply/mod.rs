@@ -12,6 +12,8 @@
 
 mod assess;
 mod execute;
+#[cfg(test)]
+mod gitops_tests;
 mod handover;
 #[cfg(test)]
 mod handover_tests;
