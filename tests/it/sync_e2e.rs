@@ -9,7 +9,8 @@
 use crate::serve_support::ServeProcess;
 use crate::support::{GitDaemon, Repo, daemonsync, free_port};
 use crate::sync_support::{
-    Api, NS, Sync, condition, daemonset, fleet, git_available, name, sign, wait_for, wait_until,
+    Api, NS, Sync, condition, daemonset, daemonset_with, fleet, git_available, name, sign,
+    wait_for, wait_until,
 };
 use std::time::{Duration, Instant};
 
@@ -982,4 +983,72 @@ fn with_sync_running_apply_of_another_template_is_refused_and_force_pauses_the_d
     api.converged("agent", "agent:9").unwrap();
     api.converged("logger", "logger:1").unwrap();
     assert!(sync.terminate().success());
+}
+
+#[test]
+fn a_rollout_held_by_not_ready_nodes_is_marked_stalled_on_its_record_and_in_the_metrics() {
+    if !git_available() {
+        return;
+    }
+    // Two NotReady nodes beside the Ready ones: once agent tolerates them, its pods there can
+    // never become available, and they use its whole unavailability budget (2).
+    let running = format!(
+        "{}---\n{}",
+        daemonset("agent", "agent:1"),
+        daemonset("logger", "logger:1")
+    );
+    let world = World::with(&running, "  - {name: 'sick-{i}', count: 2, ready: false}\n");
+    let sync = world.start(&[]);
+    let stalled = |ds: &str| {
+        sync.metric(&format!(
+            "daemonsync_rollout_stalled{{namespace=\"{NS}\",daemonset=\"{ds}\"}}"
+        ))
+    };
+    wait_until("agent's stalled gauge is exposed, 0", 30, &[&sync], || {
+        (stalled("agent") == Some(0.0)).then_some(())
+    });
+
+    let tolerant = daemonset_with(
+        "agent",
+        "agent:2",
+        "      tolerations: [{operator: Exists}]\n",
+    );
+    world.repo.write("ds/agent.yaml", &tolerant);
+    world
+        .repo
+        .commit("agent 2 runs on every node, NotReady ones too");
+    push(&sync);
+    wait_until(
+        "agent stalled past the progress deadline (daemonsync_rollout_stalled 1)",
+        60,
+        &[&sync],
+        || (stalled("agent") == Some(1.0)).then_some(()),
+    );
+    assert_eq!(stalled("logger"), Some(0.0), "{}", sync.metrics());
+    assert_eq!(
+        halted(&sync, "agent"),
+        Some(0.0),
+        "no pod failed: {}",
+        sync.metrics()
+    );
+    let record = world.api.record("agent");
+    let (status, message) = condition(&record, "Stalled").expect("a Stalled condition");
+    assert_eq!(status, "True", "{record:#}");
+    assert!(
+        message.contains(&format!("no progress for {PROGRESS_DEADLINE}"))
+            && message.contains("NotReady nodes")
+            && message.contains("sick-1"),
+        "the condition says why: {message}"
+    );
+    assert_eq!(
+        condition(&record, "Ready").map(|(s, _)| s).as_deref(),
+        Some("False")
+    );
+    assert!(
+        record["status"]["lastProgressTime"].is_string(),
+        "{record:#}"
+    );
+
+    let status = sync.terminate();
+    assert_eq!(status.code(), Some(0), "{}", sync.tail());
 }
