@@ -152,6 +152,14 @@ fn judge_one(
         let why = pause.map_or_else(|| "a manual pause".to_string(), ToString::to_string);
         return Judged::new(Waiting, "AwaitingPromotion", why);
     }
+    if !a.is_active(&ds.namespace, &ds.name) {
+        // Whatever else keeps every write from it (a freeze) stops the clock too.
+        return Judged::new(
+            Waiting,
+            "Held",
+            format!("no pods are written for it; {standing}"),
+        );
+    }
     if let Some(p @ Paused::Until { .. }) = pause {
         // It goes on by itself: in progress, but the deadline waits for the pause's end.
         return Judged::new(InProgress, "PausedBetweenStages", p.to_string());
