@@ -29,6 +29,7 @@ fuzz_target!(|data: &[u8]| {
             .map(|m| Desired {
                 source: m.source.to_string(),
                 daemonset: m.daemonset.clone(),
+                config: m.config.clone(),
             })
             .collect();
         let now = "2026-01-01T00:00:00Z".parse().unwrap();

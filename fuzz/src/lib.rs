@@ -28,6 +28,7 @@ spec:
         .map(|m| Desired {
             source: m.source.to_string(),
             daemonset: m.daemonset,
+            config: m.config,
         })
         .collect()
 }

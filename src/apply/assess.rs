@@ -2,6 +2,7 @@
 //! pods, which DaemonSets may be written to, their handovers, and the orphans `--prune`
 //! would remove. Pure.
 
+use super::config::ConfigWork;
 use super::handover::{self, Work};
 use super::health::Health;
 use super::options::{ApplyOptions, FailedNode, Key, Orphan};
@@ -54,6 +55,9 @@ pub struct Assessment<'d> {
     /// Where each rollout stands for GitOps tools (current, in progress, waiting, stalled)
     /// and since when it made no progress: filled by [`Executor::assess`](super::Executor::assess).
     pub progress: BTreeMap<Key, super::stall::Judged>,
+    /// The config copies each DaemonSet's revisions need written, or no more
+    /// (`manifest::versioning`).
+    pub config: BTreeMap<Key, ConfigWork>,
     pub(super) specs: Specs<'d>,
 }
 
@@ -190,7 +194,18 @@ pub fn assess<'d>(
             handover::work(ds, desired, &state.observed).map(|w| (key, w))
         })
         .collect();
+    let config = plan
+        .daemonsets
+        .iter()
+        .filter_map(|ds| {
+            let key = (ds.namespace.clone(), ds.name.clone());
+            let (desired, _) = specs.get(&key)?;
+            let work = super::config::work(ds, desired, state);
+            (!work.is_empty()).then_some((key, work))
+        })
+        .collect();
     Assessment {
+        config,
         plan,
         health,
         orphans,
@@ -316,6 +331,14 @@ impl Assessment<'_> {
             .any(|ds| !ds.step.is_empty() && self.writes_step(ds))
             || self.active_handovers().next().is_some()
             || !self.prune_pods(opts).is_empty()
+            || self.obsolete_copies().next().is_some()
+    }
+
+    /// The copies of config no revision needs any more, of the active DaemonSets.
+    pub(super) fn obsolete_copies(&self) -> impl Iterator<Item = (&Key, &ConfigWork)> {
+        self.config
+            .iter()
+            .filter(|(k, w)| !w.delete.is_empty() && self.is_active(&k.0, &k.1))
     }
 
     /// Every active DaemonSet is converged (halted and paused ones are left where they are,

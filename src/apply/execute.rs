@@ -22,12 +22,14 @@ pub(super) struct Counts {
     pub(super) handover: usize,
     /// Readiness taints removed from nodes.
     pub(super) untainted: usize,
+    /// Config copies written and deleted.
+    pub(super) config: usize,
 }
 
 impl Counts {
     /// Every write so far.
     fn writes(&self) -> usize {
-        self.creates + self.deletes + self.in_place + self.handover + self.untainted
+        self.creates + self.deletes + self.in_place + self.handover + self.untainted + self.config
     }
 }
 
@@ -73,6 +75,8 @@ struct Target<'a> {
     daemonset: String,
     /// The rollout phase the writes belong to.
     phase: String,
+    /// Its revision's config copies the cluster lacks.
+    copies: &'a [crate::manifest::config::ConfigCopy],
 }
 
 /// Executes one step: the handovers of the active DaemonSets, then the pod writes of every
@@ -96,7 +100,7 @@ pub(super) async fn execute<C: Cluster>(
         first_error: None,
         untainted: Default::default(),
     };
-    if write_handovers(&mut w, a).await.is_err() {
+    if write_handovers(&mut w, a, state).await.is_err() {
         return Ok(Executed::Interrupted);
     }
     for ds in written_steps(a) {
@@ -126,11 +130,15 @@ pub(super) async fn execute<C: Cluster>(
             }
             continue;
         }
+        let copies = a.config.get(&key).map_or(&[][..], |c| c.create.as_slice());
         if let Executed::Interrupted =
-            write_daemonset(&mut w, state, ds, desired, spec, refusals).await?
+            write_daemonset(&mut w, state, ds, (desired, spec, copies), refusals).await?
         {
             return Ok(Executed::Interrupted);
         }
+    }
+    if delete_obsolete_copies(&mut w, a).await.is_err() {
+        return Ok(Executed::Interrupted);
     }
     if prune_pods(&mut w, state, prune).await.is_err() {
         return Ok(Executed::Interrupted);
@@ -145,6 +153,7 @@ pub(super) async fn execute<C: Cluster>(
 async fn write_handovers<C: Cluster>(
     w: &mut Writes<'_, '_, C>,
     a: &Assessment<'_>,
+    state: &ClusterState,
 ) -> Result<(), Interrupted> {
     // Handovers first; a DaemonSet's step waits for the next round after its handover.
     for (key, work) in a.active_handovers() {
@@ -164,6 +173,19 @@ async fn write_handovers<C: Cluster>(
             w.cluster
                 .ensure_record(&desired.daemonset, a.record_source(key, w.opts))
                 .await?;
+            // The native DaemonSet's template references its revision's config copies:
+            // they exist before it does.
+            let applies = matches!(
+                work,
+                handover::Work::Apply(_) | handover::Work::Release { apply: Some(_), .. }
+            );
+            let copies = a.config.get(key).map_or(&[][..], |c| c.create.as_slice());
+            if applies && !copies.is_empty() {
+                let owner = native_owner(state, ds);
+                let at = (&*format!("{}/{}", key.0, key.1), &*ds.revision, "Native");
+                w.counts.config +=
+                    super::config::write_copies(w.cluster, copies, &owner, w.log, at).await?;
+            }
             let limit = w
                 .opts
                 .stop_after_writes
@@ -187,8 +209,11 @@ async fn write_daemonset<C: Cluster>(
     w: &mut Writes<'_, '_, C>,
     state: &ClusterState,
     ds: &plan::DaemonSetPlan,
-    desired: &Desired,
-    spec: &DaemonSetSpec,
+    (desired, spec, copies): (
+        &Desired,
+        &DaemonSetSpec,
+        &[crate::manifest::config::ConfigCopy],
+    ),
     refusals: &mut BTreeMap<Key, (String, String)>,
 ) -> Result<Executed, ClusterError> {
     tracing::info!(
@@ -216,6 +241,7 @@ async fn write_daemonset<C: Cluster>(
         spec,
         daemonset,
         phase,
+        copies,
     };
     // Native: the built-in controller creates the new pods (and with its own
     // RollingUpdate, deletes the old ones too).
@@ -230,7 +256,15 @@ async fn write_daemonset<C: Cluster>(
     let Ok((deleted, failed_pods)) = delete_pods(w, &t, controller_rolls).await else {
         return Ok(Executed::Interrupted);
     };
-    let Ok((created, create_error)) = create_pods(w, &t, state, native, refusals).await else {
+    let Ok(copied) = write_revision_copies(w, &t, native).await else {
+        return Ok(Executed::Interrupted);
+    };
+    let created = if copied {
+        create_pods(w, &t, state, native, refusals).await
+    } else {
+        Ok((Vec::new(), None))
+    };
+    let Ok((created, create_error)) = created else {
         return Ok(Executed::Interrupted);
     };
     let Ok(untainted) = remove_taints(w, &t).await else {
@@ -567,6 +601,80 @@ async fn remove_taints<C: Cluster>(
         }
     }
     Ok(removed)
+}
+
+/// Writes the config copies of the revision the step creates pods of, owned by the record,
+/// before any of its pods (a pod referencing a missing copy would never start). False when
+/// they could not all be written: the step's creates wait.
+async fn write_revision_copies<C: Cluster>(
+    w: &mut Writes<'_, '_, C>,
+    t: &Target<'_>,
+    native: bool,
+) -> Result<bool, Interrupted> {
+    if native || t.ds.step.create.is_empty() || t.copies.is_empty() {
+        return Ok(true);
+    }
+    let owner = plan::render::PodOwner::record(&t.spec.name);
+    let at = (
+        t.daemonset.as_str(),
+        t.ds.revision.as_str(),
+        t.phase.as_str(),
+    );
+    let written = super::config::write_copies(w.cluster, t.copies, &owner, w.log, at).await;
+    let ok = match written {
+        Ok(n) => {
+            w.counts.config += n;
+            true
+        }
+        Err(e) => {
+            keep_forbidden(&mut w.first_error, e);
+            false
+        }
+    };
+    if w.interrupted() {
+        return Err(Interrupted);
+    }
+    Ok(ok)
+}
+
+/// The owner of a native DaemonSet's config copies: its `apps/v1` DaemonSet, or the record
+/// until that exists (the copies of its first revision are written before it).
+fn native_owner(state: &ClusterState, ds: &plan::DaemonSetPlan) -> plan::render::PodOwner {
+    state
+        .observed
+        .daemonsets
+        .iter()
+        .find(|d| {
+            d.metadata.namespace.as_deref().unwrap_or("default") == ds.namespace
+                && d.metadata.name.as_deref() == Some(ds.name.as_str())
+        })
+        .and_then(|d| d.metadata.uid.as_deref())
+        .map_or_else(
+            || plan::render::PodOwner::record(&ds.name),
+            |uid| plan::render::PodOwner::daemonset(&ds.name, uid),
+        )
+}
+
+/// Deletes the config copies no revision of an active DaemonSet needs any more (its rollout
+/// complete).
+async fn delete_obsolete_copies<C: Cluster>(
+    w: &mut Writes<'_, '_, C>,
+    a: &Assessment<'_>,
+) -> Result<(), Interrupted> {
+    for (key, work) in a.obsolete_copies() {
+        if w.first_error.as_ref().is_some_and(ClusterError::stops_step) {
+            break;
+        }
+        let daemonset = format!("{}/{}", key.0, key.1);
+        match super::config::delete_copies(w.cluster, &work.delete, w.log, &daemonset).await {
+            Ok(n) => w.counts.config += n,
+            Err(e) => keep_forbidden(&mut w.first_error, e),
+        }
+        if w.interrupted() {
+            return Err(Interrupted);
+        }
+    }
+    Ok(())
 }
 
 /// Records a step's writes for one DaemonSet as events on it: one per kind of write that

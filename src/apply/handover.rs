@@ -451,10 +451,7 @@ async fn release_round<C: Cluster>(
         .get_or_insert_with(BTreeMap::new);
     annotations.remove(crate::plan::ownership::ADOPT);
     annotations.insert(crate::plan::ownership::MODE.into(), "native".into());
-    let desired = Desired {
-        source: String::new(),
-        daemonset: native,
-    };
+    let desired = Desired::new("", native);
     let plan = crate::plan::plan(
         std::slice::from_ref(&desired),
         &state.observed,

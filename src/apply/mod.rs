@@ -11,6 +11,9 @@
 //! (the batch sequence stops at the first failed create, as upstream's `syncNodes` does).
 
 mod assess;
+mod config;
+#[cfg(test)]
+mod config_tests;
 mod execute;
 #[cfg(test)]
 mod gitops_tests;

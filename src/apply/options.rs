@@ -155,12 +155,14 @@ pub struct Write {
     /// Cluster time of the step that made it.
     pub time: Timestamp,
     /// `create`, `delete`, `in-place` (images patched into a running pod), `pre-pull` (a pod
-    /// pulling a node's new images before its turn), `pre-pull-cleanup` (its removal) or
-    /// `untaint` (a readiness taint removed from the node).
+    /// pulling a node's new images before its turn), `pre-pull-cleanup` (its removal),
+    /// `untaint` (a readiness taint removed from the node), `create-config` (a revision's
+    /// config copy written before its pods) or `delete-config` (a copy no revision needs).
     pub verb: &'static str,
     /// `namespace/name` of the DaemonSet.
     pub daemonset: String,
-    /// The pod's name.
+    /// The pod's name (for `create-config` and `delete-config`, the copy's:
+    /// `configmap/NAME` or `secret/NAME`).
     pub pod: String,
     /// The node.
     pub node: String,

@@ -29,13 +29,15 @@ spec:
 }
 
 pub(super) fn desired(yaml: &str) -> Vec<Desired> {
-    let m = load_str("test.yaml", yaml, &LoadOptions::default()).expect("manifest loads");
+    let mut m = load_str("test.yaml", yaml, &LoadOptions::default()).expect("manifest loads");
+    crate::manifest::versioning::version(&mut m);
     assert!(m.invalid.is_empty(), "{:?}", m.invalid);
     m.daemonsets
         .into_iter()
         .map(|d| Desired {
             source: d.source.to_string(),
             daemonset: d.daemonset,
+            config: d.config,
         })
         .collect()
 }
@@ -57,7 +59,7 @@ fn surge(n: i32) -> String {
     format!("{{type: RollingUpdate, rollingUpdate: {{maxUnavailable: 0, maxSurge: {n}}}}}")
 }
 
-fn fleet(nodes: usize, extra: &str) -> String {
+pub(super) fn fleet(nodes: usize, extra: &str) -> String {
     format!(
         "seed: 1
 kubelet: {{startLatency: {{uniform: [2s, 6s]}}, terminationGrace: 1s}}
@@ -90,14 +92,14 @@ pub(super) fn revision_of(d: &[Desired]) -> String {
 
 /// Worst values seen by the invariant probe.
 #[derive(Debug, Default, Clone, Copy)]
-struct Worst {
-    unavailable: i32,
-    surge: usize,
+pub(super) struct Worst {
+    pub(super) unavailable: i32,
+    pub(super) surge: usize,
 }
 
 /// Installs a probe that tracks, after every change of the sim, the DaemonSet's unavailable
 /// desired nodes (the planner's count) and nodes running more than one live pod.
-fn probe(sim: &mut Sim, desired: &[Desired]) -> Arc<Mutex<Worst>> {
+pub(super) fn probe(sim: &mut Sim, desired: &[Desired]) -> Arc<Mutex<Worst>> {
     let worst = Arc::new(Mutex::new(Worst::default()));
     let w = worst.clone();
     let desired = desired.to_vec();
@@ -749,6 +751,19 @@ impl Cluster for Faulty {
     }
     async fn delete_record(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
         self.sim.delete_record(namespace, name).await
+    }
+    async fn create_config_copy(
+        &mut self,
+        copy: &crate::manifest::config::ConfigCopy,
+        owner: &crate::plan::render::PodOwner,
+    ) -> Result<(), ClusterError> {
+        self.sim.create_config_copy(copy, owner).await
+    }
+    async fn delete_config_copy(
+        &mut self,
+        copy: &crate::cluster::ObservedCopy,
+    ) -> Result<(), ClusterError> {
+        self.sim.delete_config_copy(copy).await
     }
     async fn annotate_record(
         &mut self,

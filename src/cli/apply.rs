@@ -237,6 +237,14 @@ pub async fn execute(mut opts: ApplyCommandOptions) -> Result<i32> {
     let dry_run = opts.apply.dry_run;
     let adopt = crate::cluster::kube::adoption_selectors(&desired);
     let mut cluster = opts.cluster.connect(opts.now, adopt).await?;
+    if let crate::cluster::AnyCluster::Kube(live) = &mut cluster
+        && !dry_run
+        && desired.iter().any(|d| !d.config.is_empty())
+    {
+        // The copies of earlier revisions must be seen before the rollout completes, or
+        // none would be collected.
+        live.watch_config_copies().await?;
+    }
     if cluster.is_read_only() && !dry_run {
         bail!("a snapshot cluster is read-only: add --dry-run, or use --cluster sim:FILE or kube");
     }

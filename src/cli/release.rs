@@ -130,10 +130,7 @@ pub async fn execute(opts: &ReleaseCommandOptions) -> Result<i32> {
         d.metadata.namespace.as_deref() == Some(namespace.as_str())
             && d.metadata.name.as_deref() == Some(name.as_str())
     }) {
-        let desired = Desired {
-            source: String::new(),
-            daemonset: ds,
-        };
+        let desired = Desired::new("", ds);
         cluster
             .watch_pods(&adoption_selectors(std::slice::from_ref(&desired)))
             .await?;

@@ -261,12 +261,24 @@ fn pod(p: &Pod) -> Value {
     let mut meta = Map::new();
     insert(&mut meta, "namespace", json!(p.namespace));
     insert(&mut meta, "name", json!(p.name));
+    let mut annotations = Map::new();
     if let Some(r) = &p.requests {
         insert(
-            &mut meta,
-            "annotations",
-            json!({ REQUESTS: resources::format_requested(r) }),
+            &mut annotations,
+            REQUESTS,
+            json!(resources::format_requested(r)),
         );
+    }
+    // The digests of its versioned config (never a value): what `plan` names changed keys by.
+    if let Some(config) = &p.config {
+        insert(
+            &mut annotations,
+            crate::model::CONFIG_ANNOTATION,
+            json!(config),
+        );
+    }
+    if !annotations.is_empty() {
+        insert(&mut meta, "annotations", Value::Object(annotations));
     }
     if !p.labels.is_empty() {
         insert(&mut meta, "labels", json!(p.labels));
@@ -397,7 +409,9 @@ mod tests {
 
     #[test]
     fn synthetic_fleet_round_trips() {
-        let (_, observed) = crate::cluster::synthetic::fleet(50, 3, 1);
+        let (_, mut observed) = crate::cluster::synthetic::fleet(50, 3, 1);
+        // A pod's versioned config digests go along (the plan names changed keys by them).
+        observed.pods[0].config = Some(r#"{"configmap/c":{"k":"0123456789ab"}}"#.into());
         let yaml = to_yaml(&observed).unwrap();
         let docs: Vec<Value> = serde_saphyr::from_multiple(&yaml).unwrap();
         let back = observed_from_documents(docs).unwrap();

@@ -279,10 +279,7 @@ fn as_desired(
         .into_iter()
         .map(|mut ds| {
             manifest::apply_defaults(&mut ds);
-            Desired {
-                source: source.into(),
-                daemonset: ds,
-            }
+            Desired::new(source, ds)
         })
         .collect()
 }

@@ -60,8 +60,27 @@ impl Cluster for SnapshotCluster {
         Ok(ClusterState {
             observed: self.observed.clone(),
             records: Vec::new(),
+            config_copies: Vec::new(),
             now: self.now,
         })
+    }
+
+    async fn create_config_copy(
+        &mut self,
+        copy: &crate::manifest::config::ConfigCopy,
+        _owner: &crate::plan::render::PodOwner,
+    ) -> Result<(), ClusterError> {
+        Self::refuse(format!(
+            "create {} {}/{}",
+            copy.kind, copy.namespace, copy.name
+        ))
+    }
+
+    async fn delete_config_copy(&mut self, copy: &ObservedCopy) -> Result<(), ClusterError> {
+        Self::refuse(format!(
+            "delete {} {}/{}",
+            copy.kind, copy.namespace, copy.name
+        ))
     }
 
     async fn create_pod(

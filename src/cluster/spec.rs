@@ -281,6 +281,21 @@ impl Cluster for AnyCluster {
         forward!(self, c => c.delete_record(namespace, name))
     }
 
+    async fn create_config_copy(
+        &mut self,
+        copy: &crate::manifest::config::ConfigCopy,
+        owner: &crate::plan::render::PodOwner,
+    ) -> Result<(), ClusterError> {
+        forward!(self, c => c.create_config_copy(copy, owner))
+    }
+
+    async fn delete_config_copy(
+        &mut self,
+        copy: &crate::cluster::ObservedCopy,
+    ) -> Result<(), ClusterError> {
+        forward!(self, c => c.delete_config_copy(copy))
+    }
+
     async fn annotate_record(
         &mut self,
         namespace: &str,

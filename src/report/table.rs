@@ -934,10 +934,8 @@ mod tests {
         let text = std::fs::read_to_string(root.join("manifests/kube-flannel.yaml")).unwrap();
         let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).unwrap();
         let ds = docs.into_iter().find(|d| d["kind"] == "DaemonSet").unwrap();
-        let desired = crate::plan::Desired {
-            source: "kube-flannel.yaml".into(),
-            daemonset: serde_json::from_value(ds).unwrap(),
-        };
+        let desired =
+            crate::plan::Desired::new("kube-flannel.yaml", serde_json::from_value(ds).unwrap());
         let plan_of = |desired: &crate::plan::Desired| {
             let p = crate::plan::plan(
                 std::slice::from_ref(desired),

@@ -110,6 +110,7 @@ impl Rendered {
             .map(|d| Desired {
                 source: d.source.to_string(),
                 daemonset: d.daemonset.clone(),
+                config: d.config.clone(),
             })
             .collect()
     }
@@ -413,6 +414,8 @@ pub(crate) fn load_files(
         out.extend(crate::manifest::load_str(label, text, opts)?);
     }
     refuse_duplicates(&out)?;
+    // Once every file is in: a DaemonSet may reference config from any of them.
+    crate::manifest::versioning::version(&mut out);
     if out.daemonsets.is_empty() && out.invalid.is_empty() {
         return Err(SourceError::Empty {
             what: format!(

@@ -243,6 +243,15 @@ pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Resu
                 }
             }
         }
+        if effect.desired.iter().any(|d| !d.config.is_empty())
+            && let Err(e) = cluster.watch_config_copies().await
+        {
+            tracing::error!(error = %e, "cannot watch the copies of the source's ConfigMaps and Secrets; nothing is written until it can");
+            tokio::select! {
+                _ = tokio::time::sleep(MAX_BACKOFF / 6) => continue,
+                _ = shutdown.wait_for(|s| *s) => break,
+            }
+        }
         watched_for = Some(Arc::clone(&effect));
         let outcome = reconciler.pass(&mut cluster, &effect, &gate).await;
         if let Some(backoff) = outcome.backoff {
@@ -554,6 +563,23 @@ impl Cluster for Gated<'_, '_> {
     async fn delete_record(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
         self.gate.check()?;
         self.inner.delete_record(namespace, name).await
+    }
+
+    async fn create_config_copy(
+        &mut self,
+        copy: &crate::manifest::config::ConfigCopy,
+        owner: &crate::plan::render::PodOwner,
+    ) -> Result<(), ClusterError> {
+        self.gate.check()?;
+        self.inner.create_config_copy(copy, owner).await
+    }
+
+    async fn delete_config_copy(
+        &mut self,
+        copy: &crate::cluster::ObservedCopy,
+    ) -> Result<(), ClusterError> {
+        self.gate.check()?;
+        self.inner.delete_config_copy(copy).await
     }
 
     async fn annotate_record(

@@ -14,8 +14,12 @@
 //!   `ManagedDaemonSet` record).
 //! * [`synthetic`]: deterministic generated fleets of any size, shared by tests and benchmarks.
 
+use crate::manifest::config::{
+    COPY_OF_ANNOTATION, ConfigCopy, ConfigKind, DAEMONSET_LABEL, DIGEST_ANNOTATION,
+};
 use crate::model::Timestamp;
 use crate::plan::progressive::Progress;
+use crate::plan::render::PodOwner;
 use crate::plan::{Observed, RolloutRecord, Status};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -233,8 +237,72 @@ pub struct ClusterState {
     pub observed: Observed,
     /// Records of managed DaemonSets, sorted by namespace and name.
     pub records: Vec<Record>,
+    /// The immutable copies of ConfigMaps and Secrets daemonsync wrote for DaemonSets'
+    /// revisions (a live backend shows them once it has written one).
+    pub config_copies: Vec<ObservedCopy>,
     /// The cluster's idea of now (the sim's virtual clock; the wall clock for a live one).
     pub now: Timestamp,
+}
+
+/// An immutable copy of a ConfigMap or Secret in the cluster, as its metadata shows it
+/// (`manifest::config`): never its content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservedCopy {
+    /// ConfigMap or Secret.
+    pub kind: ConfigKind,
+    /// Namespace.
+    pub namespace: String,
+    /// The copy's name.
+    pub name: String,
+    /// Its uid: the precondition of its deletion.
+    pub uid: String,
+    /// Its `daemonsync.io/daemonset` label: the DaemonSet it belongs to.
+    pub daemonset: String,
+    /// Its `daemonsync.io/copy-of` annotation: the name of the object it copies.
+    pub copy_of: String,
+    /// Its `daemonsync.io/config-digest` annotation: the digest of its content.
+    pub digest: String,
+    /// When it was created.
+    pub created: Option<Timestamp>,
+    /// It is being deleted.
+    pub deleting: bool,
+}
+
+impl ObservedCopy {
+    /// The copy an object's metadata describes, if it is one of daemonsync's (labelled
+    /// managed by daemonsync, for a DaemonSet).
+    pub fn from_meta(
+        kind: ConfigKind,
+        meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    ) -> Option<ObservedCopy> {
+        let labels = meta.labels.as_ref()?;
+        if labels
+            .get(crate::model::MANAGED_BY_LABEL)
+            .map(String::as_str)
+            != Some(crate::model::MANAGED_BY_VALUE)
+        {
+            return None;
+        }
+        let daemonset = labels.get(DAEMONSET_LABEL)?.clone();
+        let annotation = |k: &str| {
+            meta.annotations
+                .as_ref()
+                .and_then(|a| a.get(k))
+                .cloned()
+                .unwrap_or_default()
+        };
+        Some(ObservedCopy {
+            kind,
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone().unwrap_or_default(),
+            uid: meta.uid.clone().unwrap_or_default(),
+            daemonset,
+            copy_of: annotation(COPY_OF_ANNOTATION),
+            digest: annotation(DIGEST_ANNOTATION),
+            created: meta.creation_timestamp.as_ref().map(|t| t.0),
+            deleting: meta.deletion_timestamp.is_some(),
+        })
+    }
 }
 
 /// Severity of an event.
@@ -392,6 +460,23 @@ pub trait Cluster: Send {
         key: &str,
         effect: crate::model::TaintEffect,
     ) -> impl Future<Output = Result<bool, ClusterError>> + Send;
+    /// Creates an immutable copy of a ConfigMap or Secret for a DaemonSet's revision, owned
+    /// by `owner` (the DaemonSet's record, whose uid the backend fills in, or its `apps/v1`
+    /// DaemonSet in native mode), so that deleting the owner takes it along. A copy of the
+    /// same name and content that exists already is success (copies are named after their
+    /// content); one of the same name and other content is [`ClusterError::Rejected`].
+    fn create_config_copy(
+        &mut self,
+        copy: &ConfigCopy,
+        owner: &PodOwner,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send;
+
+    /// Deletes a copy no revision needs any more, on the condition that it is still the one
+    /// with `uid`. [`ClusterError::NotFound`] when it is gone.
+    fn delete_config_copy(
+        &mut self,
+        copy: &ObservedCopy,
+    ) -> impl Future<Output = Result<(), ClusterError>> + Send;
 
     /// Waits until something changes (a watch event; the sim's next scheduled event) or until
     /// `deadline`. Returns `true` when something changed, `false` when the deadline passed.

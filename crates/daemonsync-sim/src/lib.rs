@@ -396,8 +396,48 @@ impl Cluster for Sim {
         Ok(ClusterState {
             observed: self.observed(),
             records: self.records(),
+            config_copies: self.world.config_copies(),
             now: self.now(),
         })
+    }
+
+    async fn create_config_copy(
+        &mut self,
+        copy: &daemonsync_core::manifest::config::ConfigCopy,
+        owner: &crate::plan::render::PodOwner,
+    ) -> Result<(), ClusterError> {
+        let mut owner = owner.controller_reference();
+        if owner.kind == crate::plan::RECORD_KIND && owner.uid.is_empty() {
+            owner.uid = self
+                .record_uid(&copy.namespace, &owner.name)
+                .ok_or_else(|| {
+                    ClusterError::Rejected(format!(
+                        "no record {}/{} to own the copy yet",
+                        copy.namespace, owner.name
+                    ))
+                })?;
+        }
+        self.world
+            .create_config_copy(copy, owner, &write_params())
+            .map_err(|e| cluster_error(e, copy.kind.as_str(), &copy.namespace, &copy.name))?;
+        self.world.reconcile();
+        Ok(())
+    }
+
+    async fn delete_config_copy(
+        &mut self,
+        copy: &daemonsync_core::cluster::ObservedCopy,
+    ) -> Result<(), ClusterError> {
+        let kind = self.world.kind("", "v1", copy.kind.plural());
+        let params = DeleteParams {
+            uid: Some(copy.uid.clone()),
+            ..DeleteParams::default()
+        };
+        self.world
+            .delete(&kind, &copy.namespace, &copy.name, &params)
+            .map_err(|e| cluster_error(e, copy.kind.as_str(), &copy.namespace, &copy.name))?;
+        self.world.reconcile();
+        Ok(())
     }
 
     async fn create_pod(

@@ -669,10 +669,18 @@ impl NodeSim {
     }
 }
 
-/// Reads the DaemonSets of a `running:` entry (a manifest file, or a directory walked in
-/// name order for `*.yaml`, `*.yml` and `*.json`), loaded and validated as the manifests of a
-/// source are; an invalid one is an error.
-pub(crate) fn load_running(manifest: &Path) -> Result<Vec<crate::plan::Desired>> {
+/// Reads the DaemonSets of a `running:` or `builtin:` entry (a manifest file, or a directory
+/// walked in name order for `*.yaml`, `*.yml` and `*.json`), loaded and validated as the
+/// manifests of a source are; an invalid one is an error. With `versioned` (`running:`), the
+/// config they reference is versioned as daemonsync versions it; without (`builtin:`), the
+/// ConfigMaps and Secrets beside them are returned, to be created as they are.
+pub(crate) fn load_running(
+    manifest: &Path,
+    versioned: bool,
+) -> Result<(
+    Vec<crate::plan::Desired>,
+    Vec<crate::manifest::config::ConfigObject>,
+)> {
     let context = || format!("running: {}", manifest.display());
     let mut files = Vec::new();
     manifest_files(manifest, &mut files).with_context(context)?;
@@ -687,6 +695,9 @@ pub(crate) fn load_running(manifest: &Path) -> Result<Vec<crate::plan::Desired>>
                 .with_context(context)?,
         );
     }
+    if versioned {
+        crate::manifest::versioning::version(&mut loaded);
+    }
     if !loaded.invalid.is_empty() {
         let msg = crate::manifest::invalid_message(&loaded.invalid, "");
         return Err(anyhow::anyhow!(msg)).with_context(context);
@@ -698,14 +709,21 @@ pub(crate) fn load_running(manifest: &Path) -> Result<Vec<crate::plan::Desired>>
         ))
         .with_context(context);
     }
-    Ok(loaded
+    let desired = loaded
         .daemonsets
         .into_iter()
         .map(|d| crate::plan::Desired {
             source: d.source.to_string(),
             daemonset: d.daemonset,
+            config: d.config,
         })
-        .collect())
+        .collect();
+    let configs = if versioned {
+        Vec::new()
+    } else {
+        loaded.configs
+    };
+    Ok((desired, configs))
 }
 
 /// The manifest files of `path`: itself, or those under it in name order.

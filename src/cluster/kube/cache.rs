@@ -255,6 +255,9 @@ pub struct State {
     pub records: Feed<CachedRecord>,
     /// What every pod of the cluster requests of its node.
     pub usage: Usage,
+    /// daemonsync's copies of ConfigMaps and Secrets (their metadata), one feed per kind,
+    /// once watched ([`watch_copies`]).
+    pub copies: Vec<Feed<crate::cluster::ObservedCopy>>,
     /// Bumped on every change, so a reader can tell whether anything happened since it looked.
     pub version: u64,
 }
@@ -269,14 +272,25 @@ impl State {
             && self.records.synced
             && self.usage.synced
             && self.pods.iter().all(|p| p.synced)
+            && self.copies.iter().all(|c| c.synced)
+    }
+
+    /// Every copy of a ConfigMap or Secret cached, in kind and key order.
+    pub fn config_copies(&self) -> Vec<crate::cluster::ObservedCopy> {
+        self.copies
+            .iter()
+            .flat_map(|f| f.items.values().cloned())
+            .collect()
     }
 
     /// The first error a watcher is stuck on, with the kind it watches.
     pub fn error(&self) -> Option<(&'static str, &kube::runtime::watcher::Error)> {
         let pods = self.pods.iter().find_map(|p| p.error.as_ref());
+        let copies = self.copies.iter().find_map(|p| p.error.as_ref());
         [
             ("nodes", self.nodes.error.as_ref()),
             ("pods", pods),
+            ("configmaps and secrets", copies),
             ("daemonsets", self.daemonsets.error.as_ref()),
             ("controllerrevisions", self.revisions.error.as_ref()),
             ("namespaces", self.namespaces.error.as_ref()),
@@ -481,6 +495,46 @@ pub fn watch_more_pods(
         };
         follow_pods(watchers, cache, client, i, selector);
     }
+}
+
+/// Starts watching daemonsync's copies of ConfigMaps and Secrets (labelled managed by
+/// daemonsync, for a DaemonSet) beside the feeds already running; [`State::synced`] is false
+/// until their first lists complete. Only their metadata is kept: a Secret's data is dropped
+/// as it arrives.
+pub fn watch_copies(watchers: &Watchers, cache: &Arc<Cache>, client: &kube::Client) {
+    use crate::manifest::config::{ConfigKind, DAEMONSET_LABEL};
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    {
+        let mut s = cache.lock();
+        if !s.copies.is_empty() {
+            return;
+        }
+        s.copies = vec![Feed::default(), Feed::default()];
+    }
+    let selector = format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE},{DAEMONSET_LABEL}");
+    let config = || watcher::Config::default().labels(&selector);
+    follow(
+        watchers,
+        cache,
+        Api::<ConfigMap>::all(client.clone()),
+        config(),
+        |c| {
+            let copy = crate::cluster::ObservedCopy::from_meta(ConfigKind::ConfigMap, &c.metadata);
+            (key_of(&c.metadata), copy)
+        },
+        |s| &mut s.copies[0],
+    );
+    follow(
+        watchers,
+        cache,
+        Api::<Secret>::all(client.clone()),
+        config(),
+        |c| {
+            let copy = crate::cluster::ObservedCopy::from_meta(ConfigKind::Secret, &c.metadata);
+            (key_of(&c.metadata), copy)
+        },
+        |s| &mut s.copies[1],
+    );
 }
 
 /// Starts the watchers: nodes, the pods matching each of `pod_selectors` (namespace, label

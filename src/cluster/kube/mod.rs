@@ -27,6 +27,7 @@ pub use record::{
 };
 
 use super::{Cluster, ClusterError, ClusterState, Event, EventType, Record, RecordStatus};
+use crate::manifest::config::ConfigKind;
 use crate::model::{KubeVersion, MANAGED_BY_LABEL, MANAGED_BY_VALUE, Timestamp};
 use crate::plan::{Observed, RECORD_API_VERSION, RECORD_KIND};
 use cache::{Cache, Key};
@@ -95,6 +96,9 @@ struct Expectations {
     records: Vec<(Key, Option<Option<String>>)>,
     /// Taints removed from nodes, by node, key and effect: the node must show it without.
     taints: Vec<(Key, String, crate::model::TaintEffect)>,
+    /// Copies of ConfigMaps and Secrets created (`None`: present) or deleted (`Some(uid)`:
+    /// gone, terminating, or another object).
+    copies: Vec<(ConfigKind, Key, Option<String>)>,
 }
 
 /// A live cluster.
@@ -495,12 +499,14 @@ impl KubeCluster {
         let daemonsets = std::mem::take(&mut self.expected.daemonsets);
         let records = std::mem::take(&mut self.expected.records);
         let taints = std::mem::take(&mut self.expected.taints);
+        let copies = std::mem::take(&mut self.expected.copies);
         if creates.is_empty()
             && deletes.is_empty()
             && updates.is_empty()
             && daemonsets.is_empty()
             && records.is_empty()
             && taints.is_empty()
+            && copies.is_empty()
         {
             return;
         }
@@ -538,6 +544,13 @@ impl KubeCluster {
                         !n.taints.iter().any(|t| t.key == *key && t.effect == *effect)
                     })
                 })
+                && copies.iter().all(|(kind, k, deleted)| {
+                    let c = s.copies.get(copy_feed(*kind)).and_then(|f| f.items.get(k));
+                    match deleted {
+                        None => c.is_some(),
+                        Some(uid) => c.is_none_or(|c| c.deleting || c.uid != *uid),
+                    }
+                })
         };
         let waited = self
             .run(async move {
@@ -565,12 +578,47 @@ impl KubeCluster {
             .map(|p| p.resource_version.clone())
     }
 
+    /// Watches daemonsync's copies of ConfigMaps and Secrets, when not yet, and waits until
+    /// their first lists are in. Started by `apply` and `sync` once the source versions some
+    /// config, and by the first copy written at the latest: a cluster whose DaemonSets
+    /// version none is never asked to list ConfigMaps or Secrets.
+    pub async fn watch_config_copies(&mut self) -> Result<(), ClusterError> {
+        if !self.cache.lock().copies.is_empty() {
+            return Ok(());
+        }
+        let watchers = Arc::clone(&self.watchers);
+        let (cache, client, target) = (
+            Arc::clone(&self.cache),
+            self.client.clone(),
+            self.target.clone(),
+        );
+        self.run(async move {
+            cache::watch_copies(&watchers, &cache, &client);
+            wait_until_synced(&cache, &target).await
+        })
+        .await
+    }
+
+    /// A copy as the cache shows it.
+    fn cached_copy(&self, kind: ConfigKind, key: &Key) -> Option<crate::cluster::ObservedCopy> {
+        let s = self.cache.lock();
+        s.copies.get(copy_feed(kind))?.items.get(key).cloned()
+    }
+
     fn record_uid(&self, namespace: &str, name: &str) -> Option<String> {
         let s = self.cache.lock();
         s.records
             .items
             .get(&(namespace.to_string(), name.to_string()))
             .map(|r| r.record.uid.clone())
+    }
+}
+
+/// The feed of [`cache::State::copies`] that holds copies of `kind`.
+fn copy_feed(kind: ConfigKind) -> usize {
+    match kind {
+        ConfigKind::ConfigMap => 0,
+        ConfigKind::Secret => 1,
     }
 }
 
@@ -729,8 +777,57 @@ impl Cluster for KubeCluster {
         Ok(ClusterState {
             observed,
             records,
+            config_copies: s.config_copies(),
             now: Timestamp::now(),
         })
+    }
+
+    async fn create_config_copy(
+        &mut self,
+        copy: &crate::manifest::config::ConfigCopy,
+        owner: &crate::plan::render::PodOwner,
+    ) -> Result<(), ClusterError> {
+        self.watch_config_copies().await?;
+        let key = (copy.namespace.clone(), copy.name.clone());
+        if let Some(cached) = self.cached_copy(copy.kind, &key) {
+            return if cached.digest == copy.digest {
+                Ok(())
+            } else {
+                Err(requests::other_content(copy))
+            };
+        }
+        let mut owner = owner.controller_reference();
+        if owner.kind == RECORD_KIND && owner.uid.is_empty() {
+            owner.uid = self
+                .record_uid(&copy.namespace, &owner.name)
+                .ok_or_else(|| {
+                    ClusterError::Rejected(format!(
+                        "no record {}/{} to own the copy yet",
+                        copy.namespace, owner.name
+                    ))
+                })?;
+        }
+        let (client, target, copy) = (self.client.clone(), self.target.clone(), copy.clone());
+        let kind = copy.kind;
+        self.run(async move { requests::create_config_copy(&client, &copy, owner, &target).await })
+            .await?;
+        self.expected.copies.push((kind, key, None));
+        Ok(())
+    }
+
+    async fn delete_config_copy(
+        &mut self,
+        copy: &crate::cluster::ObservedCopy,
+    ) -> Result<(), ClusterError> {
+        let (client, target, c) = (self.client.clone(), self.target.clone(), copy.clone());
+        self.run(async move { requests::delete_config_copy(&client, &c, &target).await })
+            .await?;
+        self.expected.copies.push((
+            copy.kind,
+            (copy.namespace.clone(), copy.name.clone()),
+            Some(copy.uid.clone()),
+        ));
+        Ok(())
     }
 
     async fn ensure_record(
@@ -1368,6 +1465,124 @@ pub mod requests {
             "node {node} changed between each read and patch; taint {key} is removed at the \
              next step"
         )))
+    }
+
+    /// A copy's name is taken by an object of other content.
+    pub fn other_content(copy: &crate::manifest::config::ConfigCopy) -> ClusterError {
+        ClusterError::Rejected(format!(
+            "{} {}/{} exists with other content: it is not daemonsync's copy of this \
+             revision's {} {}; delete or rename it",
+            copy.kind.kind(),
+            copy.namespace,
+            copy.name,
+            copy.kind.kind(),
+            copy.original
+        ))
+    }
+
+    /// Creates an immutable copy of a ConfigMap or Secret owned by `owner`. When its name is
+    /// taken, the object of that name (listed by name: daemonsync may list, not get) with
+    /// the same content is success: copies are named after their content.
+    pub async fn create_config_copy(
+        client: &kube::Client,
+        copy: &crate::manifest::config::ConfigCopy,
+        owner: k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference,
+        target: &Target,
+    ) -> Result<(), ClusterError> {
+        use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+        let params = PostParams {
+            field_manager: Some(target.field_manager.clone()),
+            ..PostParams::default()
+        };
+        let body = copy.body(owner);
+        let ns = copy.namespace.as_str();
+        let created = match copy.kind {
+            ConfigKind::ConfigMap => {
+                let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+                let object: ConfigMap = serde_json::from_value(body)
+                    .map_err(|e| ClusterError::Backend(format!("building the copy: {e}")))?;
+                with_retries(|| api.create(&params, &object))
+                    .await
+                    .map(|_| ())
+            }
+            ConfigKind::Secret => {
+                let api: Api<Secret> = Api::namespaced(client.clone(), ns);
+                let object: Secret = serde_json::from_value(body)
+                    .map_err(|_| ClusterError::Backend("building the copy failed".into()))?;
+                with_retries(|| api.create(&params, &object))
+                    .await
+                    .map(|_| ())
+            }
+        };
+        let what = format!("cannot create {} {ns}/{}: ", copy.kind.kind(), copy.name);
+        match created {
+            Ok(()) => Ok(()),
+            Err(e) if is_code(&e, 409) => {
+                let by_name = kube::api::ListParams::default()
+                    .fields(&format!("metadata.name={}", copy.name));
+                let existing = match copy.kind {
+                    ConfigKind::ConfigMap => {
+                        let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+                        with_retries(|| api.list(&by_name))
+                            .await
+                            .map(|l| l.items.first().and_then(|o| serde_json::to_value(o).ok()))
+                    }
+                    ConfigKind::Secret => {
+                        let api: Api<Secret> = Api::namespaced(client.clone(), ns);
+                        with_retries(|| api.list(&by_name))
+                            .await
+                            .map(|l| l.items.first().and_then(|o| serde_json::to_value(o).ok()))
+                    }
+                }
+                .map_err(|e| refused(target, &what, &e))?;
+                match existing {
+                    Some(o) if copy.same_content(&o) => Ok(()),
+                    _ => Err(other_content(copy)),
+                }
+            }
+            Err(e) => Err(refused(target, &what, &e)),
+        }
+    }
+
+    /// Deletes a copy only if it is still the one observed (a uid precondition).
+    pub async fn delete_config_copy(
+        client: &kube::Client,
+        copy: &crate::cluster::ObservedCopy,
+        target: &Target,
+    ) -> Result<(), ClusterError> {
+        use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: Some(copy.uid.clone()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        let (ns, name) = (copy.namespace.as_str(), copy.name.as_str());
+        let deleted = match copy.kind {
+            ConfigKind::ConfigMap => {
+                let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+                with_retries(|| api.delete(name, &params)).await.map(|_| ())
+            }
+            ConfigKind::Secret => {
+                let api: Api<Secret> = Api::namespaced(client.clone(), ns);
+                with_retries(|| api.delete(name, &params)).await.map(|_| ())
+            }
+        };
+        match deleted {
+            Ok(()) => Ok(()),
+            Err(e) if is_code(&e, 404) => Err(ClusterError::NotFound {
+                kind: copy.kind.as_str(),
+                namespace: ns.into(),
+                name: name.into(),
+            }),
+            Err(e) if is_code(&e, 409) => Err(ClusterError::Rejected(format!(
+                "{} {ns}/{name} is not the copy observed (uid precondition failed); the next \
+                 step re-plans",
+                copy.kind.kind()
+            ))),
+            Err(e) => Err(refused(target, "", &e)),
+        }
     }
 
     /// Writes a record's status through the `status` subresource (server-side apply).

@@ -821,10 +821,12 @@ wire! {
 
 wire! {
     /// The annotations a snapshot reads: what `daemonsync snapshot` recorded a node's pods
-    /// request (every pod bound to it, daemon pods or not), and a pod's requests.
+    /// request (every pod bound to it, daemon pods or not), a pod's requests, and the digests of
+    /// its versioned config (`daemonsync.io/config`: never a value).
     struct AnnotationsWire {
         requested: String = "daemonsync.io/requested",
         requests: String = "daemonsync.io/requests",
+        config: String = "daemonsync.io/config",
     }
 }
 
@@ -1108,6 +1110,7 @@ fn pod_from(meta: Meta, spec: Option<PodSpec>, status: Option<PodStatus>) -> Pod
         requests,
         // A snapshot only plans: what an in-place write needs is not read.
         detail: None,
+        config: meta.annotations.and_then(|a| a.config),
     }
 }
 

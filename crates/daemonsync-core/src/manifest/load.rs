@@ -565,6 +565,14 @@ fn classify(doc: RawDocument, opts: &LoadOptions, out: &mut Manifests) -> Result
         }
     };
     if kind != "DaemonSet" {
+        if let Some(config) = super::config::ConfigKind::of(&api_version, &kind) {
+            let value = with_default_namespace(doc.value.clone(), &opts.default_namespace);
+            out.configs.push(super::config::ConfigObject::read(
+                doc.source.clone(),
+                config,
+                &value,
+            ));
+        }
         out.others.push(other(doc, api_version, kind));
         return Ok(());
     }
@@ -829,6 +837,7 @@ fn out_daemonset(doc: RawDocument, opts: &LoadOptions, out: &mut Manifests) {
             source: doc.source,
             daemonset: ds,
             warnings,
+            config: Vec::new(),
         });
     } else {
         out.invalid.push(InvalidDaemonSet {

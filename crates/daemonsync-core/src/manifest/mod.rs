@@ -9,6 +9,7 @@
 //! Valid DaemonSets become [`Manifest`]s, invalid ones [`InvalidDaemonSet`]s (with
 //! API-server style [`FieldError`]s), everything else an [`OtherObject`].
 
+pub mod config;
 mod defaults;
 pub mod duration;
 mod error;
@@ -17,6 +18,7 @@ pub mod policy;
 mod served;
 pub mod strict;
 mod validate;
+pub mod versioning;
 
 #[cfg(test)]
 mod yaml_compat;
@@ -76,6 +78,9 @@ pub struct Manifest {
     /// Fields of the document the DaemonSet schema does not have, in the API server's words
     /// (`unknown field "spec.template.spec.foo"`), kept only with [`FieldValidation::Warn`].
     pub warnings: Vec<String>,
+    /// The immutable copies of the ConfigMaps and Secrets its template references, once
+    /// [`versioning::version`] has rewritten it to reference them.
+    pub config: Vec<config::ConfigCopy>,
 }
 
 /// A DaemonSet the API server would reject, with the reasons.
@@ -126,6 +131,8 @@ pub struct Manifests {
     pub invalid: Vec<InvalidDaemonSet>,
     /// All other objects.
     pub others: Vec<OtherObject>,
+    /// The `v1` ConfigMaps and Secrets among them, with what they hold (in memory only).
+    pub configs: Vec<config::ConfigObject>,
 }
 
 impl Manifests {
@@ -134,6 +141,7 @@ impl Manifests {
         self.daemonsets.extend(other.daemonsets);
         self.invalid.extend(other.invalid);
         self.others.extend(other.others);
+        self.configs.extend(other.configs);
     }
 }
 

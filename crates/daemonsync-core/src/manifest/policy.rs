@@ -59,6 +59,9 @@ pub const READINESS_TAINT: &str = "daemonsync.io/readiness-taint";
 pub const MAX_RESTARTS: &str = "daemonsync.io/max-restarts";
 /// Annotation: how long after a new pod started its restarts count (default `"10m"`).
 pub const RESTART_WINDOW: &str = "daemonsync.io/restart-window";
+/// Annotation: ConfigMaps and Secrets (`NAME`, `configmap/NAME` or `secret/NAME`, separated
+/// by commas) that are not versioned with the revision: their changes roll nothing out.
+pub const IGNORE_CONFIG: &str = "daemonsync.io/ignore-config";
 
 /// Every `daemonsync.io/` annotation a DaemonSet in git may carry; any other key under that
 /// prefix is an error, so that a typo cannot silently disable a canary.
@@ -79,6 +82,7 @@ pub const KNOWN_ANNOTATIONS: &[&str] = &[
     MAX_RESTARTS,
     RESTART_WINDOW,
     READINESS_TAINT,
+    IGNORE_CONFIG,
 ];
 
 /// The prefix every daemonsync annotation shares.
@@ -250,9 +254,11 @@ impl RolloutPolicy {
                 || key == MAX_RESTARTS
                 || key == RESTART_WINDOW
                 || key == READINESS_TAINT
+                || key == IGNORE_CONFIG
             {
                 // Not a rollout policy: who runs the pods, when a new pod failed, which taint
-                // new nodes keep until the daemon runs (checked below).
+                // new nodes keep until the daemon runs, which config is versioned (checked
+                // below).
                 continue;
             }
             let path = annotation_path(key);
@@ -363,6 +369,9 @@ impl RolloutPolicy {
             errs.extend(e);
         }
         errs.extend(check_readiness_taint(annotations));
+        if let Err(e) = IgnoredConfig::from_annotations(annotations) {
+            errs.push(e);
+        }
         if policy.canary_selector.is_some() && policy.canary == Some(Count::Nodes(0)) {
             errs.push(FieldError::invalid(
                 annotation_path(CANARY),
@@ -526,6 +535,67 @@ impl FailurePolicy {
         } else {
             Err(errs)
         }
+    }
+}
+
+/// The ConfigMaps and Secrets `daemonsync.io/ignore-config` leaves out of the revision.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IgnoredConfig {
+    /// `NAME`: a ConfigMap or Secret of that name.
+    any: std::collections::BTreeSet<String>,
+    /// `configmap/NAME` or `secret/NAME`: (kind, name).
+    kinded: std::collections::BTreeSet<(String, String)>,
+}
+
+impl IgnoredConfig {
+    /// What a DaemonSet's annotation leaves out (nothing when it has none, or when it is
+    /// invalid: validation reports that on loading).
+    pub fn of(ds: &DaemonSet) -> IgnoredConfig {
+        ds.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| Self::from_annotations(a).ok())
+            .unwrap_or_default()
+    }
+
+    /// Parses `daemonsync.io/ignore-config`: names separated by commas, each a ConfigMap or
+    /// Secret name, optionally `configmap/` or `secret/` first.
+    pub fn from_annotations(
+        annotations: &BTreeMap<String, String>,
+    ) -> Result<IgnoredConfig, FieldError> {
+        let mut out = IgnoredConfig::default();
+        let Some(value) = annotations.get(IGNORE_CONFIG) else {
+            return Ok(out);
+        };
+        let bad = |detail: String| {
+            FieldError::invalid(annotation_path(IGNORE_CONFIG), quoted(value), detail)
+        };
+        for item in value.split(',').map(str::trim) {
+            let (kind, name) = match item.split_once('/') {
+                Some((kind @ ("configmap" | "secret"), name)) => (Some(kind), name),
+                Some(_) => {
+                    return Err(bad(format!(
+                        "{item:?}: name a ConfigMap or Secret as NAME, configmap/NAME or                          secret/NAME"
+                    )));
+                }
+                None => (None, item),
+            };
+            if !names::is_dns1123_subdomain(name) {
+                return Err(bad(format!(
+                    "{item:?} is not a ConfigMap or Secret name (a lowercase RFC 1123                      subdomain); list names separated by commas, e.g.                      \"fluent-bit-config,secret/creds\""
+                )));
+            }
+            match kind {
+                Some(kind) => out.kinded.insert((kind.to_string(), name.to_string())),
+                None => out.any.insert(name.to_string()),
+            };
+        }
+        Ok(out)
+    }
+
+    /// Whether the object `kind` (`configmap` or `secret`) `name` is left out.
+    pub fn ignores(&self, kind: &str, name: &str) -> bool {
+        self.any.contains(name) || self.kinded.contains(&(kind.to_string(), name.to_string()))
     }
 }
 

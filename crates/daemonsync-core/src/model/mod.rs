@@ -56,5 +56,9 @@ pub const PAUSED_ANNOTATION: &str = "daemonsync.io/paused";
 /// Annotation on a `ManagedDaemonSet` record: `"true"` freezes the DaemonSet until it is
 /// removed: daemonsync writes nothing for it (no pod, no taint, no `apps/v1` DaemonSet).
 pub const FROZEN_ANNOTATION: &str = "daemonsync.io/frozen";
+/// Pod template annotation: the digest of every key of every ConfigMap and Secret the
+/// revision's pods reference, `{"configmap/NAME": {"KEY": "<12 hex>"}, "secret/NAME": {…}}`
+/// (compact JSON, keys sorted). Digests only: never a value (`manifest::config`).
+pub const CONFIG_ANNOTATION: &str = "daemonsync.io/config";
 /// The node field key used in `matchFields` (`metadata.name`).
 pub const NODE_NAME_FIELD: &str = "metadata.name";

@@ -36,6 +36,9 @@ pub struct Pod {
     pub requests: Option<Box<super::resources::Resources>>,
     /// What updating the pod in place needs (a live pod's; snapshots leave it out).
     pub detail: Option<Box<PodDetail>>,
+    /// Its `daemonsync.io/config` annotation: the digests of the ConfigMaps' and Secrets'
+    /// keys its revision versioned (what `plan` compares to name the keys that change).
+    pub config: Option<String>,
 }
 
 /// What a pod's status says of its containers and its scheduling beyond readiness: what a
@@ -381,6 +384,11 @@ impl Pod {
                 .filter(|s| !s.containers.is_empty())
                 .map(|s| Box::new(super::resources::pod_requests(s))),
             detail,
+            config: meta
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(super::CONFIG_ANNOTATION))
+                .cloned(),
         }
     }
 }

@@ -17,6 +17,7 @@
 mod adoption;
 pub mod affinity;
 mod classify;
+pub mod config;
 mod context;
 pub mod eligibility;
 pub mod events;
@@ -55,6 +56,7 @@ mod view;
 mod waves;
 
 pub use classify::{NodeState, Reason};
+pub use config::{ConfigChange, ConfigChangeKind};
 pub use context::stable_daemonset;
 pub use live::{FieldDifference, LiveDiff};
 pub use ownership::{Handover, Mode, Ownership};
@@ -110,10 +112,7 @@ pub fn plan_builtin(
         .eligibility(std::slice::from_ref(&spec), &policy)
         .pop()
         .unwrap_or_default();
-    let desired = Desired {
-        source: String::new(),
-        daemonset: ds,
-    };
+    let desired = Desired::new("", ds);
     ctx.plan_one(
         &desired,
         spec,
@@ -206,6 +205,7 @@ impl Context<'_> {
         rolling_only: bool,
     ) -> (DaemonSetPlan, Option<readiness::Gate>) {
         let (d, mut slots) = self.prepare(desired, spec, &eligibility, now);
+        let config_changes = self.config_changes(&d, &slots);
         let mut warnings = Vec::new();
         // What the annotations ask for: nodes held back, pods patched in place, images pulled
         // ahead.
@@ -288,6 +288,7 @@ impl Context<'_> {
             readiness: None,
             suspended,
             stalled,
+            config_changes,
         };
         (plan, gate)
     }

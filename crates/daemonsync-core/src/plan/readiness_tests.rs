@@ -36,10 +36,7 @@ fn fleet() -> Vec<Node> {
 fn plan_all(c: &Cluster, daemonsets: &[&DaemonSet]) -> Plan {
     let desired: Vec<Desired> = daemonsets
         .iter()
-        .map(|d| Desired {
-            source: "test".into(),
-            daemonset: (*d).clone(),
-        })
+        .map(|d| Desired::new("test", (*d).clone()))
         .collect();
     crate::plan::plan(&desired, &c.observed(), &c.policy, c.now)
 }

@@ -153,7 +153,7 @@ pub fn pod_for_node(ds: &DaemonSet, spec: &DaemonSetSpec, node: &str, owner: &Po
 
 impl PodOwner {
     /// The controller ownerReference a pod of this owner carries.
-    fn controller_reference(&self) -> OwnerReference {
+    pub fn controller_reference(&self) -> OwnerReference {
         OwnerReference {
             api_version: self.api_version.clone(),
             kind: self.kind.clone(),

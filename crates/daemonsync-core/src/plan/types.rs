@@ -39,6 +39,20 @@ pub struct Desired {
     pub source: String,
     /// The defaulted, validated DaemonSet.
     pub daemonset: DaemonSet,
+    /// The immutable copies of the ConfigMaps and Secrets its template references
+    /// (`manifest::versioning`): written before the first pod of its revision.
+    pub config: Vec<crate::manifest::config::ConfigCopy>,
+}
+
+impl Desired {
+    /// A DaemonSet whose template references no versioned config.
+    pub fn new(source: impl Into<String>, daemonset: DaemonSet) -> Self {
+        Desired {
+            source: source.into(),
+            daemonset,
+            config: Vec::new(),
+        }
+    }
 }
 
 /// The observed state of a cluster.
@@ -171,6 +185,10 @@ pub struct DaemonSetPlan {
     /// condition).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stalled: Option<Stalled>,
+    /// The ConfigMaps and Secrets whose keys the rollout changes (docs/sources.md,
+    /// "Configuration changes roll out"): keys are named, values never.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub config_changes: Vec<super::ConfigChange>,
 }
 
 /// A rollout that cannot make progress, as its record's `Stalled` condition says.

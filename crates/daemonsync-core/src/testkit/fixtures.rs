@@ -27,10 +27,10 @@ pub fn daemonset(ns: &str, name: &str, strategy: serde_json::Value) -> Desired {
             },
         },
     });
-    Desired {
-        source: format!("manifests/{name}.yaml"),
-        daemonset: serde_json::from_value(ds).unwrap(),
-    }
+    Desired::new(
+        format!("manifests/{name}.yaml"),
+        serde_json::from_value(ds).unwrap(),
+    )
 }
 
 pub fn revision(d: &Desired) -> String {
@@ -71,6 +71,7 @@ pub fn pod(ns: &str, ds: &str, node: &str, hash: &str, ready: bool) -> Pod {
         signals: None,
         requests: None,
         detail: None,
+        config: None,
     }
 }
 

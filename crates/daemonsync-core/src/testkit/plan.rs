@@ -259,10 +259,7 @@ impl Cluster {
     }
 
     fn plan_inner(&self, ds: &DaemonSet, rolling_only: bool) -> DaemonSetPlan {
-        let desired = [Desired {
-            source: "test".into(),
-            daemonset: ds.clone(),
-        }];
+        let desired = [Desired::new("test", ds.clone())];
         crate::plan::plan_with(
             &desired,
             &self.observed(),

@@ -259,10 +259,7 @@ impl DsKind {
     fn desired(&self) -> Desired {
         let mut daemonset = self.daemonset("v2");
         crate::manifest::apply_defaults(&mut daemonset);
-        Desired {
-            source: format!("synthetic/{}.yaml", self.name),
-            daemonset,
-        }
+        Desired::new(format!("synthetic/{}.yaml", self.name), daemonset)
     }
 
     fn live(&self) -> DaemonSet {
@@ -369,6 +366,7 @@ impl DsKind {
             signals: None,
             requests: None,
             detail: None,
+            config: None,
         }
     }
 }
@@ -424,6 +422,7 @@ fn other_controller_pod(
         signals: None,
         requests: None,
         detail: None,
+        config: None,
     }
 }
 

@@ -44,17 +44,32 @@ impl World {
         w.create(&crds, "", crd, &boot_params(), None)
             .map_err(|e| anyhow!("installing the CRD: {e}"))?;
 
-        let load = |entries: &[crate::config::Running]| -> Result<Vec<Desired>> {
-            let mut desired = Vec::new();
+        let load = |entries: &[crate::config::Running], versioned| -> Result<_> {
+            let (mut desired, mut configs) = (Vec::new(), Vec::new());
             for r in entries {
-                desired.extend(crate::nodes::load_running(&r.manifest)?);
+                let (d, c) = crate::nodes::load_running(&r.manifest, versioned)?;
+                desired.extend(d);
+                configs.extend(c);
             }
-            Ok(desired)
+            Ok((desired, configs))
         };
-        let managed = load(&running)?;
-        let native = load(&builtin)?;
+        let (managed, _) = load(&running, true)?;
+        let (native, configs) = load(&builtin, false)?;
         w.create_namespaces(&managed, &native)?;
         w.install_managed(&managed)?;
+        // The built-in controller's DaemonSets reference their config as it is, applied
+        // with them.
+        for c in &configs {
+            w.ensure_namespace(&c.namespace, BTreeMap::new())?;
+            w.create_config_object(c, &boot_params()).map_err(|e| {
+                anyhow!(
+                    "builtin: creating {} {}/{}: {e}",
+                    c.kind.kind(),
+                    c.namespace,
+                    c.name
+                )
+            })?;
+        }
         for d in &native {
             w.install_builtin(d, since)?;
         }
@@ -134,7 +149,15 @@ impl World {
                     .create(&mds, &ns, record, &boot_params(), None)
                     .map_err(|e| anyhow!("creating the record of {ns}/{name}: {e}"))?,
             };
-            uids.insert((ns, name), str_of(&stored["metadata"]["uid"]));
+            let uid = str_of(&stored["metadata"]["uid"]);
+            // The revision's config copies, owned by the record, as daemonsync writes them.
+            let mut owner = crate::plan::render::PodOwner::record(&name).controller_reference();
+            owner.uid = uid.clone();
+            for copy in &d.config {
+                self.create_config_copy(copy, owner.clone(), &boot_params())
+                    .map_err(|e| anyhow!("creating {} of {ns}/{name}: {e}", copy.id()))?;
+            }
+            uids.insert((ns, name), uid);
         }
         let since = self.nodes.running_since();
         for mut pod in self.nodes.running_pods(desired) {

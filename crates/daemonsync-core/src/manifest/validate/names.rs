@@ -157,7 +157,7 @@ pub fn is_label_value(s: &str) -> bool {
 }
 
 /// `IsDNS1123Subdomain` (util flavour; also `NameIsDNSSubdomain`).
-pub(super) fn dns1123_subdomain(s: &str) -> Vec<String> {
+pub(crate) fn dns1123_subdomain(s: &str) -> Vec<String> {
     subdomain(s, max_len_chars)
 }
 
