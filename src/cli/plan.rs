@@ -541,8 +541,10 @@ fn pull_request(
     let desired = head.desired()?;
     let mut head_plan = plan_desired(&desired, observed, opts);
     add_warnings(&mut head_plan, &head_warnings);
+    let base_desired = base.valid_desired();
+    config_changes_from_base(&mut head_plan, &base_desired, &desired);
     if let Some(observed) = observed {
-        let base_plan = plan::plan(&base.valid_desired(), observed, &opts.policy, opts.now);
+        let base_plan = plan::plan(&base_desired, observed, &opts.policy, opts.now);
         let changes = report::diff::node_changes(&base_plan, &head_plan);
         if !changes.is_empty() {
             before.push_str("Node changes from base to head:\n");
@@ -572,6 +574,29 @@ fn pull_request(
         diffs: by_name,
         exit_code,
     })
+}
+
+/// In a pull request, the config keys a DaemonSet's change touches are the base's against
+/// the head's (`daemonsync.io/config` of both renderings), whatever the cluster runs.
+fn config_changes_from_base(plan: &mut Plan, base: &[Desired], head: &[Desired]) {
+    use crate::manifest::versioning::template_digests;
+    let find = |all: &'_ [Desired], ns: &str, name: &str| {
+        all.iter()
+            .find(|d| {
+                d.daemonset.metadata.namespace.as_deref() == Some(ns)
+                    && d.daemonset.metadata.name.as_deref() == Some(name)
+            })
+            .map(|d| template_digests(&d.daemonset).map(str::to_string))
+    };
+    for ds in &mut plan.daemonsets {
+        let (Some(old), Some(new)) = (
+            find(base, &ds.namespace, &ds.name),
+            find(head, &ds.namespace, &ds.name),
+        ) else {
+            continue;
+        };
+        ds.config_changes = plan::config::config_changes(old.as_deref(), new.as_deref());
+    }
 }
 
 /// `--watch`: plan now, then once per burst of changes. Errors are printed and watching goes on.

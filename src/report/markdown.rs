@@ -745,6 +745,13 @@ fn section(ds: &DaemonSetPlan, diff: Option<&str>, manifest_only: bool) -> Strin
     if let Some(ip) = &ds.in_place {
         let _ = writeln!(out, "**Update:** {}\n", update_text(ip, PROSE));
     }
+    if !ds.config_changes.is_empty() {
+        out.push_str("**Config:**\n\n");
+        for c in &ds.config_changes {
+            let _ = writeln!(out, "- {}", escape(&c.to_string()));
+        }
+        out.push('\n');
+    }
     if let Some(text) = ownership_text(&ds.ownership) {
         let _ = writeln!(out, "**Ownership:** {}\n", escape(&text));
     }

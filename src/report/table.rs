@@ -263,6 +263,9 @@ fn details(
             update_text(ip, PLAIN)
         );
     }
+    for c in &ds.config_changes {
+        let _ = writeln!(out, "  {} {c}", paint.style("Config:", Style::new().bold()));
+    }
     if let Some(text) = ownership_text(&ds.ownership) {
         let _ = writeln!(
             out,
