@@ -281,6 +281,23 @@ fn copies_are_immutable_owned_by_the_record_and_go_with_it() {
     );
     let owner = &stored["metadata"]["ownerReferences"][0];
     assert_eq!(owner["kind"], "ManagedDaemonSet");
+    // The API server refuses a change of an immutable copy.
+    let kind = sim.world().registry.by_storage("/configmaps").unwrap();
+    let mut changed = stored.as_ref().clone();
+    changed["data"]["fluent-bit.conf"] = "tampered".into();
+    let refused = sim.world_mut().update(
+        &kind,
+        "ns",
+        &name,
+        false,
+        changed,
+        &Default::default(),
+        None,
+    );
+    assert!(
+        refused.is_err_and(|e| e.message.contains("field is immutable")),
+        "an immutable ConfigMap keeps its data"
+    );
     // `kubectl delete mds fluent-bit` takes its copies along (the garbage collector).
     let mds = sim
         .world()

@@ -5,6 +5,8 @@ use crate::support::daemonsync;
 use std::path::Path;
 use std::time::Duration;
 
+/// A DaemonSet with secrets in its command, args and env. The Secret it reads is optional:
+/// the simulated kubelet, as a real one, holds a container whose Secret is missing.
 const AGENT: &str = "\
 apiVersion: apps/v1
 kind: DaemonSet
@@ -23,7 +25,7 @@ spec:
         env:
         - {name: PASSWORD, value: env-sekrit}
         - name: FROM_SECRET
-          valueFrom: {secretKeyRef: {name: agent-creds, key: token}}
+          valueFrom: {secretKeyRef: {name: agent-creds, key: token, optional: true}}
 ";
 
 fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {

@@ -126,7 +126,9 @@ impl SimPod {
                 || match &c.state {
                     ContainerState::Running(_) | ContainerState::Terminated(_) => true,
                     ContainerState::Failing(reason, _) => !never_ran(reason),
-                    ContainerState::Creating | ContainerState::PullFailed(_) => false,
+                    ContainerState::Creating
+                    | ContainerState::PullFailed(_)
+                    | ContainerState::ConfigMissing(_) => false,
                 }
         };
         if regular.iter().any(ran) {
@@ -140,6 +142,9 @@ impl SimPod {
     fn failing(&self) -> Option<(&SimContainer, String)> {
         self.containers.iter().find_map(|c| match &c.state {
             ContainerState::PullFailed(r) | ContainerState::Failing(r, _) => Some((c, r.clone())),
+            ContainerState::ConfigMissing(_) => {
+                Some((c, crate::kubelet_config::CONFIG_ERROR.to_string()))
+            }
             ContainerState::Terminated(r) if r.exit_code != 0 => Some((c, r.reason.clone())),
             _ => None,
         })
@@ -368,6 +373,8 @@ impl NodeSim {
                 .termination_grace_period_seconds
                 .unwrap_or(DEFAULT_TERMINATION_GRACE),
             deletion_grace: None,
+            config_refs: crate::manifest::versioning::references(pod_spec),
+            mount_failure: None,
             pod: model,
             starting: containers.iter().map(|c| c.name.clone()).collect(),
             containers,
@@ -448,8 +455,13 @@ impl NodeSim {
             Some(p) if p.set_up.is_none() && !p.pod.is_terminating() => {}
             _ => return,
         }
+        if let Some(why) = self.unmountable(key) {
+            self.mount_failed(key, why);
+            return;
+        }
         if let Some(p) = self.pod_mut(key) {
             p.set_up = Some(now);
+            p.mount_failure = None;
         }
         // The kubelet's first status of the pod: not ready yet.
         self.report(key);
@@ -670,11 +682,37 @@ impl NodeSim {
             .iter()
             .map(|c| self.crash_after(&c.image, c.restarts))
             .collect();
+        // The environment is made before a container is: a missing ConfigMap or Secret
+        // keeps it from being created at all.
+        let config_errors: Vec<Option<String>> = p
+            .containers
+            .iter()
+            .map(|c| {
+                p.starting
+                    .contains(&c.name)
+                    .then(|| self.container_config_error(key, c.init, &c.name))
+                    .flatten()
+            })
+            .collect();
+        let init_blocked = p
+            .containers
+            .iter()
+            .zip(&config_errors)
+            .any(|(c, e)| c.init && e.is_some());
         let Some(p) = self.pod_mut(key) else { return };
         p.waiting_for_node = false;
         let to_completion = p.run_to_completion;
         let epoch = p.epoch;
-        let starting = std::mem::take(&mut p.starting);
+        let mut starting = std::mem::take(&mut p.starting);
+        for (c, error) in p.containers.iter_mut().zip(&config_errors) {
+            if let Some(why) = error {
+                c.state = ContainerState::ConfigMissing(why.clone());
+                starting.remove(&c.name);
+            } else if init_blocked && !c.init && starting.remove(&c.name) {
+                // Behind an init container that cannot be created: started with it.
+                p.starting.insert(c.name.clone());
+            }
+        }
         // (container, after how long) of the kubelet's next restarts and of the crashes to come.
         let mut restarts = Vec::new();
         let mut crashes = Vec::new();
@@ -1084,7 +1122,9 @@ impl NodeSim {
                 ContainerState::Running(t) => Some(ended(t, 0, "Completed")),
                 ContainerState::Failing(_, t) => Some(ended(t, 1, "Error")),
                 ContainerState::Terminated(r) => Some(r),
-                ContainerState::Creating | ContainerState::PullFailed(_) => None,
+                ContainerState::Creating
+                | ContainerState::PullFailed(_)
+                | ContainerState::ConfigMissing(_) => None,
             };
             if last.is_some() {
                 c.restarts += 1;

@@ -20,6 +20,9 @@
 pub mod api;
 pub mod config;
 mod kubelet;
+mod kubelet_config;
+#[cfg(test)]
+mod kubelet_config_tests;
 pub(crate) mod lifecycle;
 pub mod nodes;
 pub mod scheduler;

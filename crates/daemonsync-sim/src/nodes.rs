@@ -66,6 +66,10 @@ pub(crate) struct SimPod {
     pub(crate) termination_grace: i64,
     /// The grace period of its deletion (`metadata.deletionGracePeriodSeconds`), once deleted.
     pub(crate) deletion_grace: Option<i64>,
+    /// Its references to ConfigMaps and Secrets (volumes, `envFrom`, `env[].valueFrom`).
+    pub(crate) config_refs: Vec<crate::manifest::versioning::ConfigRef>,
+    /// Why a volume of it cannot be mounted, while one cannot (it is not set up).
+    pub(crate) mount_failure: Option<String>,
 }
 
 /// A container of a simulated pod.
@@ -126,6 +130,9 @@ pub(crate) enum ContainerState {
     Running(Timestamp),
     /// Started, then failing (`CrashLoopBackOff` or the configured reason) since.
     Failing(String, Timestamp),
+    /// Not created: a ConfigMap or Secret (or key) its environment needs is missing
+    /// (`CreateContainerConfigError`, with this message).
+    ConfigMissing(String),
     /// Ran to its end.
     Terminated(Ran),
 }
@@ -225,6 +232,8 @@ pub struct NodeSim {
     wakes: std::collections::BTreeSet<u64>,
     /// A wake-up came due.
     woke: bool,
+    /// The cluster's ConfigMaps and Secrets, as the kubelets know them.
+    pub(crate) config: crate::kubelet_config::ConfigView,
 }
 
 /// An Event a component of the simulated nodes emitted about a pod or node.
@@ -318,6 +327,7 @@ impl NodeSim {
             changed_nodes: Default::default(),
             wakes: Default::default(),
             woke: false,
+            config: Default::default(),
             cfg,
         };
         for spec in sim.cfg.nodes.clone() {

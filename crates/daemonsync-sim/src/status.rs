@@ -75,6 +75,13 @@ fn container_status(c: &SimContainer, has_init: bool, node_ready: bool) -> Value
             };
             (waiting(reason, None), false, false, &c.image, String::new())
         }
+        ContainerState::ConfigMissing(message) => (
+            waiting(crate::kubelet_config::CONFIG_ERROR, Some(message.clone())),
+            false,
+            false,
+            &c.image,
+            String::new(),
+        ),
         ContainerState::PullFailed(reason) => (
             waiting(reason, Some(waiting_message(reason, &c.image))),
             false,

@@ -15,7 +15,7 @@
 //! * [`daemonset`]: the DaemonSet registry strategy and the built-in DaemonSet controller.
 //! * [`disruption`]: PodDisruptionBudgets, their controller and the eviction subresource.
 //! * [`events`]: Events of the cluster's own components. [`boot`]: the cluster at its start.
-//! * [`config`]: ConfigMaps and Secrets: daemonsync's copies.
+//! * [`config`]: ConfigMaps and Secrets: `immutable`, the kubelets' view, daemonsync's copies.
 
 pub mod admission;
 pub mod boot;

@@ -108,6 +108,8 @@ pub struct World {
     pub(crate) daemonset_queue: super::daemonset::Queue,
     /// The creation time a create gives instead of now ([`World::create_dated`]).
     created_at: Option<Timestamp>,
+    /// The store's last change of ConfigMaps and Secrets the kubelets were shown.
+    pub(crate) config_seen: u64,
 }
 
 impl std::fmt::Debug for World {
@@ -163,6 +165,7 @@ impl World {
             recorder: Default::default(),
             daemonset_queue: Default::default(),
             created_at: None,
+            config_seen: 0,
         }
     }
 
@@ -234,6 +237,7 @@ impl World {
     /// since they last did and act, until nothing more changes (bounded: a controller that
     /// keeps writing is stopped after a few passes and tried again on the next change).
     pub fn reconcile(&mut self) {
+        self.sync_config_view();
         for _ in 0..16 {
             let changed = self.relevant_change();
             if changed <= self.reconciled && !self.nodes.take_wake() {
@@ -661,6 +665,12 @@ impl World {
         }
         if kind.behaviour == Behaviour::Namespaces {
             next["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(name);
+        }
+        if let Some(config) = super::config::kind_of(&kind.storage) {
+            let causes = super::config::check_update(config, &current, &next);
+            if !causes.is_empty() {
+                return Err(ApiError::invalid(&kind.kind, &kind.group, name, &causes));
+            }
         }
         self.validate(kind, &next)?;
         if kind.behaviour == Behaviour::DaemonSets && !status_only {
