@@ -150,6 +150,13 @@ fn the_cluster_role_grants_exactly_what_apply_plan_status_and_snapshot_use() {
             "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {{name: {name}, namespace: demo, annotations: {{{annotations}}}}}\nspec:\n  selector: {{matchLabels: {{app: {name}}}}}\n  updateStrategy: {{rollingUpdate: {{maxUnavailable: 1}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers: [{{name: {name}, image: '{image}'}}]\n"
         )
     };
+    // logger versions a ConfigMap and a Secret of the source: their copies are written
+    // before its pods, watched, and deleted once two later revisions replaced them.
+    let logger = |version: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {{name: logger, namespace: demo}}\nspec:\n  selector: {{matchLabels: {{app: logger}}}}\n  updateStrategy: {{rollingUpdate: {{maxUnavailable: 1}}}}\n  template:\n    metadata: {{labels: {{app: logger}}}}\n    spec:\n      containers:\n      - name: logger\n        image: 'logger:1'\n        envFrom: [{{secretRef: {{name: logger-creds}}}}]\n        volumeMounts: [{{name: config, mountPath: /etc/logger}}]\n      volumes: [{{name: config, configMap: {{name: logger-config}}}}]\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: logger-config, namespace: demo}}\ndata: {{logger.conf: 'level={version}'}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: logger-creds, namespace: demo}}\nstringData: {{TOKEN: 'token-{version}'}}\n"
+        )
+    };
     let manifests = |name: &str, docs: &[String]| {
         let git = dir.path().join(name);
         std::fs::create_dir_all(&git).unwrap();
@@ -160,7 +167,7 @@ fn the_cluster_role_grants_exactly_what_apply_plan_status_and_snapshot_use() {
         "git",
         &[
             ds("agent", "agent:2", ""),
-            ds("logger", "logger:1", ""),
+            logger("1"),
             ds("newcomer", "newcomer:1", ""),
             ds("legacy", "legacy:1", "daemonsync.io/adopt: 'true'"),
             ds("native", "native:1", "daemonsync.io/mode: native"),
@@ -173,14 +180,39 @@ fn the_cluster_role_grants_exactly_what_apply_plan_status_and_snapshot_use() {
         "git2",
         &[
             ds("agent", "agent:3", in_place),
-            ds("logger", "logger:1", ""),
+            logger("1"),
             ds("newcomer", "newcomer:1", ""),
             ds("legacy", "legacy:1", "daemonsync.io/adopt: 'true'"),
             ds("native", "native:1", "daemonsync.io/mode: native"),
         ],
     );
+    // Then logger's config changes twice: the third revision's rollout collects the first's
+    // copies.
+    let later = |name: &str, version: &str| {
+        manifests(
+            name,
+            &[
+                ds("agent", "agent:3", in_place),
+                logger(version),
+                ds("newcomer", "newcomer:1", ""),
+                ds("native", "native:1", "daemonsync.io/mode: native"),
+            ],
+        )
+    };
+    let (m3, m4) = (later("git3", "2"), later("git4", "3"));
     let snap = dir.path().join("snap.yaml");
-    let runs: [(&[&str], i32); 8] = [
+    let timeout = ["--cluster", "kube", "--timeout", "90s"];
+    let apply_m3: Vec<&str> = ["apply", "-m", &m3]
+        .iter()
+        .chain(&timeout)
+        .copied()
+        .collect();
+    let apply_m4: Vec<&str> = ["apply", "-m", &m4]
+        .iter()
+        .chain(&timeout)
+        .copied()
+        .collect();
+    let runs: [(&[&str], i32); 10] = [
         (&["plan", "-m", &m, "--cluster", "kube"], 2),
         (
             &["apply", "-m", &m, "--cluster", "kube", "--timeout", "90s"],
@@ -202,6 +234,8 @@ fn the_cluster_role_grants_exactly_what_apply_plan_status_and_snapshot_use() {
             0,
         ),
         (&["plan", "-m", &m2, "--cluster", "kube"], 0),
+        (&apply_m3, 0),
+        (&apply_m4, 0),
         // Give legacy back to the built-in controller.
         (
             &[
