@@ -7,6 +7,7 @@ mod action;
 mod action_yml;
 mod capacity;
 mod cli;
+mod config;
 mod dir;
 mod examples;
 mod fake_github;
