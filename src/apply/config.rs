@@ -72,14 +72,17 @@ pub fn work(ds: &DaemonSetPlan, desired: &Desired, state: &ClusterState) -> Conf
         .filter(|c| !present.contains(&(c.kind, c.name.as_str())))
         .cloned()
         .collect();
-    let terminating = state.observed.pods.iter().any(|p| {
-        p.namespace == ds.namespace
-            && p.is_terminating()
-            && p.controller.as_ref().is_some_and(|o| {
-                o.name == ds.name && (o.kind == plan::RECORD_KIND || o.kind == "DaemonSet")
-            })
-    });
-    let delete = if rollout_complete(ds) && !terminating && !existing.is_empty() {
+    // Looked at only for a DaemonSet with copies whose rollout is complete.
+    let terminating = || {
+        state.observed.pods.iter().any(|p| {
+            p.namespace == ds.namespace
+                && p.is_terminating()
+                && p.controller.as_ref().is_some_and(|o| {
+                    o.name == ds.name && (o.kind == plan::RECORD_KIND || o.kind == "DaemonSet")
+                })
+        })
+    };
+    let delete = if !existing.is_empty() && rollout_complete(ds) && !terminating() {
         obsolete(ds, desired, state, &existing)
     } else {
         Vec::new()
