@@ -26,9 +26,11 @@ pub struct Assessment<'d> {
     pub health: Health,
     /// Managed DaemonSets no longer in the source.
     pub orphans: Vec<Orphan>,
-    /// DaemonSets whose new pods failed past the progress deadline: nothing more is written
-    /// for them until their template changes (the halt then clears by itself, since only the
-    /// current revision's pods are judged). The others go on.
+    /// DaemonSets whose new pods failed (a start failure, restarts, or no progress past the
+    /// deadline) on more nodes than the halt threshold: nothing more is replaced until their
+    /// template changes (the halt then clears by itself, since only the current revision's
+    /// pods are judged); only a node without a pod gets one, of the stable revision. The
+    /// others go on.
     pub halted: BTreeSet<Key>,
     /// DaemonSets whose record carries `daemonsync.io/paused: "true"` (and this is no
     /// `--force`), or whose rollout of this revision was aborted: no pod is replaced. A paused
@@ -119,10 +121,7 @@ pub fn assess<'d>(
             let failed = failures.get(&key).copied().unwrap_or(0);
             let pull_failed = ds.pre_pull.as_ref().is_some_and(|p| !p.failed.is_empty());
             (failed > threshold || pull_failed).then(|| {
-                if let Some(r) = &mut ds.rollout {
-                    r.phase = plan::Phase::Halted;
-                    r.pause = None;
-                }
+                halt(ds);
                 key
             })
         })
@@ -234,15 +233,18 @@ impl Assessment<'_> {
             && !self.blocked.contains_key(&key)
     }
 
-    /// Whether the executor writes this DaemonSet's step: an active one's, or a paused one's,
+    /// Whether the executor writes this DaemonSet's step: an active one's, a paused one's,
     /// which the planner made of the pods the nodes without one get (and the readiness taints
-    /// they then lose). An aborted rollout's step is not written.
+    /// they then lose), or a halted one's, which [`halt`] cut down to the same. An aborted
+    /// rollout's step is not written.
     pub fn writes_step(&self, ds: &plan::DaemonSetPlan) -> bool {
         let key = (ds.namespace.clone(), ds.name.clone());
-        self.is_active(&ds.namespace, &ds.name)
+        let serving = self.halted.contains(&key)
             || matches!(ds.suspended, Some(plan::suspend::Suspension::Paused { .. }))
-                && self.paused.contains(&key)
-                && !self.halted.contains(&key)
+                && self.paused.contains(&key);
+        self.is_active(&ds.namespace, &ds.name)
+            || serving
+                && !self.frozen.contains(&key)
                 && !self.blocked.contains_key(&key)
                 && !self.leaves_record(&key)
     }
@@ -286,10 +288,7 @@ impl Assessment<'_> {
             if *revision != ds.revision {
                 continue;
             }
-            if let Some(r) = &mut ds.rollout {
-                r.phase = plan::Phase::Halted;
-                r.pause = None;
-            }
+            halt(ds);
             self.halted.insert(key.clone());
             self.refused.insert(key, why.clone());
         }
@@ -399,6 +398,45 @@ impl Assessment<'_> {
     pub fn frozen_names(&self) -> Vec<String> {
         names(&self.frozen)
     }
+}
+
+/// Halts a DaemonSet's rollout: its step keeps only what serves a node without a pod, as a
+/// pause does (`plan::suspend`), so a node whose old pod went before the halt landed (or that
+/// joins during it) is not left without its daemon: a pod of the stable revision (none when
+/// no stable revision is known), on the nodes the plan found missing one. Nothing is
+/// replaced, deleted, patched or pre-pulled. Readiness gates of pods that are ready still
+/// open and readiness taints of available daemons still go.
+fn halt(ds: &mut plan::DaemonSetPlan) {
+    if let Some(r) = &mut ds.rollout {
+        r.phase = plan::Phase::Halted;
+        r.pause = None;
+    }
+    let missing: BTreeSet<&str> = ds
+        .nodes
+        .iter()
+        .filter(|n| n.state == plan::NodeState::Missing)
+        .map(|n| &*n.node)
+        .collect();
+    let step = &mut ds.step;
+    let mut create_stable = std::mem::take(&mut step.create_stable);
+    create_stable.extend(
+        std::mem::take(&mut step.create)
+            .into_iter()
+            .filter(|n| missing.contains(&**n)),
+    );
+    create_stable.retain(|n| missing.contains(&**n));
+    create_stable.sort();
+    create_stable.dedup();
+    step.create_stable = create_stable;
+    step.delete.clear();
+    step.in_place.clear();
+    step.pre_pull.clear();
+    step.pre_pull_cleanup.clear();
+    step.phase = if step.create_stable.is_empty() {
+        plan::StepPhase::None
+    } else {
+        plan::StepPhase::Manage
+    };
 }
 
 /// `namespace/name` of each DaemonSet.

@@ -85,6 +85,37 @@ fn a_crash_looping_image_halts_at_once_naming_the_nodes_and_the_container() {
 }
 
 #[test]
+fn a_halted_rollout_still_gives_a_node_that_lost_its_pod_the_stable_revision() {
+    let old = desired(&ds_yaml("agent", "agent:1", &rolling(2), ""));
+    let new = desired(&ds_yaml("agent", "agent:2-broken", &rolling(2), ""));
+    let mut sim = sim(&three_nodes("{image: 'agent:2-broken'}"));
+    sim.install(&old).unwrap();
+    let r = run(&mut sim, &new, &ApplyOptions::default());
+    assert_eq!(r.outcome, Outcome::Halted);
+    let old_rev = revision_of(&old);
+    let (good, _) = revisions(&sim, "agent")
+        .into_iter()
+        .find(|(_, v)| v == std::slice::from_ref(&old_rev))
+        .expect("one node keeps the old version");
+    // Someone deletes the pod on the node the halt kept on the old version (a drain, an
+    // eviction); once it is gone the halted rollout does not leave the node without its
+    // daemon, nor give it the failing revision.
+    let victim = sim
+        .observed()
+        .pods
+        .into_iter()
+        .find(|p| p.node_name.as_deref() == Some(good.as_str()))
+        .unwrap();
+    block_on(sim.delete_pod(&victim.namespace, &victim.name)).unwrap();
+    let gone = sim.now() + SignedDuration::from_secs(5);
+    sim.advance(gone);
+    let r = run(&mut sim, &new, &ApplyOptions::default());
+    assert_eq!(r.outcome, Outcome::Halted);
+    assert_eq!((r.creates, r.deletes), (1, 0), "one pod, nothing replaced");
+    assert_eq!(revisions(&sim, "agent")[&good], vec![old_rev]);
+}
+
+#[test]
 fn a_create_container_config_error_canary_halts_within_one_kubelet_step() {
     let old = canary("agent:1", "manual", "");
     let new = canary("agent:2", "manual", "");
