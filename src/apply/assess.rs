@@ -121,7 +121,7 @@ pub fn assess<'d>(
             let failed = failures.get(&key).copied().unwrap_or(0);
             let pull_failed = ds.pre_pull.as_ref().is_some_and(|p| !p.failed.is_empty());
             (failed > threshold || pull_failed).then(|| {
-                halt(ds);
+                halt(ds, &state.observed);
                 key
             })
         })
@@ -279,7 +279,11 @@ impl Assessment<'_> {
 
     /// Halts the DaemonSets whose pods the cluster's admission refused for their current
     /// revision (the executor remembers the refusals: no pod was created to show them).
-    pub fn refused_by_admission(&mut self, refusals: &BTreeMap<Key, (String, String)>) {
+    pub fn refused_by_admission(
+        &mut self,
+        refusals: &BTreeMap<Key, (String, String)>,
+        observed: &plan::Observed,
+    ) {
         for ds in &mut self.plan.daemonsets {
             let key = (ds.namespace.clone(), ds.name.clone());
             let Some((revision, why)) = refusals.get(&key) else {
@@ -288,7 +292,7 @@ impl Assessment<'_> {
             if *revision != ds.revision {
                 continue;
             }
-            halt(ds);
+            halt(ds, observed);
             self.halted.insert(key.clone());
             self.refused.insert(key, why.clone());
         }
@@ -402,19 +406,23 @@ impl Assessment<'_> {
 
 /// Halts a DaemonSet's rollout: its step keeps only what serves a node without a pod, as a
 /// pause does (`plan::suspend`), so a node whose old pod went before the halt landed (or that
-/// joins during it) is not left without its daemon: a pod of the stable revision (none when
-/// no stable revision is known), on the nodes the plan found missing one. Nothing is
-/// replaced, deleted, patched or pre-pulled. Readiness gates of pods that are ready still
-/// open and readiness taints of available daemons still go.
-fn halt(ds: &mut plan::DaemonSetPlan) {
+/// joins during it) is not left without its daemon: a pod of the stable revision, on the
+/// nodes the plan found missing one. None when no stable revision is known or it is the
+/// halted one (a first rollout, a template admission refuses). Nothing is replaced, deleted,
+/// patched or pre-pulled. Readiness gates of pods that are ready still open and readiness
+/// taints of available daemons still go.
+fn halt(ds: &mut plan::DaemonSetPlan, observed: &plan::Observed) {
     if let Some(r) = &mut ds.rollout {
         r.phase = plan::Phase::Halted;
         r.pause = None;
     }
+    let stable = plan::stable_daemonset(observed, &ds.namespace, &ds.name)
+        .map(|d| DaemonSetSpec::compile(d).revision);
+    let serves = stable.is_some_and(|r| r != ds.revision);
     let missing: BTreeSet<&str> = ds
         .nodes
         .iter()
-        .filter(|n| n.state == plan::NodeState::Missing)
+        .filter(|n| serves && n.state == plan::NodeState::Missing)
         .map(|n| &*n.node)
         .collect();
     let step = &mut ds.step;

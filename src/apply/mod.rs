@@ -125,7 +125,7 @@ impl Executor {
         opts: &ApplyOptions,
     ) -> Assessment<'d> {
         let mut a = assess(desired, state, opts);
-        a.refused_by_admission(&self.refused);
+        a.refused_by_admission(&self.refused, &state.observed);
         a.progress = stall::judge(&a, state, opts);
         a
     }
