@@ -43,6 +43,8 @@ pub struct Shared {
     pub address: String,
     /// Where each request is logged (`--request-log`).
     pub request_log: Option<Arc<RequestLog>>,
+    /// Every request served, counted as `apiserver_request_total` (`GET /metrics`).
+    pub requests: super::metrics::RequestCounts,
 }
 
 impl std::fmt::Debug for Shared {
@@ -77,11 +79,35 @@ pub fn router(shared: Arc<Shared>) -> Router {
             inject_faults,
         ))
         .layer(middleware::from_fn_with_state(shared.clone(), log_requests))
+        .layer(middleware::from_fn_with_state(
+            shared.clone(),
+            count_requests,
+        ))
         .with_state(shared)
 }
 
+/// Counts every request with the code answered (injected faults included), when its answer
+/// starts: a watch is counted when its stream opens.
+async fn count_requests(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let labels = super::metrics::Labels::of(
+        req.method(),
+        req.uri().path(),
+        req.uri().query(),
+        content_type,
+    );
+    let response = next.run(req).await;
+    s.requests.count(labels, response.status().as_u16());
+    response
+}
+
 async fn inject_faults(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
-    if s.faults.is_none() {
+    // The metrics are the observer's, not the API's: never failed.
+    if s.faults.is_none() || req.uri().path() == "/metrics" {
         return next.run(req).await;
     }
     if !s.faults.latency.is_zero() {
@@ -354,6 +380,16 @@ async fn route(
     match segs {
         ["version"] if get => return Ok(ok(&discovery::version(s.lock().version))),
         ["healthz" | "readyz" | "livez"] if get => return Ok("ok".into_response()),
+        ["metrics"] if get => {
+            return Ok((
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                )],
+                s.requests.render(),
+            )
+                .into_response());
+        }
         ["api"] if get => return Ok(ok(&discovery::api(&s.address))),
         ["apis"] if get => return Ok(ok(&discovery::apis(&s.lock().registry))),
         ["api", v] if get => {
