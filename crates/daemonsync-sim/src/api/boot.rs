@@ -144,7 +144,7 @@ impl World {
                          "mode": crate::plan::ownership::Choice::of(&d.daemonset).mode.as_str()},
             });
             let stored = match self.store.get(&mds.storage, &ns, &name) {
-                Some(e) => e.object.clone(),
+                Some(e) => e.object(),
                 None => self
                     .create(&mds, &ns, record, &boot_params(), None)
                     .map_err(|e| anyhow!("creating the record of {ns}/{name}: {e}"))?,
