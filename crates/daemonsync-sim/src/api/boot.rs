@@ -160,7 +160,13 @@ impl World {
             uids.insert((ns, name), uid);
         }
         let since = self.nodes.running_since();
-        for mut pod in self.nodes.running_pods(desired) {
+        let specs: Vec<_> = desired
+            .iter()
+            .map(|d| crate::plan::DaemonSetSpec::compile(&d.daemonset))
+            .collect();
+        // Rendered one at a time: a fleet's pods are never all held twice.
+        for (i, node) in self.nodes.running_pods(desired) {
+            let mut pod = NodeSim::running_pod(&desired[i], &specs[i], &node);
             let ns = pod.metadata.namespace.clone().unwrap_or_default();
             for r in pod.metadata.owner_references.iter_mut().flatten() {
                 if let Some(uid) = uids.get(&(ns.clone(), r.name.clone())) {
