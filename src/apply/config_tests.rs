@@ -56,7 +56,7 @@ fn pods(sim: &Sim) -> Vec<Value> {
     sim.world()
         .store
         .list("/pods", Some("ns"))
-        .map(|e| (*e.object).clone())
+        .map(|e| (*e.object()).clone())
         .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
         .filter(|p| p["metadata"]["labels"]["app"] == "fluent-bit")
         .collect()
@@ -272,8 +272,7 @@ fn copies_are_immutable_owned_by_the_record_and_go_with_it() {
         .store
         .get("/configmaps", "ns", &name)
         .expect("the copy")
-        .object
-        .clone();
+        .object();
     assert_eq!(stored["immutable"], true);
     assert_eq!(
         stored["metadata"]["labels"]["daemonsync.io/daemonset"],
@@ -360,7 +359,7 @@ fn pods_of(sim: &Sim, app: &str) -> Vec<Value> {
     sim.world()
         .store
         .list("/pods", Some("ns"))
-        .map(|e| (*e.object).clone())
+        .map(|e| (*e.object()).clone())
         .filter(|p| p["metadata"]["labels"]["app"] == app)
         .collect()
 }
@@ -397,8 +396,7 @@ fn a_native_daemonset_gets_its_copies_before_its_template() {
         .store
         .get("/configmaps", "ns", &new)
         .expect("the copy")
-        .object
-        .clone();
+        .object();
     assert_eq!(
         copy["metadata"]["ownerReferences"][0]["kind"], "DaemonSet",
         "owned by the apps/v1 DaemonSet in native mode"

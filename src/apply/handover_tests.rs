@@ -65,7 +65,7 @@ fn pods(sim: &Sim, app: &str) -> Vec<Value> {
     sim.world()
         .store
         .list("/pods", Some("ns"))
-        .map(|e| (*e.object).clone())
+        .map(|e| (*e.object()).clone())
         .filter(|p| {
             p["metadata"]["labels"]["app"] == app && !p["metadata"]["deletionTimestamp"].is_string()
         })
@@ -109,7 +109,7 @@ fn builtin_daemonset(sim: &Sim, name: &str) -> Option<Value> {
     sim.world()
         .store
         .get("apps/daemonsets", "ns", name)
-        .map(|e| (*e.object).clone())
+        .map(|e| (*e.object()).clone())
 }
 
 /// The most nodes ever without an available `app` pod (whoever owns it), over every change.
@@ -446,11 +446,11 @@ fn owned_pods_carry_the_autoscaler_annotation_and_managed_daemonsets_keep_a_pod_
         .get("/podtemplates", "ns", "logs")
         .expect("a PodTemplate for logs");
     assert_eq!(
-        template.object["metadata"]["labels"][AUTOSCALER_DAEMONSET_POD],
+        template.object()["metadata"]["labels"][AUTOSCALER_DAEMONSET_POD],
         "true"
     );
     assert_eq!(
-        template.object["template"]["spec"]["containers"][0]["image"],
+        template.object()["template"]["spec"]["containers"][0]["image"],
         "logs:1"
     );
 }

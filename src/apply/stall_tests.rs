@@ -52,7 +52,7 @@ pub(super) fn record(sim: &Sim) -> Value {
         .store
         .get("daemonsync.io/manageddaemonsets", "ns", "agent")
         .expect("the record of ns/agent");
-    (*entry.object).clone()
+    (*entry.object()).clone()
 }
 
 /// The condition `type_` of a record, if present.

@@ -55,7 +55,7 @@ fn apply(w: &mut World, ds: Value) -> Arc<Value> {
     let stored = match w.store.get(&kind.storage, "demo", &name) {
         None => w.create(&kind, "demo", ds, &client(), None),
         Some(e) => {
-            let mut next = (*e.object).clone();
+            let mut next = (*e.object()).clone();
             next["spec"] = ds["spec"].clone();
             w.update(&kind, "demo", &name, false, next, &client(), None)
         }
@@ -69,15 +69,15 @@ fn daemonset(w: &World) -> Value {
     (*w.store
         .get("apps/daemonsets", "demo", "logger")
         .unwrap()
-        .object)
-        .clone()
+        .object())
+    .clone()
 }
 
 /// The logger pods that are not terminating.
 fn pods(w: &World) -> Vec<Value> {
     w.store
         .list("/pods", Some("demo"))
-        .map(|e| (*e.object).clone())
+        .map(|e| (*e.object()).clone())
         .filter(|p| {
             p["metadata"]["labels"]["app"] == "logger"
                 && !p["metadata"]["deletionTimestamp"].is_string()
@@ -158,7 +158,7 @@ fn the_builtin_controller_runs_one_pod_per_eligible_node_with_its_own_revision()
     let revisions: Vec<Value> = w
         .store
         .list("apps/controllerrevisions", Some("demo"))
-        .map(|e| (*e.object).clone())
+        .map(|e| (*e.object()).clone())
         .collect();
     assert_eq!(revisions.len(), 1);
     let hash = label(&revisions[0], "controller-revision-hash");
@@ -240,7 +240,7 @@ fn a_builtin_daemonset_and_its_revision_are_no_younger_than_its_pods() {
     let revisions: Vec<Timestamp> = w
         .store
         .list("apps/controllerrevisions", Some("demo"))
-        .map(|e| created(&e.object))
+        .map(|e| created(&e.object()))
         .collect();
     assert_eq!(revisions.len(), 1);
     assert!(ds <= revisions[0] && revisions[0] <= oldest);
@@ -289,7 +289,7 @@ fn a_rolling_update_replaces_pods_within_max_unavailable() {
     let revisions: Vec<i64> = w
         .store
         .list("apps/controllerrevisions", Some("demo"))
-        .map(|e| e.object["revision"].as_i64().unwrap())
+        .map(|e| e.object()["revision"].as_i64().unwrap())
         .collect();
     assert_eq!(revisions.len(), 2);
     assert!(revisions.contains(&1) && revisions.contains(&2));
@@ -393,8 +393,8 @@ nodes: [{name: n-1}]",
     ] {
         for e in w.store.list(storage, None) {
             timestamps(
-                &e.object,
-                &format!("{storage}/{}", e.object["metadata"]["name"]),
+                &e.object(),
+                &format!("{storage}/{}", e.object()["metadata"]["name"]),
                 &mut seen,
             );
         }
@@ -487,8 +487,8 @@ fn a_deleted_pod_is_recreated_as_soon_as_it_is_gone() {
         .world()
         .store
         .list("/events", Some("demo"))
-        .filter(|e| e.object["reason"] == "SuccessfulCreate")
-        .map(|e| e.object["message"].as_str().unwrap().to_string())
+        .filter(|e| e.object()["reason"] == "SuccessfulCreate")
+        .map(|e| e.object()["message"].as_str().unwrap().to_string())
         .collect();
     assert!(events.contains(&format!(
         "Created pod: {}",
@@ -586,7 +586,7 @@ fn orphans_that_match_are_adopted_and_pods_that_stop_matching_are_released() {
         .store
         .get("/pods", "demo", "stray")
         .unwrap()
-        .object
+        .object()
         .clone();
     assert_eq!(
         stray["metadata"]["ownerReferences"][0]["uid"], uid,
@@ -625,7 +625,7 @@ fn orphans_that_match_are_adopted_and_pods_that_stop_matching_are_released() {
     sim.world_mut().reconcile();
     settle(&mut sim);
     let w = sim.world();
-    let released = w.store.get("/pods", "demo", &name).unwrap().object.clone();
+    let released = w.store.get("/pods", "demo", &name).unwrap().object();
     assert!(released["metadata"].get("ownerReferences").is_none());
     assert_eq!(pods(w).iter().filter(|p| node_of(p) == "n-2").count(), 1);
 }
@@ -661,7 +661,7 @@ fn pods_of_another_controller_are_never_touched() {
     );
     settle(&mut sim);
     let w = sim.world();
-    let web = w.store.get("/pods", "demo", "web").unwrap().object.clone();
+    let web = w.store.get("/pods", "demo", "web").unwrap().object();
     assert_eq!(web["metadata"]["ownerReferences"], json!([other]));
     assert!(!web["metadata"]["deletionTimestamp"].is_string());
     let ours = pods(w)
@@ -717,8 +717,8 @@ fn a_rollback_reuses_its_revision_and_history_is_trimmed() {
         .list("apps/controllerrevisions", Some("demo"))
         .map(|e| {
             (
-                e.object["revision"].as_i64().unwrap(),
-                e.object["data"]["spec"]["template"]["spec"]["containers"][0]["image"]
+                e.object()["revision"].as_i64().unwrap(),
+                e.object()["data"]["spec"]["template"]["spec"]["containers"][0]["image"]
                     .as_str()
                     .unwrap()
                     .to_string(),
@@ -787,7 +787,7 @@ nodes:
     let pending: Vec<Value> = w
         .store
         .list("/pods", Some("demo"))
-        .map(|e| (*e.object).clone())
+        .map(|e| (*e.object()).clone())
         .filter(|p| p["status"]["phase"] == "Pending")
         .collect();
     assert_eq!(pending.len(), 1);
@@ -808,8 +808,8 @@ nodes:
     let event = w
         .store
         .list("/events", Some("demo"))
-        .find(|e| e.object["reason"] == "FailedScheduling")
-        .map(|e| e.object.clone())
+        .find(|e| e.object()["reason"] == "FailedScheduling")
+        .map(|e| e.object())
         .expect("a FailedScheduling event");
     assert_eq!(event["message"], words);
     assert_eq!(event["type"], "Warning");
@@ -818,7 +818,7 @@ nodes:
     assert_eq!(ds["status"]["desiredNumberScheduled"], 3);
     assert_eq!(ds["status"]["numberReady"], 2);
     // Nodes report what the scheduler counts against.
-    let full = w.store.get("/nodes", "", "full").unwrap().object.clone();
+    let full = w.store.get("/nodes", "", "full").unwrap().object();
     assert_eq!(full["status"]["allocatable"]["cpu"], "4");
     assert_eq!(full["status"]["capacity"]["pods"], "110");
 }
@@ -883,7 +883,7 @@ fn a_surge_pod_cannot_bind_a_host_port_its_old_pod_holds() {
 
 fn taints(w: &World, node: &str) -> Vec<(String, String)> {
     let mut t: Vec<(String, String)> =
-        w.store.get("/nodes", "", node).unwrap().object["spec"]["taints"]
+        w.store.get("/nodes", "", node).unwrap().object()["spec"]["taints"]
             .as_array()
             .into_iter()
             .flatten()
@@ -899,7 +899,7 @@ fn taints(w: &World, node: &str) -> Vec<(String, String)> {
 }
 
 fn ready_status(w: &World, node: &str) -> String {
-    w.store.get("/nodes", "", node).unwrap().object["status"]["conditions"]
+    w.store.get("/nodes", "", node).unwrap().object()["status"]["conditions"]
         .as_array()
         .unwrap()
         .iter()
@@ -958,7 +958,7 @@ churn:
 
 /// `(key, effect, timeAdded)` of a node's taints, sorted.
 fn taints_added(w: &World, node: &str) -> Vec<(String, String, Option<Timestamp>)> {
-    let mut t: Vec<_> = w.store.get("/nodes", "", node).unwrap().object["spec"]["taints"]
+    let mut t: Vec<_> = w.store.get("/nodes", "", node).unwrap().object()["spec"]["taints"]
         .as_array()
         .into_iter()
         .flatten()
@@ -1001,7 +1001,7 @@ churn:
         .store
         .get("/nodes", "", "n-2")
         .unwrap()
-        .object
+        .object()
         .clone();
     let ready = n2["status"]["conditions"]
         .as_array()
@@ -1032,7 +1032,7 @@ churn:
     let kind = sim.world().kind("", "v1", "nodes");
     let write = |sim: &mut Sim, change: &dyn Fn(&mut Value)| {
         let w = sim.world_mut();
-        let mut node = (*w.store.get("/nodes", "", "n-1").unwrap().object).clone();
+        let mut node = (*w.store.get("/nodes", "", "n-1").unwrap().object()).clone();
         change(&mut node);
         w.update(&kind, "", "n-1", false, node, &client(), None)
             .unwrap();
@@ -1104,7 +1104,7 @@ churn:
         let w = sim.world();
         w.store
             .get("/pods", "demo", "web")
-            .is_none_or(|e| e.object["metadata"]["deletionTimestamp"].is_string())
+            .is_none_or(|e| e.object()["metadata"]["deletionTimestamp"].is_string())
     };
     assert!(!gone_by(&mut sim, 309), "still within its 300 s");
     assert!(gone_by(&mut sim, 311), "evicted once they ran out");
@@ -1112,7 +1112,7 @@ churn:
         .world()
         .store
         .list("/events", Some("demo"))
-        .any(|e| e.object["reason"] == "TaintManagerEviction");
+        .any(|e| e.object()["reason"] == "TaintManagerEviction");
     assert!(evicted);
     // The daemon pod tolerates the taint for ever, as the DaemonSet controller makes it.
     assert_eq!(pods(sim.world()).len(), 1);
@@ -1122,11 +1122,13 @@ churn:
 fn controller_events(w: &World, reason: &str) -> Vec<(String, i64)> {
     w.store
         .list("/events", Some("demo"))
-        .filter(|e| e.object["reason"] == reason && e.object["involvedObject"]["name"] == "logger")
+        .filter(|e| {
+            e.object()["reason"] == reason && e.object()["involvedObject"]["name"] == "logger"
+        })
         .map(|e| {
             (
-                e.object["message"].as_str().unwrap().to_string(),
-                e.object["count"].as_i64().unwrap(),
+                e.object()["message"].as_str().unwrap().to_string(),
+                e.object()["count"].as_i64().unwrap(),
             )
         })
         .collect()
@@ -1311,7 +1313,7 @@ admission:
 
 /// The node's taints as `key:Effect`, in order.
 fn taints_of(w: &World, node: &str) -> Vec<String> {
-    w.store.get("/nodes", "", node).unwrap().object["spec"]["taints"]
+    w.store.get("/nodes", "", node).unwrap().object()["spec"]["taints"]
         .as_array()
         .into_iter()
         .flatten()
@@ -1366,7 +1368,12 @@ churn:
     w.reconcile();
     sim.advance(sim.now() + SignedDuration::from_secs(30));
     let node_of = |name: &str| {
-        sim.world().store.get("/pods", "demo", name).unwrap().object["spec"]["nodeName"].clone()
+        sim.world()
+            .store
+            .get("/pods", "demo", name)
+            .unwrap()
+            .object()["spec"]["nodeName"]
+            .clone()
     };
     assert!(node_of("web").is_null(), "{}", node_of("web"));
     assert_eq!(node_of("agent"), "new-1");
@@ -1384,14 +1391,18 @@ fn removing_a_taint_patches_that_taint_alone_and_only_at_the_version_read() {
     );
     // A write with a resourceVersion the node no longer has is refused whole: nothing is
     // removed, the taint another writer added stays.
-    let stale =
-        sim.world().store.get("/nodes", "", "new-1").unwrap().object["metadata"]["resourceVersion"]
-            .as_str()
-            .unwrap()
-            .to_string();
+    let stale = sim
+        .world()
+        .store
+        .get("/nodes", "", "new-1")
+        .unwrap()
+        .object()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let w = sim.world_mut();
     let kind = w.kind("", "v1", "nodes");
-    let mut node = (*w.store.get("/nodes", "", "new-1").unwrap().object).clone();
+    let mut node = (*w.store.get("/nodes", "", "new-1").unwrap().object()).clone();
     node["spec"]["taints"]
         .as_array_mut()
         .unwrap()

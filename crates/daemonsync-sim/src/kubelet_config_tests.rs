@@ -54,7 +54,7 @@ fn put(w: &mut World, storage: &str, name: &str, data: Value) {
 }
 
 fn pod(w: &World) -> Value {
-    (*w.store.get("/pods", "demo", "p").expect("the pod").object).clone()
+    (*w.store.get("/pods", "demo", "p").expect("the pod").object()).clone()
 }
 
 fn waiting(w: &World, container: usize) -> (String, String) {
@@ -81,8 +81,13 @@ fn settle(sim: &mut Sim) {
 fn failed_mounts(w: &World) -> Vec<String> {
     w.store
         .list("/events", Some("demo"))
-        .filter(|e| e.object["reason"] == "FailedMount")
-        .map(|e| e.object["message"].as_str().unwrap_or_default().to_string())
+        .filter(|e| e.object()["reason"] == "FailedMount")
+        .map(|e| {
+            e.object()["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
         .collect()
 }
 

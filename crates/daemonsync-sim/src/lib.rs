@@ -204,7 +204,7 @@ impl Sim {
             return;
         };
         let current = match self.world.store.get(RECORDS, namespace, name) {
-            Some(e) => (*e.object).clone(),
+            Some(e) => (*e.object()).clone(),
             None => {
                 let record = json!({
                     "apiVersion": crate::plan::RECORD_API_VERSION,
@@ -275,10 +275,7 @@ impl Sim {
         for pod in &mut observed.pods {
             let stored = self.world.store.get("/pods", &pod.namespace, &pod.name);
             if let (Some(detail), Some(e)) = (pod.detail.as_mut(), stored) {
-                detail.resource_version = e.object["metadata"]["resourceVersion"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
+                detail.resource_version = e.stored.rv().to_string();
             }
         }
         observed.daemonsets = self
@@ -287,7 +284,7 @@ impl Sim {
             .list(api::daemonset::DAEMONSETS, None)
             .filter_map(|e| {
                 let mut ds: k8s_openapi::api::apps::v1::DaemonSet =
-                    serde_json::from_value((*e.object).clone()).ok()?;
+                    serde_json::from_value((*e.object()).clone()).ok()?;
                 ds.status = None;
                 Some(ds)
             })
@@ -298,7 +295,7 @@ impl Sim {
             .list(api::daemonset::REVISIONS, None)
             .filter_map(|e| {
                 let cr: k8s_openapi::api::apps::v1::ControllerRevision =
-                    serde_json::from_value((*e.object).clone()).ok()?;
+                    serde_json::from_value((*e.object()).clone()).ok()?;
                 crate::plan::ownership::ControllerRevision::from_k8s(&cr)
             })
             .collect();
@@ -308,7 +305,7 @@ impl Sim {
             .list("/namespaces", None)
             .filter_map(|e| {
                 let ns: k8s_openapi::api::core::v1::Namespace =
-                    serde_json::from_value((*e.object).clone()).ok()?;
+                    serde_json::from_value((*e.object()).clone()).ok()?;
                 Some(crate::plan::ownership::Namespace::from_k8s(&ns))
             })
             .collect();
@@ -321,7 +318,7 @@ impl Sim {
         self.world
             .store
             .list(RECORDS, None)
-            .filter_map(|e| serde_json::from_value::<ManagedDaemonSet>((*e.object).clone()).ok())
+            .filter_map(|e| serde_json::from_value::<ManagedDaemonSet>((*e.object()).clone()).ok())
             .map(|r| daemonsync_core::record::record_of(&r))
             .collect()
     }
@@ -333,9 +330,9 @@ impl Sim {
             .world
             .store
             .list("/events", None)
-            .filter(|e| e.object["involvedObject"]["kind"] == crate::plan::RECORD_KIND)
-            .filter_map(|e| {
-                let o = &e.object;
+            .map(|e| e.object())
+            .filter(|o| o["involvedObject"]["kind"] == crate::plan::RECORD_KIND)
+            .filter_map(|o| {
                 let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
                 let first = o["metadata"]["uid"].as_str()?;
                 let _ = first;
@@ -371,7 +368,7 @@ impl Sim {
         self.world
             .store
             .get(RECORDS, namespace, name)
-            .and_then(|e| e.object["metadata"]["uid"].as_str().map(str::to_string))
+            .and_then(|e| e.object()["metadata"]["uid"].as_str().map(str::to_string))
     }
 
     fn pods_kind(&self) -> std::sync::Arc<api::kinds::Kind> {
@@ -504,8 +501,8 @@ impl Cluster for Sim {
             .get(RECORDS, &namespace, &name)
             .is_some_and(|e| {
                 let written: Option<RecordSource> =
-                    serde_json::from_value(e.object["spec"]["source"].clone()).ok();
-                e.object["spec"]["daemonSet"] == spec
+                    serde_json::from_value(e.object()["spec"]["source"].clone()).ok();
+                e.object()["spec"]["daemonSet"] == spec
                     && written.map_or(source.writer.is_none(), |s| s.same_writer(source))
             });
         if unchanged {
@@ -583,7 +580,7 @@ impl Cluster for Sim {
                 name: name.into(),
             });
         };
-        let current = (*entry.object).clone();
+        let current = (*entry.object()).clone();
         let previous: Option<ManagedDaemonSetStatus> =
             serde_json::from_value(current["status"].clone()).ok();
         let generation = current["metadata"]["generation"].as_i64();
@@ -699,7 +696,7 @@ impl Cluster for Sim {
                 name: name.into(),
             });
         };
-        let meta = &pod.object["metadata"];
+        let meta = &pod.object()["metadata"];
         let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
         let (uid, rv) = (text(&meta["uid"]), text(&meta["resourceVersion"]));
         let record_uid = match &patch.owner {
@@ -833,10 +830,10 @@ impl Cluster for Sim {
                     name: node.into(),
                 });
             };
-            let Some(index) = taint_index(&current.object, key, effect.as_str()) else {
+            let Some(index) = taint_index(&current.object(), key, effect.as_str()) else {
                 return Ok(false);
             };
-            let resource_version = current.object["metadata"]["resourceVersion"]
+            let resource_version = current.object()["metadata"]["resourceVersion"]
                 .as_str()
                 .unwrap_or_default()
                 .to_string();

@@ -641,12 +641,12 @@ impl NodeSim {
         self.start - SignedDuration::from_hours(1)
     }
 
-    /// The pods `desired` lacks on the nodes it selects, rendered as daemonsync renders them
-    /// (owned by the record of the same name, whose uid is left empty).
+    /// The pods `desired` lacks on the nodes it selects: the index in `desired` and the node
+    /// of each, for [`NodeSim::running_pod`] to render one at a time.
     pub(crate) fn running_pods(
         &self,
         desired: &[crate::plan::Desired],
-    ) -> Vec<k8s_openapi::api::core::v1::Pod> {
+    ) -> Vec<(usize, std::sync::Arc<str>)> {
         let plan = crate::plan::plan(
             desired,
             &self.observed(),
@@ -654,7 +654,7 @@ impl NodeSim {
             self.now(),
         );
         let mut pods = Vec::new();
-        for d in desired {
+        for (i, d) in desired.iter().enumerate() {
             let spec = crate::plan::DaemonSetSpec::compile(&d.daemonset);
             let Some(p) = plan
                 .daemonsets
@@ -663,19 +663,29 @@ impl NodeSim {
             else {
                 continue;
             };
-            for entry in &p.nodes {
-                if entry.state != crate::plan::NodeState::Missing {
-                    continue;
-                }
-                pods.push(crate::plan::render::pod_for_node(
-                    &d.daemonset,
-                    &spec,
-                    &entry.node,
-                    &crate::plan::render::PodOwner::record(&spec.name),
-                ));
-            }
+            pods.extend(
+                p.nodes
+                    .iter()
+                    .filter(|entry| entry.state == crate::plan::NodeState::Missing)
+                    .map(|entry| (i, entry.node.clone())),
+            );
         }
         pods
+    }
+
+    /// The pod of `desired` (compiled as `spec`) for node `node`, rendered as daemonsync
+    /// renders it (owned by the record of the same name, whose uid is left empty).
+    pub(crate) fn running_pod(
+        desired: &crate::plan::Desired,
+        spec: &crate::plan::DaemonSetSpec,
+        node: &str,
+    ) -> k8s_openapi::api::core::v1::Pod {
+        crate::plan::render::pod_for_node(
+            &desired.daemonset,
+            spec,
+            node,
+            &crate::plan::render::PodOwner::record(&spec.name),
+        )
     }
 }
 

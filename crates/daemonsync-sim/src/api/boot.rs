@@ -144,7 +144,7 @@ impl World {
                          "mode": crate::plan::ownership::Choice::of(&d.daemonset).mode.as_str()},
             });
             let stored = match self.store.get(&mds.storage, &ns, &name) {
-                Some(e) => e.object.clone(),
+                Some(e) => e.object(),
                 None => self
                     .create(&mds, &ns, record, &boot_params(), None)
                     .map_err(|e| anyhow!("creating the record of {ns}/{name}: {e}"))?,
@@ -160,7 +160,13 @@ impl World {
             uids.insert((ns, name), uid);
         }
         let since = self.nodes.running_since();
-        for mut pod in self.nodes.running_pods(desired) {
+        let specs: Vec<_> = desired
+            .iter()
+            .map(|d| crate::plan::DaemonSetSpec::compile(&d.daemonset))
+            .collect();
+        // Rendered one at a time: a fleet's pods are never all held twice.
+        for (i, node) in self.nodes.running_pods(desired) {
+            let mut pod = NodeSim::running_pod(&desired[i], &specs[i], &node);
             let ns = pod.metadata.namespace.clone().unwrap_or_default();
             for r in pod.metadata.owner_references.iter_mut().flatten() {
                 if let Some(uid) = uids.get(&(ns.clone(), r.name.clone())) {

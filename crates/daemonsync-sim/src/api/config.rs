@@ -78,7 +78,7 @@ impl World {
         let mut view = crate::kubelet_config::ConfigView::new();
         for kind in [ConfigKind::ConfigMap, ConfigKind::Secret] {
             for e in self.store.list(storage_of(kind), None) {
-                let o = &e.object;
+                let o = &e.object();
                 let keys = ["data", "binaryData"]
                     .iter()
                     .filter_map(|f| o[*f].as_object())
@@ -147,7 +147,7 @@ impl World {
                     .list(storage_of(kind), None)
                     .filter_map(move |e| {
                         let meta: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta =
-                            serde_json::from_value(e.object["metadata"].clone()).ok()?;
+                            serde_json::from_value(e.object()["metadata"].clone()).ok()?;
                         ObservedCopy::from_meta(kind, &meta)
                     })
             })

@@ -268,11 +268,13 @@ fn inputs(w: &World, c: &Context) -> Inputs {
     let (pods, newest) = w
         .store
         .list("/pods", Some(&c.ns))
-        .filter(|e| match controller_uid(&e.object) {
+        .filter(|e| match controller_uid(&e.object()) {
             Some(uid) => uid == c.uid,
-            None => c.selector.matches(&labels_of(&e.object)),
+            None => c.selector.matches(&labels_of(&e.object())),
         })
-        .fold((0, 0), |(n, newest), e| (n + 1, newest.max(rv(&e.object))));
+        .fold((0, 0), |(n, newest), e| {
+            (n + 1, newest.max(rv(&e.object())))
+        });
     Inputs(
         str_at(&c.obj, &["metadata", "resourceVersion"]).to_string(),
         pods,
@@ -287,7 +289,12 @@ pub fn sync_all(w: &mut World) {
     let keys: Vec<(String, String)> = w
         .store
         .list(DAEMONSETS, None)
-        .map(|e| super::store::key_of(&e.object))
+        .map(|e| {
+            (
+                e.stored.namespace().to_string(),
+                e.stored.name().to_string(),
+            )
+        })
         .collect();
     let now = w.now();
     let gone: Vec<Key> = w
@@ -323,7 +330,7 @@ pub fn start_running(w: &mut World, ns: &str, name: &str, since: Timestamp) -> a
 }
 
 fn context(w: &World, ns: &str, name: &str) -> Option<Context> {
-    let obj = w.store.get(DAEMONSETS, ns, name)?.object.clone();
+    let obj = w.store.get(DAEMONSETS, ns, name)?.object();
     if obj["metadata"]["deletionTimestamp"].is_string() {
         // A DaemonSet being deleted is not reconciled; the garbage collector takes its pods.
         return None;
@@ -463,7 +470,7 @@ fn claim(w: &mut World, c: &Context, kind: &Kind) -> Vec<Arc<Value>> {
     let candidates: Vec<Arc<Value>> = w
         .store
         .list(&kind.storage, Some(&c.ns))
-        .map(|e| e.object.clone())
+        .map(|e| e.object())
         .collect();
     let mut claimed = Vec::new();
     for obj in candidates {
@@ -537,7 +544,7 @@ fn delete_pods(w: &mut World, c: &Context, deletions: &[crate::plan::PodDeletion
             continue;
         };
         let involved = Involved::of(&c.obj);
-        let uid = str_at(&pod.object, &["metadata", "uid"]).to_string();
+        let uid = str_at(&pod.object(), &["metadata", "uid"]).to_string();
         if d.reason == crate::plan::DeleteReason::Failed {
             emit(
                 w,
@@ -678,12 +685,12 @@ fn cleanup_history(w: &mut World, c: &Context, hash: &str) {
     let mut old: Vec<(i64, String, String)> = w
         .store
         .list(&kind.storage, Some(&c.ns))
-        .filter(|e| controller_uid(&e.object) == Some(c.uid.as_str()))
+        .filter(|e| controller_uid(&e.object()) == Some(c.uid.as_str()))
         .map(|e| {
             (
-                e.object["revision"].as_i64().unwrap_or(0),
-                str_at(&e.object, &["metadata", "name"]).to_string(),
-                str_at(&e.object, &["metadata", "labels", REVISION_HASH_LABEL]).to_string(),
+                e.object()["revision"].as_i64().unwrap_or(0),
+                str_at(&e.object(), &["metadata", "name"]).to_string(),
+                str_at(&e.object(), &["metadata", "labels", REVISION_HASH_LABEL]).to_string(),
             )
         })
         .filter(|(_, _, h)| h != hash)
@@ -742,10 +749,10 @@ fn write_status(w: &mut World, c: &Context, s: &crate::plan::Status) {
     let Some(current) = w.store.get(DAEMONSETS, &c.ns, &c.name) else {
         return;
     };
-    if current.object["status"] == status {
+    if current.object()["status"] == status {
         return;
     }
-    let mut next = (*current.object).clone();
+    let mut next = (*current.object()).clone();
     next["status"] = status;
     let kind = w.kind("apps", "v1", "daemonsets");
     let _ = w.update(&kind, &c.ns, &c.name, true, next, &params(), None);

@@ -94,8 +94,8 @@ pub fn sync_budgets(w: &mut World) {
         .store
         .list(BUDGETS, None)
         .map(|e| {
-            let (ns, name) = super::store::key_of(&e.object);
-            (ns, name, e.object.clone())
+            let (ns, name) = super::store::key_of(&e.object());
+            (ns, name, e.object())
         })
         .collect();
     let Some(kind) = w.registry.by_storage(BUDGETS) else {
@@ -159,12 +159,12 @@ impl World {
             .store
             .list(BUDGETS, Some(namespace))
             .filter(|e| {
-                serde_json::from_value(e.object["spec"]["selector"].clone())
+                serde_json::from_value(e.object()["spec"]["selector"].clone())
                     .ok()
                     .and_then(|s| LabelSelector::from_k8s(&s))
                     .is_some_and(|s| s.matches(&labels))
             })
-            .map(|e| e.object.clone())
+            .map(|e| e.object())
             .collect();
         let budget = match matching.as_slice() {
             [] => return Ok(()),

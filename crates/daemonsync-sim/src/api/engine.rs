@@ -97,7 +97,7 @@ pub fn project(w: &mut World) -> bool {
         let mut obj = match w.store.get(NODES, "", &node.name) {
             Some(e) => {
                 let readiness = w.nodes.readiness(&node.name);
-                apply_model(&e.object, &node, readiness, now, condition_since)
+                apply_model(&e.object(), &node, readiness, now, condition_since)
             }
             None => {
                 let created = w.engine.boot_time.unwrap_or(now);
@@ -120,7 +120,7 @@ pub fn project(w: &mut World) -> bool {
         let unchanged = w
             .store
             .get(NODES, "", &node.name)
-            .is_some_and(|e| *e.object == obj);
+            .is_some_and(|e| *e.object() == obj);
         if !unchanged {
             w.store.put(NODES, obj, None);
         }
@@ -143,7 +143,7 @@ pub fn project(w: &mut World) -> bool {
         .collect();
     for (k, rv) in updates {
         if let Some(e) = w.store.get(PODS, &k.0, &k.1) {
-            let stored = e.object.clone();
+            let stored = e.object();
             let obj = project_pod(w, &stored, &k);
             if obj != *stored {
                 w.store.put(PODS, obj, None);
@@ -154,7 +154,7 @@ pub fn project(w: &mut World) -> bool {
     for (ns, name) in &removed {
         w.engine.pods.remove(&(ns.clone(), name.clone()));
         let held = w.store.get(PODS, ns, name).is_some_and(|e| {
-            e.object["metadata"]["finalizers"]
+            e.object()["metadata"]["finalizers"]
                 .as_array()
                 .is_some_and(|f| !f.is_empty())
         });
@@ -257,7 +257,7 @@ pub fn delete_pod(
     let before = w
         .store
         .get(PODS, namespace, name)
-        .map(|e| e.object.clone())
+        .map(|e| e.object())
         .unwrap_or_default();
     if force {
         w.nodes.remove_pod(&k);
@@ -272,7 +272,7 @@ pub fn delete_pod(
     }
     w.store
         .get(PODS, namespace, name)
-        .map(|e| e.object.clone())
+        .map(|e| e.object())
         .unwrap_or(before)
 }
 

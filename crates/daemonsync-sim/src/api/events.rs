@@ -198,7 +198,7 @@ fn write(
     let kind = w.kind("", "v1", "events");
     let now = super::api_time(w.now());
     if let Some(e) = w.store.get(&kind.storage, &namespace, &name) {
-        let mut next = (*e.object).clone();
+        let mut next = (*e.object()).clone();
         next["count"] = json!(count);
         next["lastTimestamp"] = json!(now);
         next["message"] = json!(message);
@@ -232,7 +232,7 @@ pub fn record_node_events(w: &mut World) {
     for e in outbox {
         let involved = match e.kind {
             "Pod" => match w.store.get("/pods", &e.namespace, &e.name) {
-                Some(p) => Involved::of(&p.object.clone()),
+                Some(p) => Involved::of(&p.object()),
                 None => continue,
             },
             _ => Involved {

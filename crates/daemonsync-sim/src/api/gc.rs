@@ -30,7 +30,7 @@ fn owner_state(w: &World, dependent_ns: &str, uid: &str) -> OwnerState {
         return OwnerState::Absent;
     }
     match w.store.get(storage, ns, name) {
-        Some(e) if is_foreground_deleting(&e.object) => OwnerState::ForegroundDeleting,
+        Some(e) if is_foreground_deleting(&e.object()) => OwnerState::ForegroundDeleting,
         Some(_) => OwnerState::Present,
         None => OwnerState::Absent,
     }
@@ -60,7 +60,7 @@ pub fn collect(w: &mut World) {
 /// What the collector does with one queued object.
 fn look_at(w: &mut World, key: &ObjectKey, attempted: &mut std::collections::HashSet<ObjectKey>) {
     let (storage, ns, name) = key;
-    let Some(obj) = w.store.get(storage, ns, name).map(|e| e.object.clone()) else {
+    let Some(obj) = w.store.get(storage, ns, name).map(|e| e.object()) else {
         return;
     };
     if is_orphaning(&obj) {
@@ -145,7 +145,7 @@ fn finish_foreground(w: &mut World, key: &ObjectKey, owner: &Value) {
 fn has_blocking_dependents(w: &World, uid: &str) -> bool {
     w.store.dependents_of(uid).any(|(storage, ns, name)| {
         w.store.get(storage, ns, name).is_some_and(|e| {
-            e.object["metadata"]["ownerReferences"]
+            e.object()["metadata"]["ownerReferences"]
                 .as_array()
                 .into_iter()
                 .flatten()
@@ -158,7 +158,7 @@ fn has_blocking_dependents(w: &World, uid: &str) -> bool {
 pub fn orphan(w: &mut World, uid: &str) {
     let dependents: Vec<ObjectKey> = w.store.dependents_of(uid).cloned().collect();
     for (storage, ns, name) in dependents {
-        let Some(obj) = w.store.get(&storage, &ns, &name).map(|e| e.object.clone()) else {
+        let Some(obj) = w.store.get(&storage, &ns, &name).map(|e| e.object()) else {
             continue;
         };
         let mut next = (*obj).clone();

@@ -73,6 +73,21 @@ pub struct Selectors {
 }
 
 impl Selectors {
+    /// Whether a stored object matches, when its labels, name and namespace are what the
+    /// selectors read (`None`: they read other fields, the object must be parsed).
+    pub fn matches_stored(&self, stored: &super::store::Stored) -> Option<bool> {
+        let mut fields_ok = true;
+        for r in &self.fields {
+            let value = match r.field.as_str() {
+                "metadata.name" => stored.name(),
+                "metadata.namespace" => stored.namespace(),
+                _ => return None,
+            };
+            fields_ok &= (value == r.value) != r.negated;
+        }
+        Some(fields_ok && (self.labels.is_empty() || self.labels.matches(stored.labels())))
+    }
+
     /// True when `obj` (in the requested kind's shape) matches.
     pub fn matches(&self, obj: &Value) -> bool {
         let fields_ok = self

@@ -1,7 +1,15 @@
-//! The object store: every object as the clients wrote it (JSON), one global resourceVersion
-//! like etcd's revision, a bounded history of changes for watches to resume from, and a
-//! broadcast of every change to the open watches.
+//! The object store: every object as the clients wrote it, kept as its compact JSON (what
+//! answers carry) with the few fields the store, the watches and the selectors read, one
+//! global resourceVersion like etcd's revision, a bounded history of changes for watches to
+//! resume from, and a broadcast of every change to the open watches.
+//!
+//! One representation per object, shared: the history and the watches hold the same
+//! [`Stored`] as the store. A stored object is parsed again ([`Stored::value`]) only when a
+//! write or a controller reads more than its labels, owners and resourceVersion; lists and
+//! watches send its JSON as it is.
 
+use super::kinds::{Kind, View};
+use crate::model::Labels;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
@@ -33,18 +41,137 @@ pub struct Change {
     /// What happened.
     pub type_: ChangeType,
     /// The object before (for selector transitions); none for a creation.
-    pub before: Option<Arc<Value>>,
+    pub before: Option<Stored>,
     /// The object after (for a deletion: its last state, with the deletion's resourceVersion).
-    pub object: Arc<Value>,
+    pub object: Stored,
+}
+
+/// A stored object: its compact JSON and what is read of it without parsing it. Cloning it
+/// shares it.
+#[derive(Clone)]
+pub struct Stored(Arc<Inner>);
+
+struct Inner {
+    /// The object, compact JSON (keys in order).
+    json: Box<[u8]>,
+    /// `metadata.namespace` (empty for cluster-scoped objects).
+    namespace: Box<str>,
+    /// `metadata.name`.
+    name: Box<str>,
+    /// `metadata.labels`.
+    labels: Labels,
+    /// `metadata.uid` (empty when none).
+    uid: Box<str>,
+    /// The uids its `ownerReferences` name.
+    owners: Box<[Box<str>]>,
+    /// `metadata.resourceVersion`.
+    rv: u64,
+}
+
+impl std::fmt::Debug for Stored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf8_lossy(&self.0.json))
+    }
+}
+
+impl Stored {
+    /// Keeps `object` (its resourceVersion `rv`, already set).
+    fn new(object: &Value, rv: u64) -> Stored {
+        let m = &object["metadata"];
+        let text = |v: &Value| Box::<str>::from(v.as_str().unwrap_or_default());
+        let labels = m["labels"]
+            .as_object()
+            .map(|l| {
+                l.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Stored(Arc::new(Inner {
+            json: serde_json::to_vec(object)
+                .unwrap_or_default()
+                .into_boxed_slice(),
+            namespace: text(&m["namespace"]),
+            name: text(&m["name"]),
+            labels,
+            uid: text(&m["uid"]),
+            owners: owner_uids(object).map(Box::from).collect(),
+            rv,
+        }))
+    }
+
+    /// The object, parsed.
+    pub fn value(&self) -> Arc<Value> {
+        Arc::new(serde_json::from_slice(&self.0.json).unwrap_or(Value::Null))
+    }
+
+    /// The object as compact JSON.
+    pub fn json(&self) -> &[u8] {
+        &self.0.json
+    }
+
+    /// Its compact JSON when it is what `kind` shows (same `apiVersion` and `kind`, no
+    /// renaming): an answer may carry it as it is.
+    pub fn view_json(&self, kind: &Kind) -> Option<&[u8]> {
+        if kind.view != View::Native {
+            return None;
+        }
+        let prefix = format!(
+            "{{\"apiVersion\":{},\"kind\":{},",
+            Value::String(kind.api_version()),
+            Value::String(kind.kind.clone())
+        );
+        self.0
+            .json
+            .starts_with(prefix.as_bytes())
+            .then_some(&*self.0.json)
+    }
+
+    /// `metadata.namespace` (empty for cluster-scoped objects).
+    pub fn namespace(&self) -> &str {
+        &self.0.namespace
+    }
+
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// `metadata.labels`.
+    pub fn labels(&self) -> &Labels {
+        &self.0.labels
+    }
+
+    /// `metadata.uid` (empty when none).
+    pub fn uid(&self) -> &str {
+        &self.0.uid
+    }
+
+    /// The uids its `ownerReferences` name.
+    pub fn owner_uids(&self) -> impl Iterator<Item = &str> {
+        self.0.owners.iter().map(|o| &**o)
+    }
+
+    /// `metadata.resourceVersion`.
+    pub fn rv(&self) -> u64 {
+        self.0.rv
+    }
 }
 
 /// A stored object.
 #[derive(Debug, Clone)]
 pub struct Entry {
     /// The object.
-    pub object: Arc<Value>,
+    pub stored: Stored,
     /// Field owners, once the object has been server-side applied.
     pub owners: Owners,
+}
+
+impl Entry {
+    /// The object, parsed.
+    pub fn object(&self) -> Arc<Value> {
+        self.stored.value()
+    }
 }
 
 /// Where an object lives: storage key, namespace, name.
@@ -148,27 +275,28 @@ impl Store {
         self.rv += 1;
         object["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
         let (namespace, name) = key_of(&object);
-        let object = Arc::new(object);
+        let stored = Stored::new(&object, self.rv);
         let map = self.objects.entry(storage.to_string()).or_default();
         let key = (namespace.clone(), name.clone());
-        let before = map.get(&key).map(|e| e.object.clone());
+        let before = map.get(&key).map(|e| e.stored.clone());
         let owners = owners
             .or_else(|| map.get(&key).map(|e| e.owners.clone()))
             .unwrap_or_default();
         let old_owners: Vec<String> = before
             .as_ref()
-            .map(|b| owner_uids(b).map(str::to_string).collect())
+            .map(|b| b.owner_uids().map(str::to_string).collect())
             .unwrap_or_default();
         map.insert(
             key,
             Entry {
-                object: object.clone(),
+                stored: stored.clone(),
                 owners,
             },
         );
         let object_key: ObjectKey = (storage.to_string(), namespace.clone(), name);
-        if let Some(uid) = object["metadata"]["uid"].as_str() {
-            self.uids.insert(uid.to_string(), object_key.clone());
+        if !stored.uid().is_empty() {
+            self.uids
+                .insert(stored.uid().to_string(), object_key.clone());
         }
         self.link(&object_key, &old_owners, &object);
         let type_ = if before.is_some() {
@@ -182,9 +310,9 @@ impl Store {
             namespace,
             type_,
             before,
-            object: object.clone(),
+            object: stored,
         });
-        object
+        Arc::new(object)
     }
 
     /// Removes an object; its last state carries the deletion's resourceVersion.
@@ -194,13 +322,14 @@ impl Store {
             .get_mut(storage)?
             .remove(&(namespace.to_string(), name.to_string()))?;
         self.rv += 1;
-        let mut last = (*entry.object).clone();
+        let mut last = Arc::unwrap_or_clone(entry.stored.value());
         last["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
         let object_key: ObjectKey = (storage.to_string(), namespace.to_string(), name.to_string());
-        for owner in owner_uids(&entry.object) {
+        for owner in entry.stored.owner_uids() {
             self.unlink(owner, &object_key);
         }
-        if let Some(uid) = last["metadata"]["uid"].as_str() {
+        let uid = entry.stored.uid();
+        if !uid.is_empty() {
             self.uids.remove(uid);
             // Its dependents lost an owner; an owner of it in foreground deletion may finish.
             let orphaned: Vec<ObjectKey> = self
@@ -212,22 +341,22 @@ impl Store {
                 .collect();
             self.gc_queue.extend(orphaned);
         }
-        for owner in owner_uids(&entry.object) {
+        for owner in entry.stored.owner_uids() {
             if let Some(key) = self.uids.get(owner) {
                 self.gc_queue.insert(key.clone());
             }
         }
         self.gc_queue.remove(&object_key);
-        let last = Arc::new(last);
+        let stored = Stored::new(&last, self.rv);
         self.record(Change {
             rv: self.rv,
             storage: storage.to_string(),
             namespace: namespace.to_string(),
             type_: ChangeType::Deleted,
-            before: Some(entry.object),
-            object: last.clone(),
+            before: Some(entry.stored),
+            object: stored,
         });
-        Some(last)
+        Some(Arc::new(last))
     }
 
     /// Keeps the owner graph: `key` is now owned by the owners `object` names (it was by
@@ -329,6 +458,9 @@ mod tests {
         let mut s = Store::new(2);
         let a = s.put("/pods", pod("a"), None);
         assert_eq!(a["metadata"]["resourceVersion"], "2");
+        let stored = &s.get("/pods", "ns", "a").expect("stored").stored;
+        assert_eq!((stored.rv(), stored.uid(), stored.name()), (2, "u-a", "a"));
+        assert_eq!(*stored.value(), *a);
         s.put("/pods", pod("b"), None);
         let gone = s.remove("/pods", "ns", "a").expect("present");
         assert_eq!(gone["metadata"]["resourceVersion"], "4");

@@ -270,7 +270,7 @@ impl World {
     pub fn get(&self, kind: &Kind, namespace: &str, name: &str) -> Result<Arc<Value>, ApiError> {
         self.store
             .get(&kind.storage, namespace, name)
-            .map(|e| e.object.clone())
+            .map(|e| e.object())
             .ok_or_else(|| ApiError::not_found(&kind.plural, &kind.group, name))
     }
 
@@ -491,7 +491,7 @@ impl World {
             let labels = self
                 .store
                 .get("/namespaces", "", namespace)
-                .map(|e| e.object["metadata"]["labels"].clone())
+                .map(|e| e.object()["metadata"]["labels"].clone())
                 .unwrap_or_default();
             super::admission::pod_security(&labels, obj)?;
         }
@@ -562,7 +562,7 @@ impl World {
             .store
             .get(&kind.storage, ns, name)
             .ok_or_else(|| ApiError::not_found(&kind.plural, &kind.group, name))?;
-        let current = entry.object.clone();
+        let current = entry.object();
         let mut owners_now = owners.clone().unwrap_or_else(|| entry.owners.clone());
         let written = from_view(kind, body);
         let body_name = str_at(&written, &["metadata", "name"]);
@@ -799,7 +799,7 @@ impl World {
             }
             Some(entry) => {
                 let mut owners = entry.owners.clone();
-                let view = to_view(kind, &entry.object);
+                let view = to_view(kind, &entry.object());
                 let scope = match (kind.status, status_only) {
                     (_, true) => patch::Scope::Status,
                     (true, false) => patch::Scope::Main,
@@ -910,7 +910,7 @@ impl World {
         Ok(self
             .store
             .get(&kind.storage, &ns, name)
-            .map(|e| e.object.clone())
+            .map(|e| e.object())
             .unwrap_or(last))
     }
 
@@ -918,13 +918,18 @@ impl World {
     pub fn remove(&mut self, kind: &Kind, namespace: &str, name: &str) -> Option<Arc<Value>> {
         match kind.behaviour {
             Behaviour::Crds => {
-                let crd = self.store.get(&kind.storage, "", name)?.object.clone();
+                let crd = self.store.get(&kind.storage, "", name)?.object();
                 if let Ok(kinds) = super::kinds::from_crd(&crd) {
                     let storage = kinds[0].storage.clone();
                     let keys: Vec<(String, String)> = self
                         .store
                         .list(&storage, None)
-                        .map(|e| super::store::key_of(&e.object))
+                        .map(|e| {
+                            (
+                                e.stored.namespace().to_string(),
+                                e.stored.name().to_string(),
+                            )
+                        })
                         .collect();
                     for (ns, n) in keys {
                         self.store.remove(&storage, &ns, &n);
@@ -949,7 +954,7 @@ impl World {
                     let names: Vec<String> = self
                         .store
                         .list(&k.storage, Some(name))
-                        .map(|e| super::store::key_of(&e.object).1)
+                        .map(|e| e.stored.name().to_string())
                         .collect();
                     for n in names {
                         let _ = self.delete(&k, name, &n, &DeleteParams::default());

@@ -9,7 +9,7 @@ use crate::api::error::ApiError;
 use crate::api::kinds::{Behaviour, Kind};
 use crate::api::patch::PatchType;
 use crate::api::select::{Selectors, parse_fields, parse_labels};
-use crate::api::store::{Change, ChangeType};
+use crate::api::store::{Change, ChangeType, Stored};
 use crate::api::world::{DeleteParams, World, WriteParams, namespace_of};
 use crate::model::Timestamp;
 use axum::Router;
@@ -43,6 +43,8 @@ pub struct Shared {
     pub address: String,
     /// Where each request is logged (`--request-log`).
     pub request_log: Option<Arc<RequestLog>>,
+    /// Every request served, counted as `apiserver_request_total` (`GET /metrics`).
+    pub requests: super::metrics::RequestCounts,
 }
 
 impl std::fmt::Debug for Shared {
@@ -77,11 +79,35 @@ pub fn router(shared: Arc<Shared>) -> Router {
             inject_faults,
         ))
         .layer(middleware::from_fn_with_state(shared.clone(), log_requests))
+        .layer(middleware::from_fn_with_state(
+            shared.clone(),
+            count_requests,
+        ))
         .with_state(shared)
 }
 
+/// Counts every request with the code answered (injected faults included), when its answer
+/// starts: a watch is counted when its stream opens.
+async fn count_requests(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let labels = super::metrics::Labels::of(
+        req.method(),
+        req.uri().path(),
+        req.uri().query(),
+        content_type,
+    );
+    let response = next.run(req).await;
+    s.requests.count(labels, response.status().as_u16());
+    response
+}
+
 async fn inject_faults(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
-    if s.faults.is_none() {
+    // The metrics are the observer's, not the API's: never failed.
+    if s.faults.is_none() || req.uri().path() == "/metrics" {
         return next.run(req).await;
     }
     if !s.faults.latency.is_zero() {
@@ -354,6 +380,16 @@ async fn route(
     match segs {
         ["version"] if get => return Ok(ok(&discovery::version(s.lock().version))),
         ["healthz" | "readyz" | "livez"] if get => return Ok("ok".into_response()),
+        ["metrics"] if get => {
+            return Ok((
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                )],
+                s.requests.render(),
+            )
+                .into_response());
+        }
         ["api"] if get => return Ok(ok(&discovery::api(&s.address))),
         ["apis"] if get => return Ok(ok(&discovery::apis(&s.lock().registry))),
         ["api", v] if get => {
@@ -503,8 +539,8 @@ async fn route(
             let names: Vec<String> = w
                 .store
                 .list(&kind.storage, target.namespace.as_deref())
-                .filter(|e| selectors.matches(&to_view(&kind, &e.object)))
-                .map(|e| crate::api::store::key_of(&e.object).1)
+                .filter(|e| stored_matches(&kind, &selectors, &e.stored))
+                .map(|e| e.stored.name().to_string())
                 .collect();
             let mut items = Vec::new();
             for n in names {
@@ -612,26 +648,75 @@ fn list(
     let kind = &t.kind;
     let (rv, now, objects) = {
         let w = s.lock_now();
-        let objects: Vec<Arc<Value>> = w
+        let objects: Vec<Stored> = w
             .store
             .list(&kind.storage, t.namespace.as_deref())
-            .map(|e| e.object.clone())
+            .map(|e| e.stored.clone())
             .collect();
         (w.store.rv(), w.now(), objects)
     };
-    let items: Vec<Value> = objects
-        .iter()
-        .map(|o| to_view(kind, o))
-        .filter(|v| selectors.matches(v))
-        .collect();
     if table {
+        let items: Vec<Value> = objects
+            .iter()
+            .map(|o| to_view(kind, &o.value()))
+            .filter(|v| selectors.matches(v))
+            .collect();
         let refs: Vec<&Value> = items.iter().collect();
         return Ok(ok(&tables::table(kind, &refs, rv, now, true)));
     }
-    Ok(ok(
-        &json!({"kind": format!("{}List", kind.kind), "apiVersion": kind.api_version(),
-                  "metadata": {"resourceVersion": rv.to_string()}, "items": items}),
-    ))
+    // `{"apiVersion":…,"items":[…],"kind":…,"metadata":{…}}`, the items written as stored
+    // when they need no conversion.
+    let mut body =
+        Vec::with_capacity(objects.iter().map(|o| o.json().len() + 1).sum::<usize>() + 256);
+    body.extend_from_slice(b"{\"apiVersion\":");
+    body.extend(serde_json::to_vec(&kind.api_version()).unwrap_or_default());
+    body.extend_from_slice(b",\"items\":[");
+    let mut first = true;
+    for o in &objects {
+        let Some(item) = view_bytes(kind, &selectors, o) else {
+            continue;
+        };
+        if !first {
+            body.push(b',');
+        }
+        first = false;
+        body.extend_from_slice(&item);
+    }
+    body.extend_from_slice(b"],\"kind\":");
+    body.extend(serde_json::to_vec(&format!("{}List", kind.kind)).unwrap_or_default());
+    body.extend_from_slice(format!(",\"metadata\":{{\"resourceVersion\":\"{rv}\"}}}}").as_bytes());
+    Ok((
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response())
+}
+
+/// A stored object as `kind` shows it, compact JSON, when it matches `sel` (else `None`):
+/// as stored when it needs no conversion and the selectors read only its labels, name and
+/// namespace; otherwise parsed, converted and written again.
+fn view_bytes<'a>(
+    kind: &Kind,
+    sel: &Selectors,
+    o: &'a Stored,
+) -> Option<std::borrow::Cow<'a, [u8]>> {
+    if let (Some(matches), Some(json)) = (sel.matches_stored(o), o.view_json(kind)) {
+        return matches.then_some(std::borrow::Cow::Borrowed(json));
+    }
+    let view = to_view(kind, &o.value());
+    sel.matches(&view)
+        .then(|| std::borrow::Cow::Owned(serde_json::to_vec(&view).unwrap_or_default()))
+}
+
+/// Whether a stored object matches `sel` (parsed only when the selectors read more than its
+/// labels, name and namespace).
+fn stored_matches(kind: &Kind, sel: &Selectors, o: &Stored) -> bool {
+    sel.matches_stored(o)
+        .unwrap_or_else(|| sel.matches(&to_view(kind, &o.value())))
 }
 
 /// One watch event line, or nothing when the change does not concern this watch.
@@ -646,12 +731,11 @@ fn event_line(
     if c.storage != kind.storage || namespace.is_some_and(|ns| ns != c.namespace) {
         return None;
     }
-    let after = to_view(kind, &c.object);
-    let now_matches = sel.matches(&after);
+    let now_matches = stored_matches(kind, sel, &c.object);
     let before_matches = c
         .before
         .as_ref()
-        .is_some_and(|b| sel.matches(&to_view(kind, b)));
+        .is_some_and(|b| stored_matches(kind, sel, b));
     let type_ = match (c.type_, before_matches, now_matches) {
         (ChangeType::Deleted, true, _) => "DELETED",
         (ChangeType::Deleted, false, _) => return None,
@@ -660,7 +744,27 @@ fn event_line(
         (_, true, false) => "DELETED",
         (_, false, false) => return None,
     };
-    Some(line(type_, render(kind, after, table, now)))
+    Some(object_line(kind, type_, &c.object, table, now))
+}
+
+/// A watch event of a stored object, its JSON as stored when it needs no conversion.
+fn object_line(
+    kind: &Kind,
+    type_: &str,
+    o: &Stored,
+    table: &mut Option<bool>,
+    now: Timestamp,
+) -> Bytes {
+    match (table.is_none(), o.view_json(kind)) {
+        (true, Some(json)) => {
+            let mut out = Vec::with_capacity(json.len() + 32);
+            out.extend_from_slice(b"{\"object\":");
+            out.extend_from_slice(json);
+            out.extend_from_slice(format!(",\"type\":\"{type_}\"}}\n").as_bytes());
+            Bytes::from(out)
+        }
+        _ => line(type_, render(kind, to_view(kind, &o.value()), table, now)),
+    }
 }
 
 fn render(kind: &Kind, obj: Value, table: &mut Option<bool>, now: Timestamp) -> Value {
@@ -717,9 +821,14 @@ fn watch(
         let mut first: Vec<Bytes> = Vec::new();
         if rv_param.is_empty() || rv_param == "0" || initial_events {
             for e in w.store.list(&kind.storage, ns.as_deref()) {
-                let view = to_view(&kind, &e.object);
-                if sel.matches(&view) {
-                    first.push(line("ADDED", render(&kind, view, &mut table_state, now)));
+                if stored_matches(&kind, &sel, &e.stored) {
+                    first.push(object_line(
+                        &kind,
+                        "ADDED",
+                        &e.stored,
+                        &mut table_state,
+                        now,
+                    ));
                 }
             }
             if initial_events {

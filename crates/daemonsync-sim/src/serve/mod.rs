@@ -7,15 +7,19 @@
 //! * [`http`]: routes and watches. [`tables`]: server-side Tables for kubectl.
 //! * [`discovery`]: `/version`, `/api`, `/apis`, minimal `/openapi/v3`.
 //! * [`faults`]: `--faults`. [`protobuf`]: kubectl's protobuf request bodies.
+//! * [`metrics`]: `/metrics`, the requests served as kube-apiserver counts them.
 
 pub mod discovery;
 pub mod faults;
 pub mod http;
+pub mod metrics;
 pub mod protobuf;
 pub mod tables;
 
 #[cfg(test)]
 mod inplace_tests;
+#[cfg(test)]
+mod metrics_tests;
 
 pub use faults::{Faults, FaultsError};
 
@@ -107,6 +111,7 @@ impl Server {
             shutdown: stopped.clone(),
             address: addr.to_string(),
             request_log,
+            requests: Default::default(),
         });
         tokio::spawn(drive_clock(shared.clone(), stopped.clone()));
         let app = http::router(shared.clone());
