@@ -333,7 +333,6 @@ impl<'a> Bench<'a> {
                 kind.requests.insert(k.clone(), d);
             }
         }
-        // The counts themselves: two GETs of /metrics are not API requests of the resources.
         Ok(kind)
     }
 
@@ -399,7 +398,7 @@ impl<'a> Bench<'a> {
                 return Ok(Sample {
                     first: first.unwrap_or(at).duration_since(start),
                     last: at.duration_since(start),
-                    own: vec!["CREATE nodes"],
+                    own: vec!["POST nodes"],
                 });
             }
         }
@@ -664,7 +663,10 @@ async fn requests(http: &reqwest::Client, url: &str) -> BTreeMap<String, f64> {
             let at = line.find(&format!("{name}=\""))? + name.len() + 2;
             line[at..].split('"').next().map(str::to_string)
         };
-        let (Some(verb), Some(resource)) = (label("verb"), label("resource")) else {
+        // Non-resource paths (`/metrics`, `/version`) have no resource.
+        let (Some(verb), Some(resource)) =
+            (label("verb"), label("resource").filter(|r| !r.is_empty()))
+        else {
             continue;
         };
         let sub = label("subresource").filter(|s| !s.is_empty());
