@@ -3,8 +3,10 @@
 
 use crate::model::{Pod, PodPhase, TEMPLATE_GENERATION_LABEL, Timestamp};
 use crate::plan::spec::DaemonSetSpec;
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxBuildHasher, FxHashMap as HashMap};
 use std::cmp::Ordering;
+use std::hash::BuildHasher;
+use std::sync::OnceLock;
 
 /// Kind of daemonsync's in-cluster record for a managed DaemonSet; pods it creates name it as
 /// their controller.
@@ -14,8 +16,14 @@ pub const RECORD_KIND: &str = "ManagedDaemonSet";
 /// that finding a DaemonSet's pods costs O(its pods), not O(all pods).
 #[derive(Default)]
 pub(crate) struct PodIndex<'a> {
+    pods: &'a [Pod],
     by_owner: HashMap<(&'a str, &'a str), Vec<u32>>,
     orphans: HashMap<&'a str, Vec<u32>>,
+    /// Pods of the built-in controller (an `apps/v1` DaemonSet of any name), by namespace.
+    builtin: HashMap<&'a str, Vec<u32>>,
+    /// Pods by a hash of their controller's uid, built on first use (handovers of native
+    /// DaemonSets).
+    by_uid: OnceLock<HashMap<u64, Vec<u32>>>,
     /// Each pod's target node as a position in the sorted node list (`u32::MAX`: the node is
     /// not in the cluster, or the pod names none).
     node_position: Vec<u32>,
@@ -25,13 +33,19 @@ impl<'a> PodIndex<'a> {
     pub(crate) fn new(pods: &'a [Pod], positions: &HashMap<&str, u32>) -> Self {
         let mut by_owner: HashMap<(&str, &str), Vec<u32>> = HashMap::default();
         let mut orphans: HashMap<&str, Vec<u32>> = HashMap::default();
+        let mut builtin: HashMap<&str, Vec<u32>> = HashMap::default();
         for (i, p) in pods.iter().enumerate() {
             let i = i as u32;
             match &p.controller {
-                Some(c) if is_daemonset_controller(c) => by_owner
-                    .entry((p.namespace.as_str(), c.name.as_str()))
-                    .or_default()
-                    .push(i),
+                Some(c) if is_daemonset_controller(c) => {
+                    by_owner
+                        .entry((p.namespace.as_str(), c.name.as_str()))
+                        .or_default()
+                        .push(i);
+                    if c.kind == "DaemonSet" {
+                        builtin.entry(p.namespace.as_str()).or_default().push(i);
+                    }
+                }
                 Some(_) => {}
                 None => orphans.entry(p.namespace.as_str()).or_default().push(i),
             }
@@ -46,10 +60,53 @@ impl<'a> PodIndex<'a> {
             })
             .collect();
         PodIndex {
+            pods,
             by_owner,
             orphans,
+            builtin,
+            by_uid: OnceLock::new(),
             node_position,
         }
+    }
+
+    /// Pods whose controller is an `apps/v1` (or `extensions`) DaemonSet named `name` in
+    /// `namespace`, or daemonsync's record of that name, in observed order.
+    pub(crate) fn owned_by<'s>(&'s self, namespace: &'s str, name: &'s str) -> &'s [u32] {
+        self.by_owner
+            .get(&(namespace, name))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// Pods without a controller in `namespace`, in observed order.
+    pub(crate) fn orphans<'s>(&'s self, namespace: &'s str) -> &'s [u32] {
+        self.orphans.get(namespace).map_or(&[], Vec::as_slice)
+    }
+
+    /// Pods of the built-in controller (an `apps/v1` or `extensions` DaemonSet of any name) in
+    /// `namespace`, in observed order.
+    pub(crate) fn builtin<'s>(&'s self, namespace: &'s str) -> &'s [u32] {
+        self.builtin.get(namespace).map_or(&[], Vec::as_slice)
+    }
+
+    /// Pods whose controller has `uid`, in observed order, and maybe a few others (the index
+    /// is by a hash of the uid: callers compare it). Built on the first call and shared by
+    /// later ones.
+    pub(crate) fn controlled_by(&self, uid: &str) -> &[u32] {
+        let by_uid = self.by_uid.get_or_init(|| {
+            let mut by_uid: HashMap<u64, Vec<u32>> = HashMap::default();
+            for (i, p) in self.pods.iter().enumerate() {
+                if let Some(c) = &p.controller {
+                    by_uid
+                        .entry(FxBuildHasher.hash_one(&c.uid))
+                        .or_default()
+                        .push(i as u32);
+                }
+            }
+            by_uid
+        });
+        by_uid
+            .get(&FxBuildHasher.hash_one(uid))
+            .map_or(&[], Vec::as_slice)
     }
 
     /// Position of pod `id`'s target node in the sorted node list, if the node exists.
