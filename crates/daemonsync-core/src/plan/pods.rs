@@ -3,6 +3,7 @@
 
 use crate::model::{Pod, PodPhase, TEMPLATE_GENERATION_LABEL, Timestamp};
 use crate::plan::spec::DaemonSetSpec;
+use rayon::prelude::*;
 use rustc_hash::{FxBuildHasher, FxHashMap as HashMap};
 use std::cmp::Ordering;
 use std::hash::BuildHasher;
@@ -30,43 +31,32 @@ pub(crate) struct PodIndex<'a> {
 }
 
 impl<'a> PodIndex<'a> {
+    /// Indexes `pods` in one pass, in parallel over chunks of them (merged in order, so every
+    /// list of the index is in observed order).
     pub(crate) fn new(pods: &'a [Pod], positions: &HashMap<&str, u32>) -> Self {
-        let mut by_owner: HashMap<(&str, &str), Vec<u32>> = HashMap::default();
-        let mut orphans: HashMap<&str, Vec<u32>> = HashMap::default();
-        let mut builtin: HashMap<&str, Vec<u32>> = HashMap::default();
-        for (i, p) in pods.iter().enumerate() {
-            let i = i as u32;
-            match &p.controller {
-                Some(c) if is_daemonset_controller(c) => {
-                    by_owner
-                        .entry((p.namespace.as_str(), c.name.as_str()))
-                        .or_default()
-                        .push(i);
-                    if c.kind == "DaemonSet" {
-                        builtin.entry(p.namespace.as_str()).or_default().push(i);
-                    }
-                }
-                Some(_) => {}
-                None => orphans.entry(p.namespace.as_str()).or_default().push(i),
-            }
-        }
-        let node_position = pods
-            .iter()
-            .map(|p| {
-                p.target_node
-                    .as_deref()
-                    .and_then(|n| positions.get(n).copied())
-                    .unwrap_or(u32::MAX)
-            })
+        let parts: Vec<Part<'a>> = pods
+            .par_chunks(CHUNK)
+            .enumerate()
+            .map(|(k, chunk)| Part::of(chunk, (k * CHUNK) as u32, positions))
             .collect();
-        PodIndex {
+        let mut index = PodIndex {
             pods,
-            by_owner,
-            orphans,
-            builtin,
-            by_uid: OnceLock::new(),
-            node_position,
+            node_position: Vec::with_capacity(pods.len()),
+            ..PodIndex::default()
+        };
+        for part in parts {
+            for (key, ids) in part.owners {
+                index.by_owner.entry(key).or_default().extend(ids);
+            }
+            for (ns, ids) in part.orphans {
+                index.orphans.entry(ns).or_default().extend(ids);
+            }
+            for (ns, ids) in part.builtin {
+                index.builtin.entry(ns).or_default().extend(ids);
+            }
+            index.node_position.extend(part.node_position);
         }
+        index
     }
 
     /// Pods whose controller is an `apps/v1` (or `extensions`) DaemonSet named `name` in
@@ -145,6 +135,63 @@ impl<'a> PodIndex<'a> {
     }
 }
 
+/// Pods per chunk of [`PodIndex::new`]'s parallel pass.
+const CHUNK: usize = 16 * 1024;
+
+/// The index of one chunk of pods.
+struct Part<'a> {
+    /// Pods by the DaemonSet or record that controls them, in first-seen order.
+    owners: Vec<((&'a str, &'a str), Vec<u32>)>,
+    orphans: HashMap<&'a str, Vec<u32>>,
+    builtin: HashMap<&'a str, Vec<u32>>,
+    node_position: Vec<u32>,
+}
+
+impl<'a> Part<'a> {
+    /// Indexes `pods`, the first of which is pod `base`.
+    fn of(pods: &'a [Pod], base: u32, positions: &HashMap<&str, u32>) -> Self {
+        let mut owners: Vec<((&str, &str), Vec<u32>)> = Vec::new();
+        let mut slot: HashMap<(&str, &str), usize> = HashMap::default();
+        // Pods of one controller mostly come together (a list is in name order, and a daemon
+        // pod's name starts with its DaemonSet's): the last one's list is tried first.
+        let mut last = usize::MAX;
+        let mut orphans: HashMap<&str, Vec<u32>> = HashMap::default();
+        let mut builtin: HashMap<&str, Vec<u32>> = HashMap::default();
+        let mut node_position = Vec::with_capacity(pods.len());
+        for (i, p) in (base..).zip(pods) {
+            node_position.push(
+                p.target_node
+                    .as_deref()
+                    .and_then(|n| positions.get(n).copied())
+                    .unwrap_or(u32::MAX),
+            );
+            match &p.controller {
+                Some(c) if is_daemonset_controller(c) => {
+                    let key = (p.namespace.as_str(), c.name.as_str());
+                    if owners.get(last).is_none_or(|(k, _)| *k != key) {
+                        last = *slot.entry(key).or_insert_with(|| {
+                            owners.push((key, Vec::new()));
+                            owners.len() - 1
+                        });
+                    }
+                    owners[last].1.push(i);
+                    if c.kind == "DaemonSet" {
+                        builtin.entry(p.namespace.as_str()).or_default().push(i);
+                    }
+                }
+                Some(_) => {}
+                None => orphans.entry(p.namespace.as_str()).or_default().push(i),
+            }
+        }
+        Part {
+            owners,
+            orphans,
+            builtin,
+            node_position,
+        }
+    }
+}
+
 /// API group of daemonsync's record kind.
 pub const RECORD_GROUP: &str = "daemonsync.io";
 
@@ -155,10 +202,15 @@ pub const RECORD_API_VERSION: &str = "daemonsync.io/v1alpha1";
 /// (or its legacy `extensions` spelling) or daemonsync's record. Kinds of the same name in
 /// other groups (OpenKruise's `apps.kruise.io` DaemonSet, say) belong to other controllers.
 fn is_daemonset_controller(c: &crate::model::OwnerRef) -> bool {
-    let group = c.api_version.split_once('/').map_or("", |(g, _)| g);
+    // The group is what precedes the first `/` of the apiVersion (none: the core group).
+    let in_group = |group: &str| {
+        c.api_version
+            .strip_prefix(group)
+            .is_some_and(|rest| rest.starts_with('/'))
+    };
     match c.kind.as_str() {
-        "DaemonSet" => matches!(group, "apps" | "extensions"),
-        RECORD_KIND => group == RECORD_GROUP,
+        "DaemonSet" => in_group("apps") || in_group("extensions"),
+        RECORD_KIND => in_group(RECORD_GROUP),
         _ => false,
     }
 }
