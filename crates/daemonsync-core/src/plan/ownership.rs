@@ -22,6 +22,7 @@
 use crate::model::{Labels, OwnerRef, Pod};
 use crate::plan::RolloutPolicy;
 use crate::plan::context::{Context, Prepared};
+use crate::plan::pods::PodIndex;
 use crate::plan::spec::DaemonSetSpec;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
@@ -228,6 +229,8 @@ pub(crate) struct Inputs<'a> {
     /// Every live `apps/v1` DaemonSet.
     pub daemonsets: &'a [DaemonSet],
     pub pods: &'a [Pod],
+    /// `pods`, indexed by controller and namespace.
+    pub index: &'a PodIndex<'a>,
     pub revisions: &'a [ControllerRevision],
 }
 
@@ -254,10 +257,12 @@ fn display(ds: &DaemonSet) -> String {
     )
 }
 
-/// The pods of the namespace that match the DaemonSet's selector and are not terminating.
-fn selected<'a>(i: &'a Inputs<'_>) -> impl Iterator<Item = &'a Pod> + 'a {
+/// The pods among `ids` (in observed order) that are in the DaemonSet's namespace, match its
+/// selector and are not terminating. Callers pass the candidates of [`PodIndex`] that can
+/// pass their own filter, so that no DaemonSet reads every pod of the cluster.
+fn selected<'a>(i: &'a Inputs<'_>, ids: &'a [u32]) -> impl Iterator<Item = &'a Pod> + 'a {
     let selector = i.spec.selector.as_ref();
-    i.pods.iter().filter(move |p| {
+    ids.iter().map(|&id| &i.pods[id as usize]).filter(move |p| {
         p.namespace == i.spec.namespace
             && !p.is_terminating()
             && selector.is_some_and(|s| !s.is_empty() && s.matches(&p.labels))
@@ -324,7 +329,7 @@ fn relabel(i: &Inputs<'_>, live: &DaemonSet, equivalent: &[&str]) -> Option<Hand
         .get(crate::model::TEMPLATE_GENERATION_ANNOTATION)?
         .parse()
         .ok()?;
-    let mut pods: Vec<String> = selected(i)
+    let mut pods: Vec<String> = selected(i, i.index.controlled_by(uid))
         .filter(|p| p.controller.as_ref().is_some_and(|o| o.uid == uid))
         .filter(|p| p.revision_hash() == Some(i.spec.revision.as_str()))
         .map(|p| p.name.clone())
@@ -361,7 +366,7 @@ pub(crate) fn decide(i: &Inputs<'_>) -> Ownership {
     };
     let name = i.spec.name.as_str();
     if i.choice.mode == Mode::Native {
-        let ours = selected(i)
+        let ours = selected(i, i.index.owned_by(&i.spec.namespace, name))
             .filter(|p| {
                 p.controller
                     .as_ref()
@@ -378,8 +383,10 @@ pub(crate) fn decide(i: &Inputs<'_>) -> Ownership {
     }
     // Managed.
     if let Some(live) = live {
-        let theirs =
-            count(&mut selected(i).filter(|p| p.controller.as_ref().is_some_and(is_builtin)));
+        let builtin = i.index.builtin(&i.spec.namespace);
+        let theirs = count(
+            &mut selected(i, builtin).filter(|p| p.controller.as_ref().is_some_and(is_builtin)),
+        );
         let handover = if i.choice.adopt {
             Handover::TakeOver {
                 uid: live.metadata.uid.clone().unwrap_or_default(),
@@ -413,7 +420,7 @@ pub(crate) fn decide(i: &Inputs<'_>) -> Ownership {
     }
     // Pods another DaemonSet owns: one of the same name that is gone (the collector has not
     // cleared them yet), or another live one whose pods the selector overlaps.
-    let foreign: Vec<&Pod> = selected(i)
+    let foreign: Vec<&Pod> = selected(i, i.index.builtin(&i.spec.namespace))
         .filter(|p| p.controller.as_ref().is_some_and(is_builtin))
         .collect();
     if let Some(p) = foreign.first() {
@@ -449,7 +456,9 @@ pub(crate) fn decide(i: &Inputs<'_>) -> Ownership {
             count(&mut foreign.iter().copied()),
         );
     }
-    let orphans: Vec<&Pod> = selected(i).filter(|p| p.controller.is_none()).collect();
+    let orphans: Vec<&Pod> = selected(i, i.index.orphans(&i.spec.namespace))
+        .filter(|p| p.controller.is_none())
+        .collect();
     if orphans.is_empty() {
         return ownership(Handover::None, (0, 0));
     }
@@ -484,6 +493,7 @@ impl Context<'_> {
                 live: d.live,
                 daemonsets: &self.observed.daemonsets,
                 pods: &self.observed.pods,
+                index: &self.pods,
                 revisions: &self.observed.revisions,
             })
         };

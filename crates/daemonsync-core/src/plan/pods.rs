@@ -3,8 +3,11 @@
 
 use crate::model::{Pod, PodPhase, TEMPLATE_GENERATION_LABEL, Timestamp};
 use crate::plan::spec::DaemonSetSpec;
-use rustc_hash::FxHashMap as HashMap;
+use rayon::prelude::*;
+use rustc_hash::{FxBuildHasher, FxHashMap as HashMap};
 use std::cmp::Ordering;
+use std::hash::BuildHasher;
+use std::sync::OnceLock;
 
 /// Kind of daemonsync's in-cluster record for a managed DaemonSet; pods it creates name it as
 /// their controller.
@@ -14,42 +17,86 @@ pub const RECORD_KIND: &str = "ManagedDaemonSet";
 /// that finding a DaemonSet's pods costs O(its pods), not O(all pods).
 #[derive(Default)]
 pub(crate) struct PodIndex<'a> {
+    pods: &'a [Pod],
     by_owner: HashMap<(&'a str, &'a str), Vec<u32>>,
     orphans: HashMap<&'a str, Vec<u32>>,
+    /// Pods of the built-in controller (an `apps/v1` DaemonSet of any name), by namespace.
+    builtin: HashMap<&'a str, Vec<u32>>,
+    /// Pods by a hash of their controller's uid, built on first use (handovers of native
+    /// DaemonSets).
+    by_uid: OnceLock<HashMap<u64, Vec<u32>>>,
     /// Each pod's target node as a position in the sorted node list (`u32::MAX`: the node is
     /// not in the cluster, or the pod names none).
     node_position: Vec<u32>,
 }
 
 impl<'a> PodIndex<'a> {
+    /// Indexes `pods` in one pass, in parallel over chunks of them (merged in order, so every
+    /// list of the index is in observed order).
     pub(crate) fn new(pods: &'a [Pod], positions: &HashMap<&str, u32>) -> Self {
-        let mut by_owner: HashMap<(&str, &str), Vec<u32>> = HashMap::default();
-        let mut orphans: HashMap<&str, Vec<u32>> = HashMap::default();
-        for (i, p) in pods.iter().enumerate() {
-            let i = i as u32;
-            match &p.controller {
-                Some(c) if is_daemonset_controller(c) => by_owner
-                    .entry((p.namespace.as_str(), c.name.as_str()))
-                    .or_default()
-                    .push(i),
-                Some(_) => {}
-                None => orphans.entry(p.namespace.as_str()).or_default().push(i),
-            }
-        }
-        let node_position = pods
-            .iter()
-            .map(|p| {
-                p.target_node
-                    .as_deref()
-                    .and_then(|n| positions.get(n).copied())
-                    .unwrap_or(u32::MAX)
-            })
+        let parts: Vec<Part<'a>> = pods
+            .par_chunks(CHUNK)
+            .enumerate()
+            .map(|(k, chunk)| Part::of(chunk, (k * CHUNK) as u32, positions))
             .collect();
-        PodIndex {
-            by_owner,
-            orphans,
-            node_position,
+        let mut index = PodIndex {
+            pods,
+            node_position: Vec::with_capacity(pods.len()),
+            ..PodIndex::default()
+        };
+        for part in parts {
+            for (key, ids) in part.owners {
+                index.by_owner.entry(key).or_default().extend(ids);
+            }
+            for (ns, ids) in part.orphans {
+                index.orphans.entry(ns).or_default().extend(ids);
+            }
+            for (ns, ids) in part.builtin {
+                index.builtin.entry(ns).or_default().extend(ids);
+            }
+            index.node_position.extend(part.node_position);
         }
+        index
+    }
+
+    /// Pods whose controller is an `apps/v1` (or `extensions`) DaemonSet named `name` in
+    /// `namespace`, or daemonsync's record of that name, in observed order.
+    pub(crate) fn owned_by<'s>(&'s self, namespace: &'s str, name: &'s str) -> &'s [u32] {
+        self.by_owner
+            .get(&(namespace, name))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// Pods without a controller in `namespace`, in observed order.
+    pub(crate) fn orphans<'s>(&'s self, namespace: &'s str) -> &'s [u32] {
+        self.orphans.get(namespace).map_or(&[], Vec::as_slice)
+    }
+
+    /// Pods of the built-in controller (an `apps/v1` or `extensions` DaemonSet of any name) in
+    /// `namespace`, in observed order.
+    pub(crate) fn builtin<'s>(&'s self, namespace: &'s str) -> &'s [u32] {
+        self.builtin.get(namespace).map_or(&[], Vec::as_slice)
+    }
+
+    /// Pods whose controller has `uid`, in observed order, and maybe a few others (the index
+    /// is by a hash of the uid: callers compare it). Built on the first call and shared by
+    /// later ones.
+    pub(crate) fn controlled_by(&self, uid: &str) -> &[u32] {
+        let by_uid = self.by_uid.get_or_init(|| {
+            let mut by_uid: HashMap<u64, Vec<u32>> = HashMap::default();
+            for (i, p) in self.pods.iter().enumerate() {
+                if let Some(c) = &p.controller {
+                    by_uid
+                        .entry(FxBuildHasher.hash_one(&c.uid))
+                        .or_default()
+                        .push(i as u32);
+                }
+            }
+            by_uid
+        });
+        by_uid
+            .get(&FxBuildHasher.hash_one(uid))
+            .map_or(&[], Vec::as_slice)
     }
 
     /// Position of pod `id`'s target node in the sorted node list, if the node exists.
@@ -88,6 +135,63 @@ impl<'a> PodIndex<'a> {
     }
 }
 
+/// Pods per chunk of [`PodIndex::new`]'s parallel pass.
+const CHUNK: usize = 16 * 1024;
+
+/// The index of one chunk of pods.
+struct Part<'a> {
+    /// Pods by the DaemonSet or record that controls them, in first-seen order.
+    owners: Vec<((&'a str, &'a str), Vec<u32>)>,
+    orphans: HashMap<&'a str, Vec<u32>>,
+    builtin: HashMap<&'a str, Vec<u32>>,
+    node_position: Vec<u32>,
+}
+
+impl<'a> Part<'a> {
+    /// Indexes `pods`, the first of which is pod `base`.
+    fn of(pods: &'a [Pod], base: u32, positions: &HashMap<&str, u32>) -> Self {
+        let mut owners: Vec<((&str, &str), Vec<u32>)> = Vec::new();
+        let mut slot: HashMap<(&str, &str), usize> = HashMap::default();
+        // Pods of one controller mostly come together (a list is in name order, and a daemon
+        // pod's name starts with its DaemonSet's): the last one's list is tried first.
+        let mut last = usize::MAX;
+        let mut orphans: HashMap<&str, Vec<u32>> = HashMap::default();
+        let mut builtin: HashMap<&str, Vec<u32>> = HashMap::default();
+        let mut node_position = Vec::with_capacity(pods.len());
+        for (i, p) in (base..).zip(pods) {
+            node_position.push(
+                p.target_node
+                    .as_deref()
+                    .and_then(|n| positions.get(n).copied())
+                    .unwrap_or(u32::MAX),
+            );
+            match &p.controller {
+                Some(c) if is_daemonset_controller(c) => {
+                    let key = (p.namespace.as_str(), c.name.as_str());
+                    if owners.get(last).is_none_or(|(k, _)| *k != key) {
+                        last = *slot.entry(key).or_insert_with(|| {
+                            owners.push((key, Vec::new()));
+                            owners.len() - 1
+                        });
+                    }
+                    owners[last].1.push(i);
+                    if c.kind == "DaemonSet" {
+                        builtin.entry(p.namespace.as_str()).or_default().push(i);
+                    }
+                }
+                Some(_) => {}
+                None => orphans.entry(p.namespace.as_str()).or_default().push(i),
+            }
+        }
+        Part {
+            owners,
+            orphans,
+            builtin,
+            node_position,
+        }
+    }
+}
+
 /// API group of daemonsync's record kind.
 pub const RECORD_GROUP: &str = "daemonsync.io";
 
@@ -98,10 +202,15 @@ pub const RECORD_API_VERSION: &str = "daemonsync.io/v1alpha1";
 /// (or its legacy `extensions` spelling) or daemonsync's record. Kinds of the same name in
 /// other groups (OpenKruise's `apps.kruise.io` DaemonSet, say) belong to other controllers.
 fn is_daemonset_controller(c: &crate::model::OwnerRef) -> bool {
-    let group = c.api_version.split_once('/').map_or("", |(g, _)| g);
+    // The group is what precedes the first `/` of the apiVersion (none: the core group).
+    let in_group = |group: &str| {
+        c.api_version
+            .strip_prefix(group)
+            .is_some_and(|rest| rest.starts_with('/'))
+    };
     match c.kind.as_str() {
-        "DaemonSet" => matches!(group, "apps" | "extensions"),
-        RECORD_KIND => group == RECORD_GROUP,
+        "DaemonSet" => in_group("apps") || in_group("extensions"),
+        RECORD_KIND => in_group(RECORD_GROUP),
         _ => false,
     }
 }
