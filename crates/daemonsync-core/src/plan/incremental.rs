@@ -13,7 +13,10 @@
 //!   eligibility;
 //! - a DaemonSet of the source: that DaemonSet; one added or removed: itself;
 //! - a record or a live `apps/v1` DaemonSet: the DaemonSet of that name;
-//! - a namespace's labels or a ControllerRevision: the DaemonSets of that namespace.
+//! - a namespace's labels or a ControllerRevision: the DaemonSets of that namespace;
+//! - what pods request of a node: the DaemonSets whose plan would create a pod there (their
+//!   risks weigh what the scheduler has left);
+//! - a DaemonSet named for another reason (a deadline): itself.
 //!
 //! Readiness taints are shared between the DaemonSets naming one key, and with records of
 //! other sources (`plan::readiness`): when any DaemonSet naming a readiness taint is woken,
@@ -30,7 +33,7 @@ use super::pods::PodIndex;
 use super::readiness;
 use super::render::PRE_PULL_LABEL;
 use super::{DaemonSetPlan, DaemonSetSpec, Desired, Name, Observed, PLAN_API_VERSION, Plan};
-use super::{Policy, Timestamp};
+use super::{NodeState, Policy, Timestamp};
 use crate::manifest::policy::readiness_taint;
 use crate::model::{Labels, Pod};
 use rayon::prelude::*;
@@ -78,6 +81,12 @@ pub struct Changes {
     pub records: BTreeSet<Key>,
     /// Namespaces whose labels, or whose ControllerRevisions, changed.
     pub namespaces: BTreeSet<String>,
+    /// Nodes whose pods' requests changed (what the scheduler has left there): the
+    /// DaemonSets that would create a pod there, whose risks weigh it.
+    pub usage: BTreeSet<String>,
+    /// DaemonSets to re-plan for another reason (a deadline passed, their config copies
+    /// changed, a write to retry).
+    pub wake: BTreeSet<Key>,
 }
 
 impl Changes {
@@ -102,6 +111,8 @@ impl Changes {
         self.daemonsets.extend(other.daemonsets);
         self.records.extend(other.records);
         self.namespaces.extend(other.namespaces);
+        self.usage.extend(other.usage);
+        self.wake.extend(other.wake);
     }
 }
 
@@ -113,6 +124,9 @@ struct Entry {
     eligibility: Vec<Eligibility>,
     /// It names a readiness taint.
     gated: bool,
+    /// The nodes where its plan would create a pod (missing or out of date): what the
+    /// scheduler has left there weighs in its risks.
+    creates_on: BTreeSet<Name>,
     /// Its last plan.
     plan: DaemonSetPlan,
 }
@@ -203,9 +217,25 @@ impl Incremental {
             changes
                 .records
                 .iter()
+                .chain(&changes.wake)
                 .filter(|k| desired_keys.contains(k))
                 .cloned(),
         );
+        // What pods request of a node: the DaemonSets that would create a pod there.
+        if !changes.usage.is_empty() {
+            woken.extend(
+                self.entries
+                    .iter()
+                    .filter(|(_, e)| {
+                        changes
+                            .usage
+                            .iter()
+                            .any(|n| e.creates_on.contains(n.as_str()))
+                    })
+                    .map(|(k, _)| k.clone())
+                    .filter(|k| desired_keys.contains(k)),
+            );
+        }
         woken.extend(
             keys.iter()
                 .filter(|(ns, _)| changes.namespaces.contains(ns))
@@ -396,10 +426,17 @@ impl Incremental {
         readiness::settle_among(ctx, policy, now, &all, &mut plans, gates);
         for (plan, (spec, eligibility, gated)) in plans.into_iter().zip(kept) {
             let key = (plan.namespace.clone(), plan.name.clone());
+            let creates_on = plan
+                .nodes
+                .iter()
+                .filter(|n| matches!(n.state, NodeState::Missing | NodeState::OutOfDate))
+                .map(|n| n.node.clone())
+                .collect();
             let entry = Entry {
                 spec,
                 eligibility,
                 gated,
+                creates_on,
                 plan,
             };
             self.entries.insert(key, entry);

@@ -30,6 +30,8 @@ enum Event {
     /// A `NoSchedule` taint: a plain one, or the readiness taint.
     NodeTainted(usize, bool),
     NodeNotReady(usize),
+    /// What the pods bound to the node request: `.1` tenths of its CPU.
+    NodeUsage(usize, u8),
     /// A new image.
     Template(usize, u8),
     /// The template's `nodeSelector` (Linux only, or none).
@@ -61,6 +63,7 @@ fn event() -> impl Strategy<Value = Event> {
         1 => (i(), any::<bool>()).prop_map(|(n, b)| Event::NodeRelabelled(n, b)),
         1 => (i(), any::<bool>()).prop_map(|(n, b)| Event::NodeTainted(n, b)),
         1 => i().prop_map(Event::NodeNotReady),
+        2 => (i(), 0u8..12).prop_map(|(n, u)| Event::NodeUsage(n, u)),
         1 => (i(), any::<u8>()).prop_map(|(d, v)| Event::Template(d, v)),
         1 => (i(), any::<bool>()).prop_map(|(d, b)| Event::NodeSelector(d, b)),
         1 => (i(), any::<bool>()).prop_map(|(d, b)| Event::Selector(d, b)),
@@ -70,7 +73,23 @@ fn event() -> impl Strategy<Value = Event> {
 /// The synthetic fleet, every other DaemonSet naming a readiness taint (and tolerating it, as
 /// loading makes it) when `gated`.
 fn start(nodes: usize, daemonsets: usize, seed: u64, gated: bool) -> (Vec<Desired>, Observed) {
-    let (mut desired, observed) = fleet(nodes, daemonsets, seed);
+    let (mut desired, mut observed) = fleet(nodes, daemonsets, seed);
+    // Every node has a CPU, which daemons request a share of.
+    for n in &mut observed.nodes {
+        n.allocatable = Some(Box::new(BTreeMap::from([("cpu".to_string(), 1000)])));
+        n.requested = Some(Box::new(BTreeMap::from([("cpu".to_string(), 300)])));
+    }
+    for d in &mut desired {
+        let requests = BTreeMap::from([(
+            "cpu".to_string(),
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity("300m".into()),
+        )]);
+        pod_spec(d).containers[0].resources =
+            Some(k8s_openapi::api::core::v1::ResourceRequirements {
+                requests: Some(requests),
+                ..Default::default()
+            });
+    }
     if gated {
         for d in desired.iter_mut().step_by(2) {
             d.daemonset
@@ -211,6 +230,16 @@ fn apply(event: &Event, desired: &mut [Desired], o: &mut Observed, counter: &mut
                     effect: TaintEffect::NoExecute,
                 });
                 changes.nodes.insert(name);
+            }
+        }
+        Event::NodeUsage(n, tenths) => {
+            if let Some(name) = node_name(o, *n) {
+                let node = o.nodes.iter_mut().find(|x| x.name == name).unwrap();
+                node.requested = Some(Box::new(BTreeMap::from([(
+                    "cpu".to_string(),
+                    i64::from(*tenths) * 100,
+                )])));
+                changes.usage.insert(name);
             }
         }
         Event::Template(d, v) => {
