@@ -36,7 +36,7 @@ mod suspend_tests;
 mod tests;
 mod writer;
 
-pub use assess::{Assessment, assess};
+pub use assess::{Assessment, assess, assess_plan, policy};
 pub use handover::{ReleaseError, ReleaseOptions, Released, Work, native_form, release};
 pub use health::Health;
 pub use options::{
@@ -52,7 +52,7 @@ use crate::block_on;
 
 use crate::cluster::{Cluster, ClusterError, ClusterState};
 use crate::model::Timestamp;
-use crate::plan::{self, Desired};
+use crate::plan::{self, Desired, Plan};
 use assess::active_steps;
 use execute::{Counts, Executed, execute};
 use options::Log;
@@ -125,6 +125,20 @@ impl Executor {
         opts: &ApplyOptions,
     ) -> Assessment<'d> {
         let mut a = assess(desired, state, opts);
+        a.refused_by_admission(&self.refused);
+        a.progress = stall::judge(&a, state, opts);
+        a
+    }
+
+    /// [`Executor::assess`] with the plan made already (see [`assess::assess_plan`]).
+    pub fn assess_plan<'d>(
+        &self,
+        desired: &'d [Desired],
+        state: &ClusterState,
+        opts: &ApplyOptions,
+        plan: Plan,
+    ) -> Assessment<'d> {
+        let mut a = assess::assess_plan(desired, state, opts, plan);
         a.refused_by_admission(&self.refused);
         a.progress = stall::judge(&a, state, opts);
         a
