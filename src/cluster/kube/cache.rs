@@ -27,8 +27,8 @@ pub type Key = (String, String);
 /// A cached pod: the planner's view, plus what a precondition on delete needs.
 #[derive(Debug, Clone)]
 pub struct CachedPod {
-    /// The planner's view.
-    pub pod: Pod,
+    /// The planner's view, shared with every observation that shows it.
+    pub pod: Arc<Pod>,
     /// `metadata.uid`.
     pub uid: String,
     /// `metadata.resourceVersion`.
@@ -438,8 +438,9 @@ impl State {
         self.pods.iter().any(|f| f.items.contains_key(key))
     }
 
-    /// Every cached pod once, in key order, each from the feed that speaks for it.
-    pub fn all_pods(&self) -> Vec<Pod> {
+    /// Every cached pod once, in key order, each from the feed that speaks for it: one
+    /// pointer copied per pod, no pod copied.
+    pub fn all_pods(&self) -> crate::model::Pods {
         let mut merged: BTreeMap<&Key, &CachedPod> = BTreeMap::new();
         for (i, feed) in self.pods.iter().enumerate() {
             for (key, pod) in &feed.items {
@@ -448,7 +449,7 @@ impl State {
                 }
             }
         }
-        merged.into_values().map(|c| c.pod.clone()).collect()
+        merged.into_values().map(|c| Arc::clone(&c.pod)).collect()
     }
 }
 
@@ -586,7 +587,7 @@ fn follow_pods(
         watcher::Config::default().labels(selector),
         |p| {
             let cached = CachedPod {
-                pod: Pod::from_k8s(p),
+                pod: Arc::new(Pod::from_k8s(p)),
                 uid: p.metadata.uid.clone().unwrap_or_default(),
                 resource_version: p.metadata.resource_version.clone().unwrap_or_default(),
             };
@@ -776,7 +777,7 @@ mod tests {
             pod.deletion_timestamp = Some(crate::model::Timestamp::UNIX_EPOCH);
         }
         CachedPod {
-            pod,
+            pod: Arc::new(pod),
             uid: format!("uid-{name}"),
             resource_version: if terminating { "2" } else { "1" }.into(),
         }
@@ -845,7 +846,9 @@ mod tests {
         let mut dirty = Changes::default();
         let before = cached("p", true, false);
         let mut after = cached("p", true, false);
-        after.pod.labels.insert("app".into(), "agent".into());
+        Arc::make_mut(&mut after.pod)
+            .labels
+            .insert("app".into(), "agent".into());
         after.resource_version = "2".into();
         s.pods[0].apply_noting(Event::Apply((key("p"), Some(before))), &mut dirty, note_pod);
         s.pods[0].apply_noting(Event::Apply((key("p"), Some(after))), &mut dirty, note_pod);

@@ -227,7 +227,7 @@ pub(crate) struct Inputs<'a> {
     pub live: Option<&'a DaemonSet>,
     /// Every live `apps/v1` DaemonSet.
     pub daemonsets: &'a [DaemonSet],
-    pub pods: &'a [Pod],
+    pub pods: &'a crate::model::Pods,
     pub revisions: &'a [ControllerRevision],
 }
 

@@ -1,7 +1,7 @@
 //! Which observed pods belong to a DaemonSet, grouped per node (docs/semantics.md §5.1 and
 //! §5.2).
 
-use crate::model::{Pod, PodPhase, TEMPLATE_GENERATION_LABEL, Timestamp};
+use crate::model::{Pod, PodPhase, Pods, TEMPLATE_GENERATION_LABEL, Timestamp};
 use crate::plan::spec::DaemonSetSpec;
 use rustc_hash::FxHashMap as HashMap;
 use std::cmp::Ordering;
@@ -22,7 +22,7 @@ pub(crate) struct PodIndex<'a> {
 }
 
 impl<'a> PodIndex<'a> {
-    pub(crate) fn new(pods: &'a [Pod], positions: &HashMap<&str, u32>) -> Self {
+    pub(crate) fn new(pods: &'a Pods, positions: &HashMap<&str, u32>) -> Self {
         let mut by_owner: HashMap<(&str, &str), Vec<u32>> = HashMap::default();
         let mut orphans: HashMap<&str, Vec<u32>> = HashMap::default();
         for (i, p) in pods.iter().enumerate() {
@@ -65,7 +65,7 @@ impl<'a> PodIndex<'a> {
     /// record (kind [`RECORD_KIND`]) by name, or no controller at all and not terminating
     /// (adopted, as upstream does). Pods of any other controller are never touched; owned pods
     /// that no longer match the selector are released, not claimed.
-    pub(crate) fn claimed(&self, pods: &'a [Pod], ds: &DaemonSetSpec) -> Vec<u32> {
+    pub(crate) fn claimed(&self, pods: &'a Pods, ds: &DaemonSetSpec) -> Vec<u32> {
         let Some(selector) = &ds.selector else {
             return Vec::new();
         };
