@@ -957,7 +957,7 @@ impl Reconciler {
             self.metrics
                 .reconcile(ReconcileResult::Success, started.elapsed());
             return PassOutcome {
-                next_deadline: a.next_wake(),
+                next_deadline: self.next_deadline(&a),
                 backoff: None,
             };
         }
@@ -998,7 +998,7 @@ impl Reconciler {
                 self.metrics
                     .reconcile(ReconcileResult::Error, started.elapsed());
                 let mut out = self.failed();
-                out.next_deadline = a.next_wake();
+                out.next_deadline = self.next_deadline(&a);
                 out
             }
             None => {
@@ -1006,10 +1006,20 @@ impl Reconciler {
                 self.metrics
                     .reconcile(ReconcileResult::Success, started.elapsed());
                 PassOutcome {
-                    next_deadline: a.next_wake(),
+                    next_deadline: self.next_deadline(&a),
                     backoff: None,
                 }
             }
+        }
+    }
+
+    /// When the next pass is due without an event: the first deadline of this pass's
+    /// DaemonSets or, incrementally, of any DaemonSet (the others' were noted when they were
+    /// last assessed).
+    fn next_deadline(&self, a: &crate::apply::Assessment<'_>) -> Option<Timestamp> {
+        match &self.incremental {
+            Some(inc) => inc.deadlines.values().min().copied(),
+            None => a.next_wake(),
         }
     }
 
