@@ -69,6 +69,28 @@ pub fn assess<'d>(
     state: &ClusterState,
     opts: &ApplyOptions,
 ) -> Assessment<'d> {
+    let plan = plan::plan(desired, &state.observed, &policy(opts), state.now);
+    assess_plan(desired, state, opts, plan)
+}
+
+/// The planner policy of these options: `--force` writes through the record's pause (it
+/// pauses it for a daemon itself).
+pub fn policy(opts: &ApplyOptions) -> plan::Policy {
+    plan::Policy {
+        ignore_pause: opts.policy.ignore_pause || opts.force,
+        ..opts.policy.clone()
+    }
+}
+
+/// [`assess`] with the plan made already, of all of `desired` or of some (an incremental
+/// plan of the DaemonSets a change woke): the assessment speaks of the DaemonSets planned,
+/// and of the orphans of all of `desired`.
+pub fn assess_plan<'d>(
+    desired: &'d [Desired],
+    state: &ClusterState,
+    opts: &ApplyOptions,
+    mut plan: Plan,
+) -> Assessment<'d> {
     let specs: Specs<'d> = desired
         .iter()
         .map(|d| {
@@ -76,12 +98,6 @@ pub fn assess<'d>(
             ((spec.namespace.clone(), spec.name.clone()), (d, spec))
         })
         .collect();
-    // `--force` writes through the record's pause (it pauses it for a daemon itself).
-    let policy = plan::Policy {
-        ignore_pause: opts.policy.ignore_pause || opts.force,
-        ..opts.policy.clone()
-    };
-    let mut plan = plan::plan(desired, &state.observed, &policy, state.now);
     let health = Health::assess(
         &plan,
         &specs,

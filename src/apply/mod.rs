@@ -36,7 +36,7 @@ mod suspend_tests;
 mod tests;
 mod writer;
 
-pub use assess::{Assessment, assess};
+pub use assess::{Assessment, assess, assess_plan, policy};
 pub use handover::{ReleaseError, ReleaseOptions, Released, Work, native_form, release};
 pub use health::Health;
 pub use options::{
@@ -52,7 +52,7 @@ use crate::block_on;
 
 use crate::cluster::{Cluster, ClusterError, ClusterState};
 use crate::model::Timestamp;
-use crate::plan::{self, Desired};
+use crate::plan::{self, Desired, Plan};
 use assess::active_steps;
 use execute::{Counts, Executed, execute};
 use options::Log;
@@ -124,7 +124,28 @@ impl Executor {
         state: &ClusterState,
         opts: &ApplyOptions,
     ) -> Assessment<'d> {
-        let mut a = assess(desired, state, opts);
+        self.learned(assess(desired, state, opts), state, opts)
+    }
+
+    /// [`Executor::assess`] with the plan made already (see [`assess::assess_plan`]).
+    pub fn assess_plan<'d>(
+        &self,
+        desired: &'d [Desired],
+        state: &ClusterState,
+        opts: &ApplyOptions,
+        plan: Plan,
+    ) -> Assessment<'d> {
+        self.learned(assess::assess_plan(desired, state, opts, plan), state, opts)
+    }
+
+    /// An assessment with what this executor learned writing (admission's refusals) and
+    /// where each rollout stands.
+    fn learned<'d>(
+        &self,
+        mut a: Assessment<'d>,
+        state: &ClusterState,
+        opts: &ApplyOptions,
+    ) -> Assessment<'d> {
         a.refused_by_admission(&self.refused, &state.observed);
         a.progress = stall::judge(&a, state, opts);
         a

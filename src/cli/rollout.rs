@@ -547,8 +547,8 @@ fn promote(
 
 /// `  REVISION (new): N nodes: a, b, ...`, one line per revision the record's pods run, the
 /// aborted one first, then by number of nodes.
-fn revision_lines(
-    pods: &[crate::model::Pod],
+fn revision_lines<'p>(
+    pods: impl IntoIterator<Item = &'p crate::model::Pod>,
     (namespace, name): (&str, &str),
     aborted: &str,
 ) -> Vec<String> {

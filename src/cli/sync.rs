@@ -7,9 +7,9 @@ use crate::cluster::{ClusterSpec, RecordSource, RecordWriter};
 use crate::manifest::duration;
 use crate::plan::Policy;
 use crate::source::ManifestSource;
-use crate::sync::SyncOptions;
 use crate::sync::http::{Webhook, read_secret};
 use crate::sync::leader::{DEFAULT_LEASE_DURATION, LeaderOptions, default_identity};
+use crate::sync::{Reconcile, SyncOptions};
 use anyhow::{Result, bail};
 use jiff::SignedDuration;
 use std::time::Duration;
@@ -122,6 +122,24 @@ pub struct SyncArgs {
     /// Halt a DaemonSet whose new pods stay unavailable this long on Ready nodes.
     #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = duration::parse)]
     pub progress_deadline: SignedDuration,
+    /// How a change is reconciled: `incremental` re-plans the DaemonSets it concerns;
+    /// `full` re-plans every DaemonSet on every change (kept for comparison in benchmarks).
+    #[arg(long, value_enum, default_value_t = ReconcileArg::Incremental)]
+    pub reconcile: ReconcileArg,
+    /// How often every DaemonSet is re-planned afresh and compared with the incremental
+    /// plans (a difference is logged as an error and counted in
+    /// daemonsync_incremental_mismatch_total).
+    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = positive_duration)]
+    pub resync: Duration,
+}
+
+/// `--reconcile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReconcileArg {
+    /// Re-plan the DaemonSets a change concerns.
+    Incremental,
+    /// Re-plan every DaemonSet on every change.
+    Full,
 }
 
 fn positive_duration(s: &str) -> Result<Duration, String> {
@@ -171,6 +189,11 @@ impl SyncArgs {
             interval: self.interval,
             listen: self.listen.clone(),
             webhook,
+            reconcile: match self.reconcile {
+                ReconcileArg::Incremental => Reconcile::Incremental,
+                ReconcileArg::Full => Reconcile::Full,
+            },
+            resync: self.resync,
             apply: ApplyOptions {
                 dry_run: self.dry_run,
                 progress_deadline: self.progress_deadline,

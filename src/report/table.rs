@@ -831,7 +831,8 @@ mod tests {
             nodes: vec![crate::report::testing::worker("w1")],
             pods: vec![crate::report::testing::pod(
                 "infra", "agent", "w1", &rev, true,
-            )],
+            )]
+            .into(),
             daemonsets: Vec::new(),
             rollouts: Vec::new(),
             revisions: Vec::new(),

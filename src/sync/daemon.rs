@@ -7,6 +7,14 @@
 //! the next step of every DaemonSet that is neither halted nor frozen (a paused one's only
 //! serves the nodes that have no pod). Bursts coalesce by
 //! themselves: events that arrive during a pass are all answered by the next one.
+//!
+//! Incremental reconcile (the default, `--reconcile incremental`): a wake-up plans, assesses
+//! and executes only the DaemonSets its changes concern (`plan::incremental`: the caches say
+//! which objects changed, the source which DaemonSets, the deadlines whose they are); the
+//! others keep their last plan. Every `--resync` every DaemonSet is planned afresh and
+//! compared with the incremental plans: a difference is logged as an error, counted in
+//! `daemonsync_incremental_mismatch_total`, and the fresh plan is used. `--reconcile full`
+//! re-plans everything on every wake-up, as before (kept for comparison in benchmarks).
 
 use super::http::{self, HttpState, Readiness, Webhook};
 use super::leader::{LeaderOptions, Leadership};
@@ -19,6 +27,7 @@ use crate::cluster::{
 };
 use crate::manifest::LoadOptions;
 use crate::model::Timestamp;
+use crate::plan::{self, incremental::Changes};
 use crate::source::ManifestSource;
 use crate::source::short_revision;
 use anyhow::{Context, Result};
@@ -66,6 +75,19 @@ pub struct SyncOptions {
     pub leader: Option<LeaderOptions>,
     /// This replica's identity (User-Agent, field manager, lease holder).
     pub identity: String,
+    /// How a change is reconciled (`--reconcile`).
+    pub reconcile: Reconcile,
+    /// How often an incremental daemon re-plans everything and compares (`--resync`).
+    pub resync: Duration,
+}
+
+/// How a change is reconciled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reconcile {
+    /// Plan the DaemonSets the change concerns; the others keep their plan.
+    Incremental,
+    /// Plan every DaemonSet on every change.
+    Full,
 }
 
 /// Runs the daemon until `shutdown` turns true; returns once it has stopped cleanly.
@@ -204,6 +226,7 @@ pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Resu
         stopping: Arc::clone(&stopping),
         dry_run: opts.apply.dry_run,
     };
+    let planning = crate::apply::policy(&opts.apply);
     let mut reconciler = Reconciler {
         executor: Executor::default(),
         apply: opts.apply,
@@ -212,8 +235,18 @@ pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Resu
         failures: 0,
         mass_prune_warned: false,
         rolling: BTreeSet::new(),
-        unwritten: Vec::new(),
+        unwritten: BTreeMap::new(),
         leases: BTreeMap::new(),
+        incremental: (opts.reconcile == Reconcile::Incremental).then(|| Incremental {
+            planner: plan::incremental::Incremental::new(planning),
+            resync: opts.resync,
+            last_full: Instant::now(),
+            deadlines: BTreeMap::new(),
+            planned: None,
+            wrote: false,
+            expired: BTreeSet::new(),
+            retry: false,
+        }),
     };
     // The source whose DaemonSets the watches were last checked against.
     let mut watched_for: Option<Arc<InEffect>> = None;
@@ -264,7 +297,8 @@ pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Resu
             .next_deadline
             .and_then(|t| Duration::try_from(t.duration_since(Timestamp::now())).ok())
             .unwrap_or(RESYNC)
-            .min(RESYNC);
+            .min(RESYNC)
+            .min(reconciler.until_resync());
         tokio::select! {
             _ = cluster.changed() => {}
             _ = effect_rx.changed() => {}
@@ -629,16 +663,108 @@ struct Reconciler {
     mass_prune_warned: bool,
     /// DaemonSets this replica has written pods for since their last `RolloutComplete`.
     rolling: BTreeSet<Key>,
-    /// The steps last logged as not written (dry run, standby), so each is logged once.
-    unwritten: Vec<(Key, usize, usize)>,
+    /// The steps last logged as not written (dry run, standby), so each is logged once:
+    /// creates and deletes by DaemonSet.
+    unwritten: BTreeMap<Key, (usize, usize)>,
     /// Other daemons' Leases named by records, as last read: (when, lapsed).
     leases: BTreeMap<String, (Instant, bool)>,
+    /// The incremental planner and what it remembers (`--reconcile incremental`).
+    incremental: Option<Incremental>,
+}
+
+/// What an incremental daemon remembers between passes.
+struct Incremental {
+    planner: plan::incremental::Incremental,
+    /// How often everything is re-planned and compared.
+    resync: Duration,
+    /// When everything was last re-planned.
+    last_full: Instant,
+    /// When each DaemonSet's next deadline expires (a progress deadline, minReadySeconds, a
+    /// timed pause): it is woken then.
+    deadlines: BTreeMap<Key, Timestamp>,
+    /// The source last planned, to tell which DaemonSets a new one changed.
+    planned: Option<Arc<InEffect>>,
+    /// This replica could write in the last pass (becoming able to wakes everything).
+    wrote: bool,
+    /// The other daemons' Leases found lapsed in the last pass.
+    expired: BTreeSet<String>,
+    /// The last pass failed: the next one re-plans everything.
+    retry: bool,
+}
+
+impl Incremental {
+    /// What changed since the last pass, besides the caches' changes: the source's
+    /// DaemonSets, the deadlines that expired, this replica's right to write, lapsed Leases,
+    /// the last pass's failure.
+    fn changes(
+        &mut self,
+        effect: &Arc<InEffect>,
+        now: Timestamp,
+        may_write: bool,
+        expired: &BTreeSet<String>,
+    ) -> Changes {
+        let mut changes = Changes::default();
+        match &self.planned {
+            Some(old) if Arc::ptr_eq(old, effect) => {}
+            Some(old) => {
+                let before: BTreeMap<Key, &plan::Desired> =
+                    old.desired.iter().map(|d| (desired_key(d), d)).collect();
+                let (errors_before, errors_now) = (old.source_errors(), effect.source_errors());
+                for d in &effect.desired {
+                    let key = desired_key(d);
+                    let same = before.get(&key).is_some_and(|b| {
+                        b.daemonset == d.daemonset && b.source == d.source && b.config == d.config
+                    });
+                    if !same {
+                        changes.daemonsets.insert(key.clone());
+                    }
+                    if errors_before.get(&key) != errors_now.get(&key) {
+                        changes.wake.insert(key);
+                    }
+                }
+            }
+            None => changes.everything = true,
+        }
+        self.planned = Some(Arc::clone(effect));
+        changes.wake.extend(
+            self.deadlines
+                .iter()
+                .filter(|(_, t)| **t <= now)
+                .map(|(k, _)| k.clone()),
+        );
+        if may_write && !self.wrote || *expired != self.expired || self.retry {
+            changes.everything = true;
+        }
+        self.wrote = may_write;
+        self.expired.clone_from(expired);
+        self.retry = false;
+        changes
+    }
+}
+
+/// Namespace and name of a desired DaemonSet.
+fn desired_key(d: &plan::Desired) -> Key {
+    let m = &d.daemonset.metadata;
+    (
+        m.namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "default".to_string()),
+        m.name.clone().unwrap_or_default(),
+    )
 }
 
 /// How long a read of another daemon's Lease is trusted.
 const LEASE_READ_TTL: Duration = Duration::from_secs(5);
 
 impl Reconciler {
+    /// How long until the next full re-plan of an incremental daemon (`--resync`).
+    fn until_resync(&self) -> Duration {
+        self.incremental.as_ref().map_or(RESYNC, |inc| {
+            inc.resync.saturating_sub(inc.last_full.elapsed())
+        })
+    }
+
     /// The Leases of other `sync` daemons named by the records that lapsed: what they drove,
     /// this daemon may take (read at most every [`LEASE_READ_TTL`]).
     async fn expired_leases(
@@ -691,7 +817,7 @@ impl Reconciler {
     async fn pass(
         &mut self,
         cluster: &mut KubeCluster,
-        effect: &InEffect,
+        effect: &Arc<InEffect>,
         gate: &Gate<'_>,
     ) -> PassOutcome {
         let started = Instant::now();
@@ -699,6 +825,9 @@ impl Reconciler {
             Ok(s) => s,
             Err(e) => {
                 tracing::error!(error = %e, "cannot observe the cluster");
+                if let Some(inc) = self.incremental.as_mut() {
+                    inc.retry = true;
+                }
                 self.metrics
                     .reconcile(ReconcileResult::Error, started.elapsed());
                 return self.failed();
@@ -711,7 +840,50 @@ impl Reconciler {
         };
         opts.source_errors = effect.source_errors();
         opts.expired_leases = self.expired_leases(cluster, &state).await;
-        let a = self.executor.assess(&effect.desired, &state, &opts);
+        let a = match self.incremental.as_mut() {
+            None => self.executor.assess(&effect.desired, &state, &opts),
+            Some(inc) => {
+                let mut changes =
+                    inc.changes(effect, state.now, gate.may_write(), &opts.expired_leases);
+                changes.merge(cluster.take_changes());
+                let (woken, removed) = if inc.last_full.elapsed() >= inc.resync {
+                    inc.last_full = Instant::now();
+                    let woken = resync(inc, &effect.desired, &state, &changes, &self.metrics);
+                    (woken, false)
+                } else {
+                    let w =
+                        inc.planner
+                            .update(&effect.desired, &state.observed, &changes, state.now);
+                    for k in &w.removed {
+                        inc.deadlines.remove(k);
+                    }
+                    (w.daemonsets, !w.removed.is_empty())
+                };
+                // Nothing to plan: no write either (orphans are pruned when the source
+                // drops their DaemonSet, or when anything else wakes a pass).
+                if woken.is_empty() && !removed && !changes.everything {
+                    self.metrics
+                        .reconcile(ReconcileResult::Success, started.elapsed());
+                    return PassOutcome {
+                        next_deadline: inc.deadlines.values().min().copied(),
+                        backoff: None,
+                    };
+                }
+                tracing::debug!(
+                    daemonsets = woken.len(),
+                    "planning the DaemonSets the changes concern"
+                );
+                let plan = inc.planner.plan_of(&woken, state.now);
+                let a = self
+                    .executor
+                    .assess_plan(&effect.desired, &state, &opts, plan);
+                match a.next_wake() {
+                    Some(t) => inc.deadlines.extend(woken.iter().map(|k| (k.clone(), t))),
+                    None => inc.deadlines.retain(|k, _| !woken.contains(k)),
+                }
+                a
+            }
+        };
         let mut seen = BTreeSet::new();
         for ds in &a.plan.daemonsets {
             let key = (ds.namespace.clone(), ds.name.clone());
@@ -734,6 +906,13 @@ impl Reconciler {
             );
             seen.insert(key);
         }
+        if let Some(inc) = &self.incremental {
+            seen.extend(
+                inc.planner
+                    .plans()
+                    .map(|d| (d.namespace.clone(), d.name.clone())),
+            );
+        }
         for (ns, name) in self.known.difference(&seen) {
             self.metrics.forget_daemonset(ns, name);
         }
@@ -751,23 +930,22 @@ impl Reconciler {
             self.mass_prune_warned = false;
         }
         if !gate.may_write() {
-            let steps: Vec<(Key, usize, usize)> = a
-                .plan
-                .daemonsets
-                .iter()
-                .filter(|d| !d.step.is_empty())
-                .map(|d| {
-                    let key = (d.namespace.clone(), d.name.clone());
-                    (key, d.step.create.len(), d.step.delete.len())
-                })
-                .collect();
+            let mut steps = self.unwritten.clone();
+            for d in &a.plan.daemonsets {
+                let key = (d.namespace.clone(), d.name.clone());
+                steps.remove(&key);
+                if !d.step.is_empty() {
+                    steps.insert(key, (d.step.create.len(), d.step.delete.len()));
+                }
+            }
+            steps.retain(|k, _| self.known.contains(k));
             if steps != self.unwritten {
                 let why = gate
                     .check()
                     .err()
                     .map(|e| e.to_string())
                     .unwrap_or_default();
-                for ((ns, name), create, delete) in &steps {
+                for ((ns, name), (create, delete)) in &steps {
                     if gate.dry_run {
                         tracing::info!(daemonset = %format!("{ns}/{name}"), would_create = create, would_delete = delete, "dry run: next step not written");
                     } else {
@@ -779,7 +957,7 @@ impl Reconciler {
             self.metrics
                 .reconcile(ReconcileResult::Success, started.elapsed());
             return PassOutcome {
-                next_deadline: a.next_wake(),
+                next_deadline: self.next_deadline(&a),
                 backoff: None,
             };
         }
@@ -814,10 +992,13 @@ impl Reconciler {
         match error {
             Some(e) => {
                 tracing::warn!(error = %e, "writes failed; the next pass retries");
+                if let Some(inc) = self.incremental.as_mut() {
+                    inc.retry = true;
+                }
                 self.metrics
                     .reconcile(ReconcileResult::Error, started.elapsed());
                 let mut out = self.failed();
-                out.next_deadline = a.next_wake();
+                out.next_deadline = self.next_deadline(&a);
                 out
             }
             None => {
@@ -825,14 +1006,27 @@ impl Reconciler {
                 self.metrics
                     .reconcile(ReconcileResult::Success, started.elapsed());
                 PassOutcome {
-                    next_deadline: a.next_wake(),
+                    next_deadline: self.next_deadline(&a),
                     backoff: None,
                 }
             }
         }
     }
 
+    /// When the next pass is due without an event: the first deadline of this pass's
+    /// DaemonSets or, incrementally, of any DaemonSet (the others' were noted when they were
+    /// last assessed).
+    fn next_deadline(&self, a: &crate::apply::Assessment<'_>) -> Option<Timestamp> {
+        match &self.incremental {
+            Some(inc) => inc.deadlines.values().min().copied(),
+            None => a.next_wake(),
+        }
+    }
+
     fn failed(&mut self) -> PassOutcome {
+        if let Some(inc) = self.incremental.as_mut() {
+            inc.retry = true;
+        }
         self.failures = self.failures.saturating_add(1);
         let backoff = Duration::from_millis(500)
             .saturating_mul(1 << self.failures.min(10))
@@ -842,4 +1036,40 @@ impl Reconciler {
             backoff: Some(backoff),
         }
     }
+}
+
+/// The full re-plan of `--resync`: the incremental plans, brought up to date with `changes`,
+/// are compared with every DaemonSet planned afresh; each difference is logged as an error
+/// and counted, and the fresh plans are kept. Returns every DaemonSet (all are assessed).
+fn resync(
+    inc: &mut Incremental,
+    desired: &[plan::Desired],
+    state: &ClusterState,
+    changes: &Changes,
+    metrics: &Metrics,
+) -> BTreeSet<Key> {
+    let started = Instant::now();
+    inc.planner
+        .update(desired, &state.observed, changes, state.now);
+    let full = plan::plan(desired, &state.observed, inc.planner.policy(), state.now);
+    let mismatches = inc.planner.compare(&full);
+    for m in &mismatches {
+        tracing::error!(
+            daemonset = %format!("{}/{}", m.daemonset.0, m.daemonset.1),
+            differs = %m.fields.join(", "),
+            "the incremental plan differs from the full re-plan (a change was missed); the full plan is used"
+        );
+    }
+    metrics.incremental_mismatch(mismatches.len() as u64);
+    let woken = inc
+        .planner
+        .update(desired, &state.observed, &Changes::everything(), state.now);
+    inc.deadlines.clear();
+    tracing::info!(
+        daemonsets = woken.daemonsets.len(),
+        mismatches = mismatches.len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "resync: every DaemonSet planned afresh and compared"
+    );
+    woken.daemonsets
 }

@@ -134,6 +134,7 @@ pub struct Metrics {
     /// Held while the one source series is replaced, so two callers never leave two.
     source_swap: Mutex<()>,
     source_errors: Counter,
+    incremental_mismatches: Counter,
     leader: Gauge,
 }
 
@@ -261,6 +262,13 @@ impl Metrics {
             "Failed reads of the source (fetch, checkout or manifests)",
             source_errors.clone(),
         );
+        let incremental_mismatches = Counter::default();
+        registry.register(
+            "daemonsync_incremental_mismatch",
+            "DaemonSets whose incremental plan differed from the full re-plan of --resync \
+             (each one logged as an error); 0 unless a change was missed",
+            incremental_mismatches.clone(),
+        );
         let leader = Gauge::default();
         registry.register(
             "daemonsync_leader",
@@ -284,6 +292,7 @@ impl Metrics {
             source_info,
             source_swap: Mutex::new(()),
             source_errors,
+            incremental_mismatches,
             leader,
         }
     }
@@ -400,6 +409,11 @@ impl Metrics {
         self.source_errors.inc();
     }
 
+    /// Counts DaemonSets whose incremental plan was not their full plan.
+    pub fn incremental_mismatch(&self, daemonsets: u64) {
+        self.incremental_mismatches.inc_by(daemonsets);
+    }
+
     /// Sets `daemonsync_leader`.
     pub fn leader(&self, is_leader: bool) {
         self.leader.set(i64::from(is_leader));
@@ -473,6 +487,7 @@ mod tests {
             "daemonsync_daemonset_status_number_ready",
             "daemonsync_daemonset_status_number_unavailable",
             "daemonsync_daemonset_status_updated_number_scheduled",
+            "daemonsync_incremental_mismatch_total",
             "daemonsync_leader",
             "daemonsync_pod_writes_total",
             "daemonsync_reconcile_duration_seconds_bucket",

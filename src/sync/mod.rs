@@ -16,4 +16,4 @@ pub mod leader;
 pub mod metrics;
 pub mod source;
 
-pub use daemon::{SyncOptions, run};
+pub use daemon::{Reconcile, SyncOptions, run};

@@ -1052,3 +1052,64 @@ fn a_rollout_held_by_not_ready_nodes_is_marked_stalled_on_its_record_and_in_the_
     let status = sync.terminate();
     assert_eq!(status.code(), Some(0), "{}", sync.tail());
 }
+
+#[test]
+fn a_deleted_pod_is_replaced_by_an_incremental_pass_and_a_forced_resync_finds_no_mismatch() {
+    if !git_available() {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let world = World::new();
+    let sync = world.start(&["--reconcile", "incremental", "--resync", "2s"]);
+    wait_converged(&world, &sync, "agent", "agent:1");
+    wait_converged(&world, &sync, "logger", "logger:1");
+    let logger = pod_uids(&world, "logger");
+    // One agent pod goes: only the agent is re-planned, and the node gets a new pod.
+    let pod = world.api.pods("agent")[0]["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(world.api.delete_pod(&pod));
+    wait_for("the deleted agent pod is replaced", 30, &[&sync], || {
+        let live = pod_uids(&world, "agent").len();
+        let gone = world
+            .api
+            .pods("agent")
+            .iter()
+            .all(|p| p["metadata"]["name"] != pod.as_str());
+        if live == NODES && gone {
+            world.api.converged("agent", "agent:1")
+        } else {
+            Err(format!("{live} live agent pods, the old one gone: {gone}"))
+        }
+    });
+    assert_eq!(
+        pod_uids(&world, "logger"),
+        logger,
+        "the logger is untouched"
+    );
+    // A resync (every 2s) re-plans everything and compares: the incremental plans agree.
+    wait_for("a resync ran", 30, &[&sync], || {
+        if sync
+            .log()
+            .contains("resync: every DaemonSet planned afresh")
+        {
+            Ok(())
+        } else {
+            Err("no resync logged yet".to_string())
+        }
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        sync.metric("daemonsync_incremental_mismatch_total"),
+        Some(0.0),
+        "{}",
+        sync.tail()
+    );
+    assert!(
+        !sync.log().contains("differs from the full re-plan"),
+        "{}",
+        sync.tail()
+    );
+    assert!(sync.terminate().success());
+}

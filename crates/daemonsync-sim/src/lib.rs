@@ -272,7 +272,7 @@ impl Sim {
     /// the live `apps/v1` DaemonSets and what the records say of their rollouts.
     pub fn observed(&self) -> Observed {
         let mut observed = self.world.nodes.observed();
-        for pod in &mut observed.pods {
+        for pod in observed.pods.iter_mut() {
             let stored = self.world.store.get("/pods", &pod.namespace, &pod.name);
             if let (Some(detail), Some(e)) = (pod.detail.as_mut(), stored) {
                 detail.resource_version = e.stored.rv().to_string();

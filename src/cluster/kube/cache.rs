@@ -11,12 +11,13 @@
 use super::record::{ManagedDaemonSet, ManagedDaemonSetStatus};
 use crate::model::resources::Resources;
 use crate::model::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, Node, Pod};
+use crate::plan::incremental::{Changes, PodTouch};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use kube::api::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
@@ -26,8 +27,8 @@ pub type Key = (String, String);
 /// A cached pod: the planner's view, plus what a precondition on delete needs.
 #[derive(Debug, Clone)]
 pub struct CachedPod {
-    /// The planner's view.
-    pub pod: Pod,
+    /// The planner's view, shared with every observation that shows it.
+    pub pod: Arc<Pod>,
     /// `metadata.uid`.
     pub uid: String,
     /// `metadata.resourceVersion`.
@@ -81,42 +82,121 @@ impl<T> Default for Feed<T> {
     }
 }
 
+/// What one watch event changed in a feed.
+#[derive(Debug)]
+enum Touch<T> {
+    /// A list completed: anything may have changed.
+    Relisted,
+    /// One object changed: its key and what it was before (`None`: it is new).
+    Changed(Key, Option<T>),
+}
+
 impl<T: PartialEq> Feed<T> {
     /// Applies one watch event; false when it changed nothing the planner sees (a node's
     /// heartbeat, a status field the model does not keep), so it wakes no one.
+    #[cfg(test)]
     fn apply(&mut self, event: Event<(Key, Option<T>)>) -> bool {
+        self.apply_touching(event).0
+    }
+
+    /// [`Feed::apply`], also saying what changed.
+    fn apply_touching(&mut self, event: Event<(Key, Option<T>)>) -> (bool, Option<Touch<T>>) {
         let had_error = self.error.take().is_some();
-        had_error
-            | match event {
-                Event::Init => {
-                    self.pending = Some(BTreeMap::new());
-                    false
+        let touch = match event {
+            Event::Init => {
+                self.pending = Some(BTreeMap::new());
+                None
+            }
+            Event::InitApply((key, value)) => {
+                if let (Some(pending), Some(v)) = (self.pending.as_mut(), value) {
+                    pending.insert(key, v);
                 }
-                Event::InitApply((key, value)) => {
-                    if let (Some(pending), Some(v)) = (self.pending.as_mut(), value) {
-                        pending.insert(key, v);
-                    }
-                    false
+                None
+            }
+            Event::InitDone => {
+                if let Some(items) = self.pending.take() {
+                    self.items = items;
                 }
-                Event::InitDone => {
-                    if let Some(items) = self.pending.take() {
-                        self.items = items;
-                    }
-                    self.synced = true;
-                    true
-                }
-                Event::Apply((key, Some(v))) => {
-                    if self.items.get(&key) == Some(&v) {
-                        false
-                    } else {
-                        self.items.insert(key, v);
-                        true
-                    }
-                }
-                Event::Apply((key, None)) | Event::Delete((key, _)) => {
-                    self.items.remove(&key).is_some()
+                self.synced = true;
+                Some(Touch::Relisted)
+            }
+            Event::Apply((key, Some(v))) => {
+                if self.items.get(&key) == Some(&v) {
+                    None
+                } else {
+                    let before = self.items.insert(key.clone(), v);
+                    Some(Touch::Changed(key, before))
                 }
             }
+            Event::Apply((key, None)) | Event::Delete((key, _)) => self
+                .items
+                .remove(&key)
+                .map(|before| Touch::Changed(key, Some(before))),
+        };
+        (had_error || touch.is_some(), touch)
+    }
+}
+
+/// Notes in `dirty` what a change of one object of a feed means to the planner: `before` and
+/// `after` are the object's versions (`None`: absent).
+type Note<T> = fn(&mut Changes, &Key, Option<&T>, Option<&T>);
+
+/// Notes a change of a node.
+fn note_node(dirty: &mut Changes, key: &Key, _: Option<&Node>, _: Option<&Node>) {
+    dirty.nodes.insert(key.1.clone());
+}
+
+/// Notes a change of a pod: who may care for it before and after.
+fn note_pod(dirty: &mut Changes, _: &Key, before: Option<&CachedPod>, after: Option<&CachedPod>) {
+    for p in before.into_iter().chain(after) {
+        dirty.pods.push(PodTouch::of(&p.pod));
+    }
+}
+
+/// Notes a change of an object named after a DaemonSet (a record, a live DaemonSet).
+fn note_named<T>(dirty: &mut Changes, key: &Key, _: Option<&T>, _: Option<&T>) {
+    dirty.records.insert(key.clone());
+}
+
+/// Notes a change in a namespace (a ControllerRevision).
+fn note_in_namespace<T>(dirty: &mut Changes, key: &Key, _: Option<&T>, _: Option<&T>) {
+    dirty.namespaces.insert(key.0.clone());
+}
+
+/// Notes a change of a namespace itself (its Pod Security labels).
+fn note_namespace<T>(dirty: &mut Changes, key: &Key, _: Option<&T>, _: Option<&T>) {
+    dirty.namespaces.insert(key.1.clone());
+}
+
+/// Notes a change of a config copy: the DaemonSet it is for.
+fn note_copy(
+    dirty: &mut Changes,
+    key: &Key,
+    before: Option<&crate::cluster::ObservedCopy>,
+    after: Option<&crate::cluster::ObservedCopy>,
+) {
+    for c in before.into_iter().chain(after) {
+        dirty.wake.insert((key.0.clone(), c.daemonset.clone()));
+    }
+}
+
+impl<T: PartialEq> Feed<T> {
+    /// Applies one watch event and notes what it changed in `dirty`.
+    fn apply_noting(
+        &mut self,
+        event: Event<(Key, Option<T>)>,
+        dirty: &mut Changes,
+        note: Note<T>,
+    ) -> bool {
+        let (changed, touch) = self.apply_touching(event);
+        match touch {
+            Some(Touch::Relisted) => dirty.everything = true,
+            Some(Touch::Changed(key, before)) => {
+                note(dirty, &key, before.as_ref(), self.items.get(&key));
+            }
+            None => {}
+        }
+        changed
     }
 }
 
@@ -142,6 +222,24 @@ impl Usage {
     }
 
     fn put(&mut self, key: Key, value: Option<(String, Resources)>) {
+        self.put_noting(key, value, &mut BTreeSet::new());
+    }
+
+    /// [`Usage::put`], noting in `nodes` the nodes whose sums change.
+    fn put_noting(
+        &mut self,
+        key: Key,
+        value: Option<(String, Resources)>,
+        nodes: &mut BTreeSet<String>,
+    ) {
+        if self.pods.get(&key) == value.as_ref() {
+            return;
+        }
+        for (node, _) in self.pods.get(&key).into_iter().chain(value.as_ref()) {
+            if !nodes.contains(node) {
+                nodes.insert(node.clone());
+            }
+        }
         if let Some((node, r)) = self.pods.remove(&key)
             && let Some(sum) = self.by_node.get_mut(&node)
         {
@@ -155,8 +253,13 @@ impl Usage {
         }
     }
 
-    /// Applies one watch event; true when the first list just completed.
-    fn apply(&mut self, event: Event<(Key, Option<(String, Resources)>)>) -> bool {
+    /// Applies one watch event, noting in `dirty` the nodes whose sums change; true when the
+    /// first list just completed.
+    fn apply(
+        &mut self,
+        event: Event<(Key, Option<(String, Resources)>)>,
+        dirty: &mut Changes,
+    ) -> bool {
         self.error = None;
         match event {
             Event::Init => self.pending = Some(Default::default()),
@@ -168,6 +271,7 @@ impl Usage {
             Event::InitApply((_, None)) => {}
             Event::InitDone => {
                 if let Some(pods) = self.pending.take() {
+                    dirty.everything = true;
                     self.pods.clear();
                     self.by_node.clear();
                     for (key, v) in pods {
@@ -178,8 +282,8 @@ impl Usage {
                 self.synced = true;
                 return first;
             }
-            Event::Apply((key, v)) => self.put(key, v),
-            Event::Delete((key, _)) => self.put(key, None),
+            Event::Apply((key, v)) => self.put_noting(key, v, &mut dirty.usage),
+            Event::Delete((key, _)) => self.put_noting(key, None, &mut dirty.usage),
         }
         false
     }
@@ -221,7 +325,7 @@ fn follow_usage(watchers: &Watchers, cache: &Arc<Cache>, client: &kube::Client) 
                 match event {
                     Ok(event) => {
                         let event = convert(event, &usage_of);
-                        cache.update(|s| s.usage.apply(event));
+                        cache.update(|s| s.usage.apply(event, &mut s.dirty));
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "watch of pod requests failed; retrying with backoff");
@@ -260,6 +364,8 @@ pub struct State {
     pub copies: Vec<Feed<crate::cluster::ObservedCopy>>,
     /// Bumped on every change, so a reader can tell whether anything happened since it looked.
     pub version: u64,
+    /// What changed since an observation last took it ([`State::take_changes`]).
+    dirty: Changes,
 }
 
 impl State {
@@ -273,6 +379,12 @@ impl State {
             && self.usage.synced
             && self.pods.iter().all(|p| p.synced)
             && self.copies.iter().all(|c| c.synced)
+    }
+
+    /// What changed since the last call (since the start, for the first): each object once
+    /// or more, a relist as everything.
+    pub fn take_changes(&mut self) -> Changes {
+        std::mem::take(&mut self.dirty)
     }
 
     /// Every copy of a ConfigMap or Secret cached, in kind and key order.
@@ -326,8 +438,9 @@ impl State {
         self.pods.iter().any(|f| f.items.contains_key(key))
     }
 
-    /// Every cached pod once, in key order, each from the feed that speaks for it.
-    pub fn all_pods(&self) -> Vec<Pod> {
+    /// Every cached pod once, in key order, each from the feed that speaks for it: one
+    /// pointer copied per pod, no pod copied.
+    pub fn all_pods(&self) -> crate::model::Pods {
         let mut merged: BTreeMap<&Key, &CachedPod> = BTreeMap::new();
         for (i, feed) in self.pods.iter().enumerate() {
             for (key, pod) in &feed.items {
@@ -336,7 +449,7 @@ impl State {
                 }
             }
         }
-        merged.into_values().map(|c| c.pod.clone()).collect()
+        merged.into_values().map(|c| Arc::clone(&c.pod)).collect()
     }
 }
 
@@ -419,6 +532,7 @@ fn follow<K, T>(
     config: watcher::Config,
     to_value: impl Fn(&K) -> (Key, Option<T>) + Send + Sync + 'static,
     feed: impl Fn(&mut State) -> &mut Feed<T> + Send + 'static,
+    note: Note<T>,
 ) where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
     T: PartialEq + Send + 'static,
@@ -433,7 +547,12 @@ fn follow<K, T>(
                 match event {
                     Ok(event) => {
                         let event = convert(event, &to_value);
-                        cache.update(|s| feed(s).apply(event));
+                        cache.update(|s| {
+                            let mut dirty = std::mem::take(&mut s.dirty);
+                            let changed = feed(s).apply_noting(event, &mut dirty, note);
+                            s.dirty = dirty;
+                            changed
+                        });
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "watch failed; retrying with backoff");
@@ -468,13 +587,14 @@ fn follow_pods(
         watcher::Config::default().labels(selector),
         |p| {
             let cached = CachedPod {
-                pod: Pod::from_k8s(p),
+                pod: Arc::new(Pod::from_k8s(p)),
                 uid: p.metadata.uid.clone().unwrap_or_default(),
                 resource_version: p.metadata.resource_version.clone().unwrap_or_default(),
             };
             (key_of(&p.metadata), Some(cached))
         },
         move |s| &mut s.pods[i],
+        note_pod,
     );
 }
 
@@ -523,6 +643,7 @@ pub fn watch_copies(watchers: &Watchers, cache: &Arc<Cache>, client: &kube::Clie
             (key_of(&c.metadata), copy)
         },
         |s| &mut s.copies[0],
+        note_copy,
     );
     follow(
         watchers,
@@ -534,6 +655,7 @@ pub fn watch_copies(watchers: &Watchers, cache: &Arc<Cache>, client: &kube::Clie
             (key_of(&c.metadata), copy)
         },
         |s| &mut s.copies[1],
+        note_copy,
     );
 }
 
@@ -560,6 +682,7 @@ pub fn start(
         watcher::Config::default(),
         |n| (key_of(&n.metadata), Some(Node::from_k8s(n))),
         |s| &mut s.nodes,
+        note_node,
     );
     for (i, selector) in pod_selectors.iter().enumerate() {
         follow_pods(watchers, &cache, client, i, selector);
@@ -572,6 +695,7 @@ pub fn start(
         watcher::Config::default(),
         |d| (key_of(&d.metadata), Some(slim_daemonset(d))),
         |s| &mut s.daemonsets,
+        note_named,
     );
     follow(
         watchers,
@@ -585,6 +709,7 @@ pub fn start(
             )
         },
         |s| &mut s.revisions,
+        note_in_namespace,
     );
     follow(
         watchers,
@@ -598,6 +723,7 @@ pub fn start(
             )
         },
         |s| &mut s.namespaces,
+        note_namespace,
     );
     follow(
         watchers,
@@ -615,6 +741,7 @@ pub fn start(
             (key_of(&r.metadata), Some(record))
         },
         |s| &mut s.records,
+        note_named,
     );
     cache
 }
@@ -650,7 +777,7 @@ mod tests {
             pod.deletion_timestamp = Some(crate::model::Timestamp::UNIX_EPOCH);
         }
         CachedPod {
-            pod,
+            pod: Arc::new(pod),
             uid: format!("uid-{name}"),
             resource_version: if terminating { "2" } else { "1" }.into(),
         }
@@ -684,6 +811,69 @@ mod tests {
         // A pod at the same resourceVersion is the same pod.
         assert_eq!(cached("p", true, false), cached("p", true, false));
         assert_ne!(cached("p", true, false), cached("p", true, true));
+    }
+
+    #[test]
+    fn an_observation_takes_what_changed_since_the_last_one() {
+        let mut s = State {
+            pods: vec![Feed::default()],
+            ..State::default()
+        };
+        let mut dirty = Changes::default();
+        let node = |name: &str| Node {
+            name: name.into(),
+            ..Node::default()
+        };
+        s.nodes.apply_noting(Event::Init, &mut dirty, note_node);
+        s.nodes.apply_noting(
+            Event::InitApply((key("n1"), Some(node("n1")))),
+            &mut dirty,
+            note_node,
+        );
+        s.nodes.apply_noting(Event::InitDone, &mut dirty, note_node);
+        assert!(dirty.everything, "a list is everything");
+        let mut dirty = Changes::default();
+        s.nodes.apply_noting(
+            Event::Apply((key("n1"), Some(node("n1")))),
+            &mut dirty,
+            note_node,
+        );
+        assert!(dirty.is_empty(), "a heartbeat changes nothing");
+        s.nodes
+            .apply_noting(Event::Delete((key("n1"), None)), &mut dirty, note_node);
+        assert_eq!(dirty.nodes, BTreeSet::from(["n1".to_string()]));
+        // A pod relabelled: who cared for it before, and who does now.
+        let mut dirty = Changes::default();
+        let before = cached("p", true, false);
+        let mut after = cached("p", true, false);
+        Arc::make_mut(&mut after.pod)
+            .labels
+            .insert("app".into(), "agent".into());
+        after.resource_version = "2".into();
+        s.pods[0].apply_noting(Event::Apply((key("p"), Some(before))), &mut dirty, note_pod);
+        s.pods[0].apply_noting(Event::Apply((key("p"), Some(after))), &mut dirty, note_pod);
+        assert_eq!(dirty.pods.len(), 3, "created, then both versions");
+        assert_eq!(
+            dirty.pods[2].labels.get("app").map(String::as_str),
+            Some("agent")
+        );
+        assert!(!dirty.pods[1].labels.contains_key("app"));
+        // What pods request: the nodes whose sums change, without waking anyone.
+        let mut usage = Usage::default();
+        let mut dirty = Changes::default();
+        let cpu = |m: i64| Resources::from([("cpu".to_string(), m)]);
+        usage.apply(
+            Event::Apply((key("p"), Some(("n2".into(), cpu(100))))),
+            &mut dirty,
+        );
+        usage.apply(
+            Event::Apply((key("p"), Some(("n2".into(), cpu(100))))),
+            &mut dirty,
+        );
+        assert_eq!(dirty.usage, BTreeSet::from(["n2".to_string()]));
+        s.dirty = dirty;
+        assert!(!s.take_changes().is_empty());
+        assert!(s.take_changes().is_empty(), "taken once");
     }
 
     #[test]

@@ -111,6 +111,9 @@ pub struct KubeCluster {
     recorder: Recorder,
     /// The cache version the last observation showed.
     seen: u64,
+    /// What changed in the caches up to the last observation, since [`KubeCluster::take_changes`]
+    /// was last called.
+    changes: crate::plan::incremental::Changes,
     /// The (namespace, label selector) of every pod watch.
     watched: Vec<(Option<String>, String)>,
     /// The version `GET /version` reported when connecting.
@@ -304,6 +307,7 @@ impl KubeCluster {
             expected: Expectations::default(),
             recorder,
             seen: 0,
+            changes: crate::plan::incremental::Changes::everything(),
             watched,
             version,
         })
@@ -439,6 +443,12 @@ impl KubeCluster {
     pub fn changed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
         let (cache, seen) = (Arc::clone(&self.cache), self.seen);
         async move { cache.changed_since(seen).await }
+    }
+
+    /// What changed in the caches up to the last [`Cluster::observe`], since the last call
+    /// (everything, at the first): what an incremental plan re-plans.
+    pub fn take_changes(&mut self) -> crate::plan::incremental::Changes {
+        std::mem::take(&mut self.changes)
     }
 
     /// A client for the same API server, with the same credentials and User-Agent (for the
@@ -754,8 +764,9 @@ fn record_reference(namespace: &str, name: &str, uid: Option<String>) -> ObjectR
 impl Cluster for KubeCluster {
     async fn observe(&mut self) -> Result<ClusterState, ClusterError> {
         self.await_expectations().await;
-        let s = self.cache.lock();
+        let mut s = self.cache.lock();
         self.seen = s.version;
+        self.changes.merge(s.take_changes());
         let records: Vec<Record> = s.records.items.values().map(|r| r.record.clone()).collect();
         let observed = Observed {
             nodes: s

@@ -6,6 +6,7 @@
 
 mod node;
 mod pod;
+mod pods;
 mod quantity;
 pub mod resources;
 mod selector;
@@ -16,6 +17,7 @@ pub use node::{Node, Taint, TaintEffect};
 pub use pod::{
     IN_PLACE_READY_CONDITION, OwnerRef, Pod, PodDetail, PodPhase, PodSignals, ReadyCondition,
 };
+pub use pods::Pods;
 pub use quantity::{Quantity, QuantityError, QuantityFormat, canonical_quantity};
 pub use selector::{LabelSelector, SelectorOp, SelectorRequirement};
 pub use toleration::{Toleration, TolerationOp};

@@ -54,7 +54,10 @@ pub fn parse_requested(text: &str) -> Resources {
 
 /// Adds up what the pods bound to each node request, for the nodes whose `requested` is not
 /// known, from `pods` (all the pods the cluster runs there: a snapshot's, say).
-pub fn count_requested(nodes: &mut [super::Node], pods: &[super::Pod]) {
+pub fn count_requested<'p>(
+    nodes: &mut [super::Node],
+    pods: impl IntoIterator<Item = &'p super::Pod>,
+) {
     let mut by_node: BTreeMap<&str, Resources> = BTreeMap::new();
     for p in pods {
         if p.phase.is_terminal() {

@@ -21,6 +21,7 @@ pub mod config;
 mod context;
 pub mod eligibility;
 pub mod events;
+pub mod incremental;
 pub mod inplace;
 #[cfg(test)]
 mod inplace_tests;

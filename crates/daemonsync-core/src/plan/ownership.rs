@@ -228,7 +228,7 @@ pub(crate) struct Inputs<'a> {
     pub live: Option<&'a DaemonSet>,
     /// Every live `apps/v1` DaemonSet.
     pub daemonsets: &'a [DaemonSet],
-    pub pods: &'a [Pod],
+    pub pods: &'a crate::model::Pods,
     /// `pods`, indexed by controller and namespace.
     pub index: &'a PodIndex<'a>,
     pub revisions: &'a [ControllerRevision],

@@ -1,7 +1,7 @@
 //! Which observed pods belong to a DaemonSet, grouped per node (docs/semantics.md §5.1 and
 //! §5.2).
 
-use crate::model::{Pod, PodPhase, TEMPLATE_GENERATION_LABEL, Timestamp};
+use crate::model::{Pod, PodPhase, Pods, TEMPLATE_GENERATION_LABEL, Timestamp};
 use crate::plan::spec::DaemonSetSpec;
 use rayon::prelude::*;
 use rustc_hash::{FxBuildHasher, FxHashMap as HashMap};
@@ -17,7 +17,7 @@ pub const RECORD_KIND: &str = "ManagedDaemonSet";
 /// that finding a DaemonSet's pods costs O(its pods), not O(all pods).
 #[derive(Default)]
 pub(crate) struct PodIndex<'a> {
-    pods: &'a [Pod],
+    pods: &'a [std::sync::Arc<Pod>],
     by_owner: HashMap<(&'a str, &'a str), Vec<u32>>,
     orphans: HashMap<&'a str, Vec<u32>>,
     /// Pods of the built-in controller (an `apps/v1` DaemonSet of any name), by namespace.
@@ -33,14 +33,15 @@ pub(crate) struct PodIndex<'a> {
 impl<'a> PodIndex<'a> {
     /// Indexes `pods` in one pass, in parallel over chunks of them (merged in order, so every
     /// list of the index is in observed order).
-    pub(crate) fn new(pods: &'a [Pod], positions: &HashMap<&str, u32>) -> Self {
+    pub(crate) fn new(pods: &'a Pods, positions: &HashMap<&str, u32>) -> Self {
         let parts: Vec<Part<'a>> = pods
+            .shared()
             .par_chunks(CHUNK)
             .enumerate()
             .map(|(k, chunk)| Part::of(chunk, (k * CHUNK) as u32, positions))
             .collect();
         let mut index = PodIndex {
-            pods,
+            pods: pods.shared(),
             node_position: Vec::with_capacity(pods.len()),
             ..PodIndex::default()
         };
@@ -112,7 +113,7 @@ impl<'a> PodIndex<'a> {
     /// record (kind [`RECORD_KIND`]) by name, or no controller at all and not terminating
     /// (adopted, as upstream does). Pods of any other controller are never touched; owned pods
     /// that no longer match the selector are released, not claimed.
-    pub(crate) fn claimed(&self, pods: &'a [Pod], ds: &DaemonSetSpec) -> Vec<u32> {
+    pub(crate) fn claimed(&self, pods: &'a Pods, ds: &DaemonSetSpec) -> Vec<u32> {
         let Some(selector) = &ds.selector else {
             return Vec::new();
         };
@@ -149,7 +150,7 @@ struct Part<'a> {
 
 impl<'a> Part<'a> {
     /// Indexes `pods`, the first of which is pod `base`.
-    fn of(pods: &'a [Pod], base: u32, positions: &HashMap<&str, u32>) -> Self {
+    fn of(pods: &'a [std::sync::Arc<Pod>], base: u32, positions: &HashMap<&str, u32>) -> Self {
         let mut owners: Vec<((&str, &str), Vec<u32>)> = Vec::new();
         let mut slot: HashMap<(&str, &str), usize> = HashMap::default();
         // Pods of one controller mostly come together (a list is in name order, and a daemon

@@ -140,13 +140,31 @@ pub(super) fn settle(
     plans: &mut [DaemonSetPlan],
     gates: Vec<Option<Gate>>,
 ) {
+    let names: Vec<(String, String)> = plans
+        .iter()
+        .map(|p| (p.namespace.clone(), p.name.clone()))
+        .collect();
+    let planned: BTreeSet<(&str, &str)> = names
+        .iter()
+        .map(|(ns, n)| (ns.as_str(), n.as_str()))
+        .collect();
+    settle_among(ctx, policy, now, &planned, plans, gates);
+}
+
+/// [`settle`] for some of the DaemonSets planned together (`plans`, with their `gates`):
+/// `planned` names them all, so that a record of one of the others never counts as a
+/// DaemonSet of another source. Every DaemonSet naming a key of `gates` must be in `plans`.
+pub(super) fn settle_among(
+    ctx: &Context<'_>,
+    policy: &Policy,
+    now: Timestamp,
+    planned: &BTreeSet<(&str, &str)>,
+    plans: &mut [DaemonSetPlan],
+    gates: Vec<Option<Gate>>,
+) {
     if gates.iter().all(Option::is_none) {
         return;
     }
-    let planned: BTreeSet<(&str, &str)> = plans
-        .iter()
-        .map(|p| (p.namespace.as_str(), p.name.as_str()))
-        .collect();
     // Per key and tainted node: every gate's name and whether its pod there is available.
     let mut waits: BTreeMap<(String, u32), BTreeMap<String, bool>> = BTreeMap::new();
     for g in gates.iter().flatten() {

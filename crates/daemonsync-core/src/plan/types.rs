@@ -8,7 +8,7 @@ use super::progressive::{self, Phase, Rollout, RolloutRecord};
 use super::readiness::{NodeTaint, ReadinessTaint};
 use super::suspend::Suspension;
 use super::{Budgets, DeleteReason, LiveDiff, NodeState, Reason, Risk, Status};
-use crate::model::{Node, Pod, Timestamp};
+use crate::model::{Node, Pods, Timestamp};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use serde::Serialize;
 use std::sync::Arc;
@@ -60,8 +60,9 @@ impl Desired {
 pub struct Observed {
     /// All nodes.
     pub nodes: Vec<Node>,
-    /// Pods (all, or at least every pod that may belong to a managed DaemonSet).
-    pub pods: Vec<Pod>,
+    /// Pods (all, or at least every pod that may belong to a managed DaemonSet), shared with
+    /// the cache they were observed from.
+    pub pods: Pods,
     /// `apps/v1` DaemonSets the built-in controller runs today.
     pub daemonsets: Vec<DaemonSet>,
     /// What the records of managed DaemonSets say about their rollouts.

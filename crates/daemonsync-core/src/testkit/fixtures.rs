@@ -98,7 +98,7 @@ pub fn known_plan() -> Plan {
     ];
     let observed = Observed {
         nodes,
-        pods,
+        pods: pods.into(),
         daemonsets: Vec::new(),
         rollouts: Vec::new(),
         revisions: Vec::new(),
@@ -184,7 +184,7 @@ pub fn zoned_rollout(annotations: &[(&str, &str)], stable: bool) -> (Desired, Ob
     }];
     let observed = Observed {
         nodes,
-        pods,
+        pods: pods.into(),
         daemonsets: Vec::new(),
         rollouts,
         revisions: Vec::new(),
@@ -347,7 +347,7 @@ pub fn in_place_rollout(edit: impl FnOnce(&mut Desired)) -> (Desired, Observed) 
     }];
     let observed = Observed {
         nodes,
-        pods,
+        pods: pods.into(),
         daemonsets: Vec::new(),
         rollouts,
         revisions: Vec::new(),
@@ -411,13 +411,13 @@ pub fn readiness_plan() -> Plan {
         });
         nodes.push(n);
     }
-    let pods = nodes
+    let pods: Vec<Pod> = nodes
         .iter()
         .map(|n| pod("demo", "agent", &n.name, &hash, n.name != "new-1"))
         .collect();
     let observed = Observed {
         nodes,
-        pods,
+        pods: pods.into(),
         ..Observed::default()
     };
     plan_one(&d, &observed)
@@ -468,7 +468,7 @@ pub fn suspended_plan() -> Plan {
     ];
     let observed = Observed {
         nodes,
-        pods,
+        pods: pods.into(),
         rollouts,
         ..Observed::default()
     };

@@ -244,7 +244,7 @@ impl Cluster {
     pub fn observed(&self) -> Observed {
         Observed {
             nodes: self.nodes.clone(),
-            pods: self.pods.clone(),
+            pods: self.pods.clone().into(),
             daemonsets: self.live.clone(),
             rollouts: self.rollouts.clone(),
             revisions: Vec::new(),

@@ -60,7 +60,7 @@ pub fn fleet(nodes: usize, daemonsets: usize, seed: u64) -> (Vec<Desired>, Obser
         .collect();
     let observed = Observed {
         nodes: node_list.into_iter().map(|n| n.node).collect(),
-        pods,
+        pods: pods.into(),
         daemonsets: live,
         rollouts: Vec::new(),
         revisions: Vec::new(),

@@ -1,0 +1,528 @@
+//! Incremental planning: a change wakes only the DaemonSets it concerns, and planning one
+//! re-uses the eligibility of the nodes that did not change. Pure, as the rest of the planner.
+//!
+//! [`Incremental`] keeps, per desired DaemonSet, its compiled spec, its eligibility on every
+//! node (in node-name order) and its last plan. [`Incremental::update`] takes the observation
+//! and what changed since the last one ([`Changes`]) and re-plans the DaemonSets it wakes:
+//!
+//! - a pod: the DaemonSet its controller reference names, every DaemonSet of its namespace
+//!   whose selector matches its labels (adoption, and the pods a handover looks at), and the
+//!   DaemonSet its pre-pull label names; each version of a changed pod is given (a relabelled
+//!   or re-owned pod wakes whom it left as well as whom it joined);
+//! - a node: every DaemonSet (every plan lists every node), re-evaluating only that node's
+//!   eligibility;
+//! - a DaemonSet of the source: that DaemonSet; one added or removed: itself;
+//! - a record or a live `apps/v1` DaemonSet: the DaemonSet of that name;
+//! - a namespace's labels or a ControllerRevision: the DaemonSets of that namespace;
+//! - what pods request of a node: the DaemonSets whose plan would create a pod there (their
+//!   risks weigh what the scheduler has left);
+//! - a DaemonSet named for another reason (a deadline): itself.
+//!
+//! Readiness taints are shared between the DaemonSets naming one key, and with records of
+//! other sources (`plan::readiness`): when any DaemonSet naming a readiness taint is woken,
+//! or a record or a pod no desired DaemonSet claims changes, every DaemonSet naming a
+//! readiness taint is woken and their gates are joined again.
+//!
+//! The result equals [`plan`](super::plan) of the same input for every DaemonSet (a property
+//! test holds it, `plan::incremental::tests`), provided the changes are reported: a change
+//! missed leaves a plan stale. A daemon therefore compares the two now and then.
+
+use super::context::Context;
+use super::eligibility::{self, Eligibility};
+use super::pods::PodIndex;
+use super::readiness;
+use super::render::PRE_PULL_LABEL;
+use super::{DaemonSetPlan, DaemonSetSpec, Desired, Name, Observed, PLAN_API_VERSION, Plan};
+use super::{NodeState, Policy, Timestamp};
+use crate::manifest::policy::readiness_taint;
+use crate::model::{Labels, Pod};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// `namespace` and `name` of a DaemonSet.
+pub type Key = (String, String);
+
+/// What a pod says about who may care for it: its namespace, the name of its controller, its
+/// labels. One per version of a changed pod (before and after).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodTouch {
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// The name its controller reference gives, if any.
+    pub controller: Option<String>,
+    /// `metadata.labels`.
+    pub labels: Labels,
+}
+
+impl PodTouch {
+    /// What `pod` says.
+    pub fn of(pod: &Pod) -> Self {
+        PodTouch {
+            namespace: pod.namespace.clone(),
+            controller: pod.controller.as_ref().map(|c| c.name.clone()),
+            labels: pod.labels.clone(),
+        }
+    }
+}
+
+/// What changed since the last [`Incremental::update`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Re-plan everything (the first observation, a relist, a timer).
+    pub everything: bool,
+    /// Pods created, changed or deleted: each version of each.
+    pub pods: Vec<PodTouch>,
+    /// Nodes added, changed or removed, by name.
+    pub nodes: BTreeSet<String>,
+    /// DaemonSets of the source that changed (added and removed ones are found without).
+    pub daemonsets: BTreeSet<Key>,
+    /// Records and live `apps/v1` DaemonSets that changed, by namespace and name.
+    pub records: BTreeSet<Key>,
+    /// Namespaces whose labels, or whose ControllerRevisions, changed.
+    pub namespaces: BTreeSet<String>,
+    /// Nodes whose pods' requests changed (what the scheduler has left there): the
+    /// DaemonSets that would create a pod there, whose risks weigh it.
+    pub usage: BTreeSet<String>,
+    /// DaemonSets to re-plan for another reason (a deadline passed, their config copies
+    /// changed, a write to retry).
+    pub wake: BTreeSet<Key>,
+}
+
+impl Changes {
+    /// Everything changed.
+    pub fn everything() -> Self {
+        Changes {
+            everything: true,
+            ..Changes::default()
+        }
+    }
+
+    /// Nothing changed.
+    pub fn is_empty(&self) -> bool {
+        *self == Changes::default()
+    }
+
+    /// Adds `other`'s changes to these.
+    pub fn merge(&mut self, other: Changes) {
+        self.everything |= other.everything;
+        self.pods.extend(other.pods);
+        self.nodes.extend(other.nodes);
+        self.daemonsets.extend(other.daemonsets);
+        self.records.extend(other.records);
+        self.namespaces.extend(other.namespaces);
+        self.usage.extend(other.usage);
+        self.wake.extend(other.wake);
+    }
+}
+
+/// What is kept of one desired DaemonSet between updates.
+struct Entry {
+    /// Its spec, compiled from the desired DaemonSet alone (what eligibility reads).
+    spec: DaemonSetSpec,
+    /// Its eligibility on every node, in [`Incremental::nodes`] order.
+    eligibility: Vec<Eligibility>,
+    /// It names a readiness taint.
+    gated: bool,
+    /// The nodes where its plan would create a pod (missing or out of date): what the
+    /// scheduler has left there weighs in its risks.
+    creates_on: BTreeSet<Name>,
+    /// Its last plan.
+    plan: DaemonSetPlan,
+}
+
+/// One DaemonSet re-planned, before the readiness gates are joined.
+struct Planned {
+    spec: DaemonSetSpec,
+    eligibility: Vec<Eligibility>,
+    gated: bool,
+    plan: DaemonSetPlan,
+    gate: Option<readiness::Gate>,
+}
+
+/// The planner's state between changes: per desired DaemonSet what can be re-used, and its
+/// last plan.
+pub struct Incremental {
+    policy: Policy,
+    /// Node names in the order of the last update (by name).
+    nodes: Vec<Name>,
+    entries: BTreeMap<Key, Entry>,
+    /// No update yet: the first one plans everything.
+    fresh: bool,
+}
+
+/// What one update did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Woken {
+    /// The DaemonSets re-planned.
+    pub daemonsets: BTreeSet<Key>,
+    /// The DaemonSets dropped: no longer desired.
+    pub removed: BTreeSet<Key>,
+}
+
+/// A DaemonSet whose incremental plan is not its full plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// Namespace and name.
+    pub daemonset: Key,
+    /// The top-level fields of its plan (in its JSON form) that differ; `plan` when only one
+    /// side has it.
+    pub fields: Vec<String>,
+}
+
+/// The key of a desired DaemonSet, as its compiled spec has it.
+fn key_of(d: &Desired) -> Key {
+    let meta = &d.daemonset.metadata;
+    (
+        meta.namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "default".to_string()),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+impl Incremental {
+    /// An empty state planning with `policy`; the first [`update`](Self::update) plans
+    /// everything.
+    pub fn new(policy: Policy) -> Self {
+        Incremental {
+            policy,
+            nodes: Vec::new(),
+            entries: BTreeMap::new(),
+            fresh: true,
+        }
+    }
+
+    /// The policy plans are made with.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The DaemonSets `changes` wake, among `desired` (new ones included).
+    pub fn woken(&self, desired: &[Desired], changes: &Changes) -> BTreeSet<Key> {
+        let keys: Vec<Key> = desired.iter().map(key_of).collect();
+        if self.fresh || changes.everything || !changes.nodes.is_empty() {
+            return keys.into_iter().collect();
+        }
+        let mut woken: BTreeSet<Key> = BTreeSet::new();
+        for key in &keys {
+            if !self.entries.contains_key(key) || changes.daemonsets.contains(key) {
+                woken.insert(key.clone());
+            }
+        }
+        let desired_keys: BTreeSet<&Key> = keys.iter().collect();
+        // A record or a live DaemonSet: the DaemonSet of its name; a namespace: its own.
+        woken.extend(
+            changes
+                .records
+                .iter()
+                .chain(&changes.wake)
+                .filter(|k| desired_keys.contains(k))
+                .cloned(),
+        );
+        // What pods request of a node: the DaemonSets that would create a pod there.
+        if !changes.usage.is_empty() {
+            woken.extend(
+                self.entries
+                    .iter()
+                    .filter(|(_, e)| {
+                        changes
+                            .usage
+                            .iter()
+                            .any(|n| e.creates_on.contains(n.as_str()))
+                    })
+                    .map(|(k, _)| k.clone())
+                    .filter(|k| desired_keys.contains(k)),
+            );
+        }
+        woken.extend(
+            keys.iter()
+                .filter(|(ns, _)| changes.namespaces.contains(ns))
+                .cloned(),
+        );
+        // A pod: its controller, the selectors it matches, its pre-pull label.
+        let mut unclaimed = false;
+        for touch in &changes.pods {
+            let before = woken.len();
+            let mut named = false;
+            for name in touch
+                .controller
+                .iter()
+                .chain(touch.labels.get(PRE_PULL_LABEL))
+            {
+                let key = (touch.namespace.clone(), name.clone());
+                if desired_keys.contains(&key) {
+                    named = true;
+                    woken.insert(key);
+                }
+            }
+            for (key, entry) in self
+                .entries
+                .range((touch.namespace.clone(), String::new())..)
+            {
+                if key.0 != touch.namespace {
+                    break;
+                }
+                if desired_keys.contains(key)
+                    && entry
+                        .spec
+                        .selector
+                        .as_ref()
+                        .is_some_and(|s| s.matches(&touch.labels))
+                {
+                    named = true;
+                    woken.insert(key.clone());
+                }
+            }
+            unclaimed |= !named && woken.len() == before;
+        }
+        // Readiness taints join every DaemonSet naming one, and the records of other
+        // sources that do.
+        let gated: Vec<&Key> = desired
+            .iter()
+            .zip(&keys)
+            .filter(|(d, _)| readiness_taint(&d.daemonset).is_some())
+            .map(|(_, k)| k)
+            .collect();
+        let was_gated = self
+            .entries
+            .iter()
+            .any(|(k, e)| e.gated && woken.contains(k));
+        if !gated.is_empty()
+            && (was_gated
+                || unclaimed
+                || !changes.records.is_empty()
+                || gated.iter().any(|k| woken.contains(*k)))
+        {
+            woken.extend(gated.into_iter().cloned());
+        }
+        woken
+    }
+
+    /// Plans the DaemonSets `changes` wake against `observed` at `now`, re-using what the
+    /// others and the unchanged nodes allow; forgets the DaemonSets no longer desired.
+    pub fn update(
+        &mut self,
+        desired: &[Desired],
+        observed: &Observed,
+        changes: &Changes,
+        now: Timestamp,
+    ) -> Woken {
+        let woken = self.woken(desired, changes);
+        let wanted: BTreeSet<Key> = desired.iter().map(key_of).collect();
+        let removed: BTreeSet<Key> = self
+            .entries
+            .keys()
+            .filter(|k| !wanted.contains(*k))
+            .cloned()
+            .collect();
+        for k in &removed {
+            self.entries.remove(k);
+        }
+        let mut ctx = Context::new(observed);
+        ctx.auto_promote = self.policy.auto_promote;
+        ctx.ignore_pause = self.policy.ignore_pause;
+        let names: Vec<Name> = ctx
+            .order
+            .iter()
+            .map(|&i| ctx.names[i as usize].clone())
+            .collect();
+        if woken.is_empty() {
+            self.fresh = false;
+            self.nodes = names;
+            return Woken {
+                daemonsets: woken,
+                removed,
+            };
+        }
+        ctx.pods = PodIndex::new(&observed.pods, &ctx.position);
+        // Where each node was in the last update's order (`None`: new, or changed).
+        let full = self.fresh || changes.everything;
+        let previous: Vec<Option<usize>> = if full {
+            vec![None; names.len()]
+        } else if names == self.nodes {
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (!changes.nodes.contains(&**n)).then_some(i))
+                .collect()
+        } else {
+            let at: HashMap<&str, usize> = self
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (&**n, i))
+                .collect();
+            names
+                .iter()
+                .map(|n| {
+                    at.get(&**n)
+                        .copied()
+                        .filter(|_| !changes.nodes.contains(&**n))
+                })
+                .collect()
+        };
+        let policy = &self.policy;
+        let work: Vec<(&Desired, Option<&Entry>)> = desired
+            .iter()
+            .filter(|d| woken.contains(&key_of(d)))
+            .map(|d| {
+                let key = key_of(d);
+                let reuse = !full && !changes.daemonsets.contains(&key);
+                (d, self.entries.get(&key).filter(|_| reuse))
+            })
+            .collect();
+        let ctx = &ctx;
+        let planned: Vec<Planned> = work
+            .into_par_iter()
+            .map(|(d, kept)| {
+                let (spec, live) = ctx.spec(d);
+                let eligibility: Vec<Eligibility> = match kept {
+                    Some(e) => ctx
+                        .order
+                        .iter()
+                        .zip(&previous)
+                        .map(|(&i, prev)| match prev.and_then(|p| e.eligibility.get(p)) {
+                            Some(el) => el.clone(),
+                            None => eligibility::evaluate(
+                                &e.spec,
+                                &ctx.observed.nodes[i as usize],
+                                policy,
+                            ),
+                        })
+                        .collect(),
+                    None => ctx
+                        .eligibility(std::slice::from_ref(&spec), policy)
+                        .pop()
+                        .unwrap_or_default(),
+                };
+                let compiled = match kept {
+                    Some(e) => e.spec.clone(),
+                    None => DaemonSetSpec::compile(&d.daemonset),
+                };
+                let (plan, gate) = ctx.plan_one(d, spec, live, eligibility.clone(), now, false);
+                Planned {
+                    spec: compiled,
+                    eligibility,
+                    gated: readiness_taint(&d.daemonset).is_some(),
+                    plan,
+                    gate,
+                }
+            })
+            .collect();
+        let mut plans = Vec::with_capacity(planned.len());
+        let mut gates = Vec::with_capacity(planned.len());
+        let mut kept = Vec::with_capacity(planned.len());
+        for p in planned {
+            plans.push(p.plan);
+            gates.push(p.gate);
+            kept.push((p.spec, p.eligibility, p.gated));
+        }
+        let all: BTreeSet<(&str, &str)> = wanted
+            .iter()
+            .map(|(ns, n)| (ns.as_str(), n.as_str()))
+            .collect();
+        readiness::settle_among(ctx, policy, now, &all, &mut plans, gates);
+        for (plan, (spec, eligibility, gated)) in plans.into_iter().zip(kept) {
+            let key = (plan.namespace.clone(), plan.name.clone());
+            let creates_on = plan
+                .nodes
+                .iter()
+                .filter(|n| matches!(n.state, NodeState::Missing | NodeState::OutOfDate))
+                .map(|n| n.node.clone())
+                .collect();
+            let entry = Entry {
+                spec,
+                eligibility,
+                gated,
+                creates_on,
+                plan,
+            };
+            self.entries.insert(key, entry);
+        }
+        self.nodes = names;
+        self.fresh = false;
+        Woken {
+            daemonsets: woken,
+            removed,
+        }
+    }
+
+    /// The last plan of every desired DaemonSet, by namespace and name.
+    pub fn plans(&self) -> impl Iterator<Item = &DaemonSetPlan> {
+        self.entries.values().map(|e| &e.plan)
+    }
+
+    /// The last plan of one DaemonSet.
+    pub fn get(&self, namespace: &str, name: &str) -> Option<&DaemonSetPlan> {
+        self.entries
+            .get(&(namespace.to_string(), name.to_string()))
+            .map(|e| &e.plan)
+    }
+
+    /// The plans of the DaemonSets in `keys` (those known), as one [`Plan`] at `now`.
+    pub fn plan_of(&self, keys: &BTreeSet<Key>, now: Timestamp) -> Plan {
+        Plan {
+            api_version: PLAN_API_VERSION,
+            kind: "Plan",
+            now,
+            manifest_only: false,
+            daemonsets: keys
+                .iter()
+                .filter_map(|k| self.entries.get(k))
+                .map(|e| e.plan.clone())
+                .collect(),
+        }
+    }
+
+    /// Every plan, as one [`Plan`] at `now`.
+    pub fn plan(&self, now: Timestamp) -> Plan {
+        Plan {
+            api_version: PLAN_API_VERSION,
+            kind: "Plan",
+            now,
+            manifest_only: false,
+            daemonsets: self.plans().cloned().collect(),
+        }
+    }
+
+    /// How these plans differ from `full`, the plan of every DaemonSet made afresh.
+    pub fn compare(&self, full: &Plan) -> Vec<Mismatch> {
+        let theirs: BTreeMap<Key, &DaemonSetPlan> = full
+            .daemonsets
+            .iter()
+            .map(|d| ((d.namespace.clone(), d.name.clone()), d))
+            .collect();
+        let keys: BTreeSet<&Key> = theirs.keys().chain(self.entries.keys()).collect();
+        keys.into_iter()
+            .filter_map(|k| {
+                let fields = match (self.entries.get(k), theirs.get(k)) {
+                    (Some(e), Some(f)) => differing_fields(&e.plan, f),
+                    _ => vec!["plan".to_string()],
+                };
+                (!fields.is_empty()).then(|| Mismatch {
+                    daemonset: k.clone(),
+                    fields,
+                })
+            })
+            .collect()
+    }
+}
+
+/// The top-level fields of two plans' JSON forms that differ.
+fn differing_fields(a: &DaemonSetPlan, b: &DaemonSetPlan) -> Vec<String> {
+    let (a, b) = match (serde_json::to_value(a), serde_json::to_value(b)) {
+        (Ok(serde_json::Value::Object(a)), Ok(serde_json::Value::Object(b))) => (a, b),
+        _ => return vec!["plan".to_string()],
+    };
+    let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    keys.into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "incremental_tests.rs"]
+mod tests;

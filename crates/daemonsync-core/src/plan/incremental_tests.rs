@@ -1,0 +1,414 @@
+//! Incremental planning against the full plan: across random event sequences on synthetic
+//! fleets, every DaemonSet's incremental plan is its full plan, and a DaemonSet the change did
+//! not wake has the plan it had.
+
+use super::{Changes, Incremental, Key, PodTouch};
+use crate::manifest::policy::{READINESS_TAINT, tolerate_readiness_taint};
+use crate::model::{Node, Pod, PodPhase, ReadyCondition, Taint, TaintEffect};
+use crate::plan::{Desired, Observed, Policy, plan};
+use crate::testkit::synthetic::{fleet, fleet_now};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+const READINESS_KEY: &str = "example.com/agent-not-ready";
+
+/// One change to the cluster or the source; indices are taken modulo the list they index.
+#[derive(Debug, Clone)]
+enum Event {
+    /// A copy of pod `.0` on node `.1` (a new pod, maybe a duplicate).
+    PodCreated(usize, usize),
+    PodDeleted(usize),
+    PodPhase(usize, PodPhase),
+    PodReady(usize, bool),
+    PodTerminating(usize),
+    /// The pod loses its `app` label: released by its DaemonSet.
+    PodRelabelled(usize),
+    NodeAdded,
+    NodeRemoved(usize),
+    /// `kubernetes.io/os` and `pool` change.
+    NodeRelabelled(usize, bool),
+    /// A `NoSchedule` taint: a plain one, or the readiness taint.
+    NodeTainted(usize, bool),
+    NodeNotReady(usize),
+    /// What the pods bound to the node request: `.1` tenths of its CPU.
+    NodeUsage(usize, u8),
+    /// A new image.
+    Template(usize, u8),
+    /// The template's `nodeSelector` (Linux only, or none).
+    NodeSelector(usize, bool),
+    /// The selector narrows to a label no pod has, or widens back.
+    Selector(usize, bool),
+}
+
+fn phase() -> impl Strategy<Value = PodPhase> {
+    prop_oneof![
+        Just(PodPhase::Pending),
+        Just(PodPhase::Running),
+        Just(PodPhase::Failed),
+        Just(PodPhase::Succeeded),
+    ]
+}
+
+fn event() -> impl Strategy<Value = Event> {
+    let i = || 0usize..10_000;
+    prop_oneof![
+        3 => (i(), i()).prop_map(|(p, n)| Event::PodCreated(p, n)),
+        3 => i().prop_map(Event::PodDeleted),
+        2 => (i(), phase()).prop_map(|(p, ph)| Event::PodPhase(p, ph)),
+        3 => (i(), any::<bool>()).prop_map(|(p, r)| Event::PodReady(p, r)),
+        1 => i().prop_map(Event::PodTerminating),
+        1 => i().prop_map(Event::PodRelabelled),
+        1 => Just(Event::NodeAdded),
+        1 => i().prop_map(Event::NodeRemoved),
+        1 => (i(), any::<bool>()).prop_map(|(n, b)| Event::NodeRelabelled(n, b)),
+        1 => (i(), any::<bool>()).prop_map(|(n, b)| Event::NodeTainted(n, b)),
+        1 => i().prop_map(Event::NodeNotReady),
+        2 => (i(), 0u8..12).prop_map(|(n, u)| Event::NodeUsage(n, u)),
+        1 => (i(), any::<u8>()).prop_map(|(d, v)| Event::Template(d, v)),
+        1 => (i(), any::<bool>()).prop_map(|(d, b)| Event::NodeSelector(d, b)),
+        1 => (i(), any::<bool>()).prop_map(|(d, b)| Event::Selector(d, b)),
+    ]
+}
+
+/// The synthetic fleet, every other DaemonSet naming a readiness taint (and tolerating it, as
+/// loading makes it) when `gated`.
+fn start(nodes: usize, daemonsets: usize, seed: u64, gated: bool) -> (Vec<Desired>, Observed) {
+    let (mut desired, mut observed) = fleet(nodes, daemonsets, seed);
+    // Every node has a CPU, which daemons request a share of.
+    for n in &mut observed.nodes {
+        n.allocatable = Some(Box::new(BTreeMap::from([("cpu".to_string(), 1000)])));
+        n.requested = Some(Box::new(BTreeMap::from([("cpu".to_string(), 300)])));
+    }
+    for d in &mut desired {
+        let requests = BTreeMap::from([(
+            "cpu".to_string(),
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity("300m".into()),
+        )]);
+        pod_spec(d).containers[0].resources =
+            Some(k8s_openapi::api::core::v1::ResourceRequirements {
+                requests: Some(requests),
+                ..Default::default()
+            });
+    }
+    if gated {
+        for d in desired.iter_mut().step_by(2) {
+            d.daemonset
+                .metadata
+                .annotations
+                .get_or_insert_default()
+                .insert(READINESS_TAINT.into(), READINESS_KEY.into());
+            tolerate_readiness_taint(&mut d.daemonset);
+        }
+    }
+    (desired, observed)
+}
+
+fn key(d: &Desired) -> Key {
+    let m = &d.daemonset.metadata;
+    (
+        m.namespace.clone().unwrap_or_default(),
+        m.name.clone().unwrap_or_default(),
+    )
+}
+
+fn pod_spec(d: &mut Desired) -> &mut k8s_openapi::api::core::v1::PodSpec {
+    d.daemonset
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+        .expect("a template")
+}
+
+/// Applies `event`, returning what changed, as a cache would report it.
+fn apply(event: &Event, desired: &mut [Desired], o: &mut Observed, counter: &mut usize) -> Changes {
+    let mut changes = Changes::default();
+    let touch_pod = |o: &mut Observed, i: usize, f: &dyn Fn(&mut Pod)| {
+        if o.pods.is_empty() {
+            return Changes::default();
+        }
+        let i = i % o.pods.len();
+        let mut c = Changes::default();
+        c.pods.push(PodTouch::of(&o.pods[i]));
+        f(&mut o.pods[i]);
+        c.pods.push(PodTouch::of(&o.pods[i]));
+        c
+    };
+    let node_name = |o: &Observed, n: usize| -> Option<String> {
+        (!o.nodes.is_empty()).then(|| o.nodes[n % o.nodes.len()].name.clone())
+    };
+    match event {
+        Event::PodCreated(p, n) => {
+            if let (false, Some(node)) = (o.pods.is_empty(), node_name(o, *n)) {
+                let mut pod = o.pods[p % o.pods.len()].clone();
+                *counter += 1;
+                pod.name = format!("new-{counter}");
+                pod.node_name = Some(node.clone());
+                pod.target_node = Some(node);
+                pod.deletion_timestamp = None;
+                changes.pods.push(PodTouch::of(&pod));
+                o.pods.push(pod);
+            }
+        }
+        Event::PodDeleted(p) => {
+            if !o.pods.is_empty() {
+                let pod = o.pods.remove(p % o.pods.len());
+                changes.pods.push(PodTouch::of(&pod));
+            }
+        }
+        Event::PodPhase(p, phase) => {
+            let phase = *phase;
+            changes = touch_pod(o, *p, &|pod| pod.phase = phase);
+        }
+        Event::PodReady(p, ready) => {
+            let ready = *ready;
+            changes = touch_pod(o, *p, &|pod| {
+                pod.ready = Some(ReadyCondition {
+                    status: ready,
+                    last_transition: Some(fleet_now()),
+                });
+            });
+        }
+        Event::PodTerminating(p) => {
+            changes = touch_pod(o, *p, &|pod| pod.deletion_timestamp = Some(fleet_now()));
+        }
+        Event::PodRelabelled(p) => {
+            changes = touch_pod(o, *p, &|pod| {
+                pod.labels.remove("app");
+            });
+        }
+        Event::NodeAdded => {
+            *counter += 1;
+            let mut node = Node::named(format!("added-{counter:03}"));
+            node.ready = Some(true);
+            node.labels
+                .insert("kubernetes.io/os".into(), "linux".into());
+            changes.nodes.insert(node.name.clone());
+            o.nodes.push(node);
+        }
+        Event::NodeRemoved(n) => {
+            if !o.nodes.is_empty() {
+                let node = o.nodes.remove(n % o.nodes.len());
+                changes.nodes.insert(node.name);
+            }
+        }
+        Event::NodeRelabelled(n, windows) => {
+            if let Some(name) = node_name(o, *n) {
+                let node = o.nodes.iter_mut().find(|x| x.name == name).unwrap();
+                let (os, pool) = if *windows {
+                    ("windows", "win")
+                } else {
+                    ("linux", "gpu")
+                };
+                node.labels.insert("kubernetes.io/os".into(), os.into());
+                node.labels.insert("pool".into(), pool.into());
+                changes.nodes.insert(name);
+            }
+        }
+        Event::NodeTainted(n, readiness) => {
+            if let Some(name) = node_name(o, *n) {
+                let node = o.nodes.iter_mut().find(|x| x.name == name).unwrap();
+                let key = if *readiness {
+                    READINESS_KEY
+                } else {
+                    "example.com/dedicated"
+                };
+                node.taints.push(Taint {
+                    key: key.into(),
+                    value: String::new(),
+                    effect: TaintEffect::NoSchedule,
+                });
+                changes.nodes.insert(name);
+            }
+        }
+        Event::NodeNotReady(n) => {
+            if let Some(name) = node_name(o, *n) {
+                let node = o.nodes.iter_mut().find(|x| x.name == name).unwrap();
+                node.ready = Some(false);
+                node.taints.push(Taint {
+                    key: "node.kubernetes.io/not-ready".into(),
+                    value: String::new(),
+                    effect: TaintEffect::NoExecute,
+                });
+                changes.nodes.insert(name);
+            }
+        }
+        Event::NodeUsage(n, tenths) => {
+            if let Some(name) = node_name(o, *n) {
+                let node = o.nodes.iter_mut().find(|x| x.name == name).unwrap();
+                node.requested = Some(Box::new(BTreeMap::from([(
+                    "cpu".to_string(),
+                    i64::from(*tenths) * 100,
+                )])));
+                changes.usage.insert(name);
+            }
+        }
+        Event::Template(d, v) => {
+            let d = &mut desired[d % desired.len()];
+            pod_spec(d).containers[0].image = Some(format!("registry.example/x:{v}"));
+            changes.daemonsets.insert(key(d));
+        }
+        Event::NodeSelector(d, linux) => {
+            let d = &mut desired[d % desired.len()];
+            pod_spec(d).node_selector = linux
+                .then(|| BTreeMap::from([("kubernetes.io/os".to_string(), "linux".to_string())]));
+            changes.daemonsets.insert(key(d));
+        }
+        Event::Selector(d, narrow) => {
+            let d = &mut desired[d % desired.len()];
+            let app = key(d).1;
+            let spec = d.daemonset.spec.as_mut().unwrap();
+            let mut labels = BTreeMap::from([("app".to_string(), app)]);
+            if *narrow {
+                labels.insert("track".into(), "canary".into());
+            }
+            spec.selector.match_labels = Some(labels);
+            changes.daemonsets.insert(key(d));
+        }
+    }
+    changes
+}
+
+/// Each DaemonSet's plan, in its JSON form, by key.
+fn by_key<'a>(
+    plans: impl Iterator<Item = &'a crate::plan::DaemonSetPlan>,
+) -> BTreeMap<Key, String> {
+    plans
+        .map(|p| {
+            (
+                (p.namespace.clone(), p.name.clone()),
+                serde_json::to_string(p).expect("plans serialize"),
+            )
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn incremental_plans_equal_full_plans(
+        nodes in 4usize..14,
+        daemonsets in 2usize..7,
+        seed in any::<u64>(),
+        gated in any::<bool>(),
+        events in prop::collection::vec(event(), 1..24),
+    ) {
+        let (mut desired, mut observed) = start(nodes, daemonsets, seed, gated);
+        let now = fleet_now();
+        let policy = Policy::default();
+        let mut inc = Incremental::new(policy.clone());
+        let woken = inc.update(&desired, &observed, &Changes::default(), now);
+        prop_assert_eq!(woken.daemonsets.len(), desired.len(), "the first update plans all");
+        let mut previous = by_key(plan(&desired, &observed, &policy, now).daemonsets.iter());
+        prop_assert_eq!(&by_key(inc.plans()), &previous);
+        let mut counter = 0;
+        for (step, e) in events.iter().enumerate() {
+            let changes = apply(e, &mut desired, &mut observed, &mut counter);
+            let woken = inc.update(&desired, &observed, &changes, now);
+            let full = by_key(plan(&desired, &observed, &policy, now).daemonsets.iter());
+            let ours = by_key(inc.plans());
+            for (k, f) in &full {
+                prop_assert_eq!(
+                    ours.get(k), Some(f),
+                    "step {} ({:?}): {}/{} differs from its full plan", step, e, k.0, k.1
+                );
+                if !woken.daemonsets.contains(k) {
+                    prop_assert_eq!(
+                        previous.get(k), Some(f),
+                        "step {} ({:?}): {}/{} was not woken but its plan changed", step, e, k.0, k.1
+                    );
+                }
+            }
+            prop_assert_eq!(ours.len(), full.len());
+            prop_assert!(inc.compare(&plan(&desired, &observed, &policy, now)).is_empty());
+            previous = full;
+        }
+    }
+}
+
+#[test]
+fn a_pod_event_wakes_only_its_daemonset() {
+    let (desired, mut observed) = fleet(8, 4, 7);
+    let now = fleet_now();
+    let mut inc = Incremental::new(Policy::default());
+    inc.update(&desired, &observed, &Changes::default(), now);
+    let i = observed
+        .pods
+        .iter()
+        .position(|p| p.controller.as_ref().is_some_and(|c| c.name == "agent-01"))
+        .expect("a pod of agent-01");
+    let pod = observed.pods.remove(i);
+    let changes = Changes {
+        pods: vec![PodTouch::of(&pod)],
+        ..Changes::default()
+    };
+    let woken = inc.update(&desired, &observed, &changes, now);
+    assert_eq!(
+        woken.daemonsets.into_iter().collect::<Vec<_>>(),
+        vec![(pod.namespace.clone(), "agent-01".to_string())]
+    );
+    let full = plan(&desired, &observed, &Policy::default(), now);
+    assert!(inc.compare(&full).is_empty());
+    let replanned = inc.get(&pod.namespace, "agent-01").unwrap();
+    assert!(
+        replanned
+            .step
+            .create
+            .iter()
+            .any(|n| Some(&**n) == pod.target_node.as_deref())
+            || replanned
+                .nodes
+                .iter()
+                .all(|n| Some(&*n.node) != pod.target_node.as_deref()),
+        "the node that lost its pod gets one"
+    );
+}
+
+#[test]
+fn a_missed_change_shows_as_a_mismatch_naming_what_differs() {
+    let (desired, mut observed) = fleet(6, 2, 3);
+    let now = fleet_now();
+    let mut inc = Incremental::new(Policy::default());
+    inc.update(&desired, &observed, &Changes::default(), now);
+    let pod = observed
+        .pods
+        .iter()
+        .position(|p| p.controller.as_ref().is_some_and(|c| c.name == "agent-00"))
+        .unwrap();
+    observed.pods.remove(pod);
+    // Nothing reported: the incremental state is stale, and the comparison says where.
+    inc.update(&desired, &observed, &Changes::default(), now);
+    let full = plan(&desired, &observed, &Policy::default(), now);
+    let mismatches = inc.compare(&full);
+    assert_eq!(mismatches.len(), 1);
+    assert_eq!(mismatches[0].daemonset.1, "agent-00");
+    assert!(mismatches[0].fields.contains(&"status".to_string()));
+    // Everything re-planned: in agreement again.
+    inc.update(&desired, &observed, &Changes::everything(), now);
+    assert!(inc.compare(&full).is_empty());
+}
+
+#[test]
+fn a_removed_daemonset_is_forgotten_and_a_new_one_planned() {
+    let (mut desired, observed) = fleet(5, 3, 1);
+    let now = fleet_now();
+    let mut inc = Incremental::new(Policy::default());
+    inc.update(&desired, &observed, &Changes::default(), now);
+    let gone = desired.remove(1);
+    let woken = inc.update(&desired, &observed, &Changes::default(), now);
+    assert!(woken.daemonsets.is_empty());
+    assert_eq!(
+        woken.removed.into_iter().collect::<Vec<_>>(),
+        vec![key(&gone)]
+    );
+    desired.push(gone.clone());
+    let woken = inc.update(&desired, &observed, &Changes::default(), now);
+    assert_eq!(
+        woken.daemonsets.into_iter().collect::<Vec<_>>(),
+        vec![key(&gone)]
+    );
+    assert!(
+        inc.compare(&plan(&desired, &observed, &Policy::default(), now))
+            .is_empty()
+    );
+}
