@@ -314,7 +314,8 @@ fn judge_beside(
             name: "n-1".into(),
             ready: Some(node_ready),
             ..crate::model::Node::default()
-        }],
+        }]
+        .into(),
         pods: std::iter::once(p).chain(others).collect(),
         ..crate::plan::Observed::default()
     };

@@ -31,7 +31,7 @@ fn running(n: usize, hash: &str) -> Observed {
         .map(|node| pod("infra", "agent", &node.name, hash, true))
         .collect();
     Observed {
-        nodes,
+        nodes: nodes.into(),
         pods,
         daemonsets: Vec::new(),
         rollouts: Vec::new(),

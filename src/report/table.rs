@@ -828,7 +828,7 @@ mod tests {
         );
         let rev = crate::report::testing::revision(&d);
         let observed = crate::plan::Observed {
-            nodes: vec![crate::report::testing::worker("w1")],
+            nodes: vec![crate::report::testing::worker("w1")].into(),
             pods: vec![crate::report::testing::pod(
                 "infra", "agent", "w1", &rev, true,
             )]

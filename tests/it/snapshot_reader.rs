@@ -63,7 +63,7 @@ fn a_kubectl_dump_reads_as_the_full_objects_convert_from_json_and_yaml() {
         let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();
         let observed = load_snapshot(&path).unwrap();
-        assert_eq!(observed.nodes, nodes, "{name}");
+        assert_eq!(*observed.nodes, nodes, "{name}");
         assert!(observed.pods.iter().eq(&pods), "{name}");
         assert_eq!(observed.daemonsets.len(), dump::DAEMONSETS, "{name}");
     }
@@ -126,7 +126,7 @@ fn every_field_the_planner_reads_matches_the_full_objects_conversion() {
     );
     for path in [json_path, yaml_path] {
         let observed = load_snapshot(&path).unwrap();
-        assert_eq!(observed.nodes, nodes, "{}", path.display());
+        assert_eq!(*observed.nodes, nodes, "{}", path.display());
         assert!(observed.pods.iter().eq(&pods), "{}", path.display());
     }
 }

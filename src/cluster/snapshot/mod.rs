@@ -445,7 +445,7 @@ fn collect(docs: impl IntoIterator<Item = (usize, Document)>) -> Result<Snapshot
         let (first_node, first_pod) = (snapshot.observed.nodes.len(), snapshot.observed.pods.len());
         // One document (a `List`) is the common case: its nodes and pods are moved, not copied.
         if first_node == 0 && first_pod == 0 && docs.peek().is_none() {
-            snapshot.observed.nodes = nodes;
+            snapshot.observed.nodes = nodes.into();
             snapshot.observed.pods = pods.into();
         } else {
             snapshot.observed.nodes.extend(nodes);

@@ -5,6 +5,7 @@
 //! `k8s-openapi` types live beside each type.
 
 mod node;
+mod nodes;
 mod pod;
 mod pods;
 mod quantity;
@@ -14,6 +15,7 @@ mod toleration;
 mod version;
 
 pub use node::{Node, Taint, TaintEffect};
+pub use nodes::Nodes;
 pub use pod::{
     IN_PLACE_READY_CONDITION, OwnerRef, Pod, PodDetail, PodPhase, PodSignals, ReadyCondition,
 };

@@ -608,7 +608,7 @@ mod tests {
         );
         assert!(kinds(&p).is_empty());
         let empty = Observed {
-            nodes: vec![crate::model::Node::named("m1")],
+            nodes: vec![crate::model::Node::named("m1")].into(),
             ..Observed::default()
         };
         let p = plan(&[d], &empty, &Policy::default(), now());

@@ -8,7 +8,7 @@ use super::progressive::{self, Phase, Rollout, RolloutRecord};
 use super::readiness::{NodeTaint, ReadinessTaint};
 use super::suspend::Suspension;
 use super::{Budgets, DeleteReason, LiveDiff, NodeState, Reason, Risk, Status};
-use crate::model::{Node, Pods, Timestamp};
+use crate::model::{Pods, Timestamp};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use serde::Serialize;
 use std::sync::Arc;
@@ -58,8 +58,8 @@ impl Desired {
 /// The observed state of a cluster.
 #[derive(Debug, Clone, Default)]
 pub struct Observed {
-    /// All nodes.
-    pub nodes: Vec<Node>,
+    /// All nodes, shared with the cache they were observed from.
+    pub nodes: crate::model::Nodes,
     /// Pods (all, or at least every pod that may belong to a managed DaemonSet), shared with
     /// the cache they were observed from.
     pub pods: Pods,

@@ -97,7 +97,7 @@ pub fn known_plan() -> Plan {
         pod("infra", "agent", "m1", "old", true),
     ];
     let observed = Observed {
-        nodes,
+        nodes: nodes.into(),
         pods: pods.into(),
         daemonsets: Vec::new(),
         rollouts: Vec::new(),
@@ -183,7 +183,7 @@ pub fn zoned_rollout(annotations: &[(&str, &str)], stable: bool) -> (Desired, Ob
         ..RolloutRecord::default()
     }];
     let observed = Observed {
-        nodes,
+        nodes: nodes.into(),
         pods: pods.into(),
         daemonsets: Vec::new(),
         rollouts,
@@ -346,7 +346,7 @@ pub fn in_place_rollout(edit: impl FnOnce(&mut Desired)) -> (Desired, Observed) 
         ..RolloutRecord::default()
     }];
     let observed = Observed {
-        nodes,
+        nodes: nodes.into(),
         pods: pods.into(),
         daemonsets: Vec::new(),
         rollouts,
@@ -416,7 +416,7 @@ pub fn readiness_plan() -> Plan {
         .map(|n| pod("demo", "agent", &n.name, &hash, n.name != "new-1"))
         .collect();
     let observed = Observed {
-        nodes,
+        nodes: nodes.into(),
         pods: pods.into(),
         ..Observed::default()
     };
@@ -467,7 +467,7 @@ pub fn suspended_plan() -> Plan {
         },
     ];
     let observed = Observed {
-        nodes,
+        nodes: nodes.into(),
         pods: pods.into(),
         rollouts,
         ..Observed::default()

@@ -243,7 +243,7 @@ impl Cluster {
     /// The observed state the planner sees.
     pub fn observed(&self) -> Observed {
         Observed {
-            nodes: self.nodes.clone(),
+            nodes: self.nodes.clone().into(),
             pods: self.pods.clone().into(),
             daemonsets: self.live.clone(),
             rollouts: self.rollouts.clone(),

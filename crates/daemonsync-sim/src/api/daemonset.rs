@@ -365,7 +365,7 @@ fn sync(w: &mut World, ns: &str, name: &str, boot: Option<Timestamp>) {
     };
     let pods = claim_pods(w, &c);
     let observed = Observed {
-        nodes: w.nodes.observed_nodes(),
+        nodes: w.nodes.observed_nodes().into(),
         pods: pods.into(),
         daemonsets: Vec::new(),
         rollouts: Vec::new(),
