@@ -29,13 +29,13 @@
 
 use super::context::Context;
 use super::eligibility::{self, Eligibility};
-use super::pods::PodIndex;
+use super::pods::{PodIndex, RECORD_KIND, is_daemonset_controller};
 use super::readiness;
 use super::render::PRE_PULL_LABEL;
 use super::{DaemonSetPlan, DaemonSetSpec, Desired, Name, Observed, PLAN_API_VERSION, Plan};
 use super::{NodeState, Policy, Timestamp};
 use crate::manifest::policy::readiness_taint;
-use crate::model::{Labels, Pod};
+use crate::model::{LabelSelector, Labels, Pod};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::{BTreeMap, BTreeSet};
@@ -49,6 +49,8 @@ pub type Key = (String, String);
 pub struct PodTouch {
     /// `metadata.namespace`.
     pub namespace: String,
+    /// `metadata.name`.
+    pub name: String,
     /// The name its controller reference gives, if any.
     pub controller: Option<String>,
     /// `metadata.labels`.
@@ -60,6 +62,7 @@ impl PodTouch {
     pub fn of(pod: &Pod) -> Self {
         PodTouch {
             namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
             controller: pod.controller.as_ref().map(|c| c.name.clone()),
             labels: pod.labels.clone(),
         }
@@ -168,6 +171,77 @@ pub struct Mismatch {
     /// The top-level fields of its plan (in its JSON form) that differ; `plan` when only one
     /// side has it.
     pub fields: Vec<String>,
+}
+
+/// The pods the plans of some DaemonSets can read: what an observation for planning only
+/// those needs to hold ([`Incremental::scope`]). Planning a DaemonSet of the scope from an
+/// observation holding only the pods it [`concerns`](Scope::concerns) gives the plan the whole
+/// observation gives (a property test holds it), so a daemon woken for one DaemonSet reads
+/// that DaemonSet's pods, not the fleet's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Scope {
+    /// Every pod: a first plan, a re-plan of everything, a readiness gate (gates join the
+    /// DaemonSets naming a key, and the records of other sources).
+    pub everything: bool,
+    /// The DaemonSets planned, by namespace: name and compiled selector.
+    planned: BTreeMap<String, Vec<(String, Option<LabelSelector>)>>,
+    /// Every desired DaemonSet: a managed pod whose record is none of them is an orphan,
+    /// which an assessment prunes.
+    desired: BTreeSet<Key>,
+}
+
+impl Scope {
+    /// Every pod.
+    pub fn everything() -> Self {
+        Scope {
+            everything: true,
+            ..Scope::default()
+        }
+    }
+
+    /// The namespaces and names of the DaemonSets planned.
+    pub fn planned(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.planned
+            .iter()
+            .flat_map(|(ns, v)| v.iter().map(move |(n, _)| (ns.as_str(), n.as_str())))
+    }
+
+    /// Whether a desired DaemonSet has this namespace and name.
+    pub fn is_desired(&self, namespace: &str, name: &str) -> bool {
+        self.desired
+            .contains(&(namespace.to_string(), name.to_string()))
+    }
+
+    /// Whether planning (and assessing) the DaemonSets of the scope may read `pod`: one its
+    /// controller reference names by name (theirs, or the built-in controller's of the same
+    /// name), one naming one as its pre-pull DaemonSet, one without a controller or of the
+    /// built-in controller that a selector matches (adoption, overlap), every terminating pod
+    /// (the resources it frees), and a managed pod whose record no desired DaemonSet has (an
+    /// orphan to prune).
+    pub fn concerns(&self, pod: &Pod) -> bool {
+        if self.everything || pod.is_terminating() {
+            return true;
+        }
+        if let Some(c) = &pod.controller
+            && c.kind == RECORD_KIND
+            && !self.is_desired(&pod.namespace, &c.name)
+        {
+            return true;
+        }
+        let Some(planned) = self.planned.get(&pod.namespace) else {
+            return false;
+        };
+        let pre_pull = pod.labels.get(PRE_PULL_LABEL);
+        let selectable = pod
+            .controller
+            .as_ref()
+            .is_none_or(|c| c.kind == "DaemonSet" && is_daemonset_controller(c));
+        planned.iter().any(|(name, selector)| {
+            pod.controller.as_ref().is_some_and(|c| c.name == *name)
+                || pre_pull == Some(name)
+                || selectable && selector.as_ref().is_some_and(|s| s.matches(&pod.labels))
+        })
+    }
 }
 
 /// The key of a desired DaemonSet, as its compiled spec has it.
@@ -298,6 +372,38 @@ impl Incremental {
             woken.extend(gated.into_iter().cloned());
         }
         woken
+    }
+
+    /// The pods planning the DaemonSets `woken` (of `desired`) reads: everything for the first
+    /// update, or when one of them names a readiness taint.
+    pub fn scope(&self, desired: &[Desired], woken: &BTreeSet<Key>) -> Scope {
+        let gated = desired
+            .iter()
+            .any(|d| woken.contains(&key_of(d)) && readiness_taint(&d.daemonset).is_some());
+        if self.fresh || gated {
+            return Scope::everything();
+        }
+        let mut scope = Scope {
+            desired: desired.iter().map(key_of).collect(),
+            ..Scope::default()
+        };
+        for d in desired {
+            let key = key_of(d);
+            if !woken.contains(&key) {
+                continue;
+            }
+            let selector = d
+                .daemonset
+                .spec
+                .as_ref()
+                .and_then(|s| LabelSelector::from_k8s(&s.selector));
+            scope
+                .planned
+                .entry(key.0)
+                .or_default()
+                .push((key.1, selector));
+        }
+        scope
     }
 
     /// Plans the DaemonSets `changes` wake against `observed` at `now`, re-using what the

@@ -187,7 +187,8 @@ fn apply(event: &Event, desired: &mut [Desired], o: &mut Observed, counter: &mut
         }
         Event::NodeRemoved(n) => {
             if !o.nodes.is_empty() {
-                let node = o.nodes.remove(n % o.nodes.len());
+                let at = n % o.nodes.len();
+                let node = o.nodes.remove(at);
                 changes.nodes.insert(node.name);
             }
         }
@@ -282,47 +283,105 @@ fn by_key<'a>(
         .collect()
 }
 
+/// The observation an update of the DaemonSets `changes` wake needs: every pod, or (when
+/// `scoped`) only the pods in the scope of those DaemonSets, as a daemon observes.
+fn observation(
+    inc: &Incremental,
+    desired: &[Desired],
+    observed: &Observed,
+    changes: &Changes,
+    scoped: bool,
+) -> Observed {
+    if !scoped {
+        return observed.clone();
+    }
+    let scope = inc.scope(desired, &inc.woken(desired, changes));
+    let mut o = observed.clone();
+    o.pods.retain(|p| scope.concerns(p));
+    o
+}
+
+/// Applies `events` to a fleet, updating an incremental planner after each (from only the
+/// pods in scope when `scoped`), and checks every plan against the full plan of everything.
+fn incremental_equals_full(
+    (nodes, daemonsets, seed, gated): (usize, usize, u64, bool),
+    events: &[Event],
+    scoped: bool,
+) -> Result<(), TestCaseError> {
+    let (mut desired, mut observed) = start(nodes, daemonsets, seed, gated);
+    let now = fleet_now();
+    let policy = Policy::default();
+    let mut inc = Incremental::new(policy.clone());
+    let first = observation(&inc, &desired, &observed, &Changes::default(), scoped);
+    let woken = inc.update(&desired, &first, &Changes::default(), now);
+    prop_assert_eq!(
+        woken.daemonsets.len(),
+        desired.len(),
+        "the first update plans all"
+    );
+    let mut previous = by_key(plan(&desired, &observed, &policy, now).daemonsets.iter());
+    prop_assert_eq!(&by_key(inc.plans()), &previous);
+    let mut counter = 0;
+    for (step, e) in events.iter().enumerate() {
+        let changes = apply(e, &mut desired, &mut observed, &mut counter);
+        let seen = observation(&inc, &desired, &observed, &changes, scoped);
+        let woken = inc.update(&desired, &seen, &changes, now);
+        let full = by_key(plan(&desired, &observed, &policy, now).daemonsets.iter());
+        let ours = by_key(inc.plans());
+        for (k, f) in &full {
+            prop_assert_eq!(
+                ours.get(k),
+                Some(f),
+                "step {} ({:?}): {}/{} differs from its full plan",
+                step,
+                e,
+                k.0,
+                k.1
+            );
+            if !woken.daemonsets.contains(k) {
+                prop_assert_eq!(
+                    previous.get(k),
+                    Some(f),
+                    "step {} ({:?}): {}/{} was not woken but its plan changed",
+                    step,
+                    e,
+                    k.0,
+                    k.1
+                );
+            }
+        }
+        prop_assert_eq!(ours.len(), full.len());
+        prop_assert!(
+            inc.compare(&plan(&desired, &observed, &policy, now))
+                .is_empty()
+        );
+        previous = full;
+    }
+    Ok(())
+}
+
+fn fleet_shape() -> impl Strategy<Value = (usize, usize, u64, bool)> {
+    (4usize..14, 2usize..7, any::<u64>(), any::<bool>())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
     #[test]
     fn incremental_plans_equal_full_plans(
-        nodes in 4usize..14,
-        daemonsets in 2usize..7,
-        seed in any::<u64>(),
-        gated in any::<bool>(),
+        shape in fleet_shape(),
         events in prop::collection::vec(event(), 1..24),
     ) {
-        let (mut desired, mut observed) = start(nodes, daemonsets, seed, gated);
-        let now = fleet_now();
-        let policy = Policy::default();
-        let mut inc = Incremental::new(policy.clone());
-        let woken = inc.update(&desired, &observed, &Changes::default(), now);
-        prop_assert_eq!(woken.daemonsets.len(), desired.len(), "the first update plans all");
-        let mut previous = by_key(plan(&desired, &observed, &policy, now).daemonsets.iter());
-        prop_assert_eq!(&by_key(inc.plans()), &previous);
-        let mut counter = 0;
-        for (step, e) in events.iter().enumerate() {
-            let changes = apply(e, &mut desired, &mut observed, &mut counter);
-            let woken = inc.update(&desired, &observed, &changes, now);
-            let full = by_key(plan(&desired, &observed, &policy, now).daemonsets.iter());
-            let ours = by_key(inc.plans());
-            for (k, f) in &full {
-                prop_assert_eq!(
-                    ours.get(k), Some(f),
-                    "step {} ({:?}): {}/{} differs from its full plan", step, e, k.0, k.1
-                );
-                if !woken.daemonsets.contains(k) {
-                    prop_assert_eq!(
-                        previous.get(k), Some(f),
-                        "step {} ({:?}): {}/{} was not woken but its plan changed", step, e, k.0, k.1
-                    );
-                }
-            }
-            prop_assert_eq!(ours.len(), full.len());
-            prop_assert!(inc.compare(&plan(&desired, &observed, &policy, now)).is_empty());
-            previous = full;
-        }
+        incremental_equals_full(shape, &events, false)?;
+    }
+
+    /// A daemon observes only the pods in the scope of the DaemonSets a change wakes.
+    #[test]
+    fn plans_from_only_the_pods_in_scope_equal_full_plans(
+        shape in fleet_shape(),
+        events in prop::collection::vec(event(), 1..24),
+    ) {
+        incremental_equals_full(shape, &events, true)?;
     }
 }
 

@@ -202,7 +202,7 @@ pub const RECORD_API_VERSION: &str = "daemonsync.io/v1alpha1";
 /// A controller reference that can name a managed DaemonSet: the built-in `apps` DaemonSet
 /// (or its legacy `extensions` spelling) or daemonsync's record. Kinds of the same name in
 /// other groups (OpenKruise's `apps.kruise.io` DaemonSet, say) belong to other controllers.
-fn is_daemonset_controller(c: &crate::model::OwnerRef) -> bool {
+pub(crate) fn is_daemonset_controller(c: &crate::model::OwnerRef) -> bool {
     // The group is what precedes the first `/` of the apiVersion (none: the core group).
     let in_group = |group: &str| {
         c.api_version
