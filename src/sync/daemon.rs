@@ -27,7 +27,10 @@ use crate::cluster::{
 };
 use crate::manifest::LoadOptions;
 use crate::model::Timestamp;
-use crate::plan::{self, incremental::Changes};
+use crate::plan::{
+    self,
+    incremental::{Changes, Scope},
+};
 use crate::source::ManifestSource;
 use crate::source::short_revision;
 use anyhow::{Context, Result};
@@ -693,16 +696,10 @@ struct Incremental {
 }
 
 impl Incremental {
-    /// What changed since the last pass, besides the caches' changes: the source's
-    /// DaemonSets, the deadlines that expired, this replica's right to write, lapsed Leases,
-    /// the last pass's failure.
-    fn changes(
-        &mut self,
-        effect: &Arc<InEffect>,
-        now: Timestamp,
-        may_write: bool,
-        expired: &BTreeSet<String>,
-    ) -> Changes {
+    /// What changed since the last pass, besides the caches' changes and lapsed Leases: the
+    /// source's DaemonSets, the deadlines that expired, this replica's right to write, the
+    /// last pass's failure.
+    fn changes(&mut self, effect: &Arc<InEffect>, now: Timestamp, may_write: bool) -> Changes {
         let mut changes = Changes::default();
         match &self.planned {
             Some(old) if Arc::ptr_eq(old, effect) => {}
@@ -732,11 +729,10 @@ impl Incremental {
                 .filter(|(_, t)| **t <= now)
                 .map(|(k, _)| k.clone()),
         );
-        if may_write && !self.wrote || *expired != self.expired || self.retry {
+        if may_write && !self.wrote || self.retry {
             changes.everything = true;
         }
         self.wrote = may_write;
-        self.expired.clone_from(expired);
         self.retry = false;
         changes
     }
@@ -821,65 +817,59 @@ impl Reconciler {
         gate: &Gate<'_>,
     ) -> PassOutcome {
         let started = Instant::now();
-        let state = match cluster.observe().await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot observe the cluster");
-                if let Some(inc) = self.incremental.as_mut() {
-                    inc.retry = true;
-                }
-                self.metrics
-                    .reconcile(ReconcileResult::Error, started.elapsed());
-                return self.failed();
-            }
-        };
         let mut opts = self.apply.clone();
         opts.source = RecordSource {
             writer: self.apply.source.writer.clone(),
             ..effect.record.clone()
         };
         opts.source_errors = effect.source_errors();
-        opts.expired_leases = self.expired_leases(cluster, &state).await;
-        let a = match self.incremental.as_mut() {
-            None => self.executor.assess(&effect.desired, &state, &opts),
-            Some(inc) => {
-                let mut changes =
-                    inc.changes(effect, state.now, gate.may_write(), &opts.expired_leases);
-                changes.merge(cluster.take_changes());
-                let (woken, removed) = if inc.last_full.elapsed() >= inc.resync {
-                    inc.last_full = Instant::now();
-                    let woken = resync(inc, &effect.desired, &state, &changes, &self.metrics);
-                    (woken, false)
-                } else {
-                    let w =
-                        inc.planner
-                            .update(&effect.desired, &state.observed, &changes, state.now);
-                    for k in &w.removed {
-                        inc.deadlines.remove(k);
-                    }
-                    (w.daemonsets, !w.removed.is_empty())
-                };
+        let (state, plan) = if self.incremental.is_some() {
+            match self
+                .plan_incrementally(cluster, effect, gate, &mut opts)
+                .await
+            {
+                Some((state, plan)) => (state, Some(plan)),
                 // Nothing to plan: no write either (orphans are pruned when the source
                 // drops their DaemonSet, or when anything else wakes a pass).
-                if woken.is_empty() && !removed && !changes.everything {
+                None => {
                     self.metrics
                         .reconcile(ReconcileResult::Success, started.elapsed());
                     return PassOutcome {
-                        next_deadline: inc.deadlines.values().min().copied(),
+                        next_deadline: self.next_deadline(None),
                         backoff: None,
                     };
                 }
-                tracing::debug!(
-                    daemonsets = woken.len(),
-                    "planning the DaemonSets the changes concern"
-                );
-                let plan = inc.planner.plan_of(&woken, state.now);
+            }
+        } else {
+            let state = match cluster.observe().await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot observe the cluster");
+                    self.metrics
+                        .reconcile(ReconcileResult::Error, started.elapsed());
+                    return self.failed();
+                }
+            };
+            opts.expired_leases = self.expired_leases(cluster, &state).await;
+            (state, None)
+        };
+        let a = match plan {
+            None => self.executor.assess(&effect.desired, &state, &opts),
+            Some(plan) => {
                 let a = self
                     .executor
                     .assess_plan(&effect.desired, &state, &opts, plan);
-                match a.next_wake() {
-                    Some(t) => inc.deadlines.extend(woken.iter().map(|k| (k.clone(), t))),
-                    None => inc.deadlines.retain(|k, _| !woken.contains(k)),
+                if let Some(inc) = self.incremental.as_mut() {
+                    let woken: BTreeSet<Key> = a
+                        .plan
+                        .daemonsets
+                        .iter()
+                        .map(|d| (d.namespace.clone(), d.name.clone()))
+                        .collect();
+                    match a.next_wake() {
+                        Some(t) => inc.deadlines.extend(woken.iter().map(|k| (k.clone(), t))),
+                        None => inc.deadlines.retain(|k, _| !woken.contains(k)),
+                    }
                 }
                 a
             }
@@ -957,7 +947,7 @@ impl Reconciler {
             self.metrics
                 .reconcile(ReconcileResult::Success, started.elapsed());
             return PassOutcome {
-                next_deadline: self.next_deadline(&a),
+                next_deadline: self.next_deadline(Some(&a)),
                 backoff: None,
             };
         }
@@ -998,7 +988,7 @@ impl Reconciler {
                 self.metrics
                     .reconcile(ReconcileResult::Error, started.elapsed());
                 let mut out = self.failed();
-                out.next_deadline = self.next_deadline(&a);
+                out.next_deadline = self.next_deadline(Some(&a));
                 out
             }
             None => {
@@ -1006,20 +996,80 @@ impl Reconciler {
                 self.metrics
                     .reconcile(ReconcileResult::Success, started.elapsed());
                 PassOutcome {
-                    next_deadline: self.next_deadline(&a),
+                    next_deadline: self.next_deadline(Some(&a)),
                     backoff: None,
                 }
             }
         }
     }
 
+    /// The incremental part of a pass: what changed (the caches', the source's, deadlines,
+    /// this replica's right to write, lapsed Leases), an observation of only the pods the
+    /// DaemonSets it wakes concern, and their plans; `None` when nothing needs planning.
+    /// Every `--resync`, everything is observed, planned afresh and compared.
+    async fn plan_incrementally(
+        &mut self,
+        cluster: &mut KubeCluster,
+        effect: &Arc<InEffect>,
+        gate: &Gate<'_>,
+        opts: &mut crate::apply::ApplyOptions,
+    ) -> Option<(ClusterState, plan::Plan)> {
+        let now = Timestamp::now();
+        let pending = cluster.take_changes().await;
+        let inc = self.incremental.as_mut()?;
+        let mut changes = inc.changes(effect, now, gate.may_write());
+        changes.merge(pending);
+        let resync_due = inc.last_full.elapsed() >= inc.resync;
+        let scope = if resync_due || changes.everything {
+            Scope::everything()
+        } else {
+            let woken = inc.planner.woken(&effect.desired, &changes);
+            inc.planner.scope(&effect.desired, &woken)
+        };
+        let mut state = cluster.observe_scoped(&scope, now);
+        let expired = self.expired_leases(cluster, &state).await;
+        let inc = self.incremental.as_mut()?;
+        if expired != inc.expired {
+            // What a lapsed daemon drove, this one may take: everything is looked at again.
+            inc.expired.clone_from(&expired);
+            changes.everything = true;
+            if !scope.everything {
+                state = cluster.observe_scoped(&Scope::everything(), now);
+            }
+        }
+        opts.expired_leases = expired;
+        let (woken, removed) = if resync_due {
+            inc.last_full = Instant::now();
+            let woken = resync(inc, &effect.desired, &state, &changes, &self.metrics);
+            (woken, false)
+        } else {
+            let w = inc
+                .planner
+                .update(&effect.desired, &state.observed, &changes, state.now);
+            for k in &w.removed {
+                inc.deadlines.remove(k);
+            }
+            (w.daemonsets, !w.removed.is_empty())
+        };
+        if woken.is_empty() && !removed && !changes.everything {
+            return None;
+        }
+        tracing::debug!(
+            daemonsets = woken.len(),
+            pods = state.observed.pods.len(),
+            "planning the DaemonSets the changes concern"
+        );
+        let plan = inc.planner.plan_of(&woken, state.now);
+        Some((state, plan))
+    }
+
     /// When the next pass is due without an event: the first deadline of this pass's
     /// DaemonSets or, incrementally, of any DaemonSet (the others' were noted when they were
     /// last assessed).
-    fn next_deadline(&self, a: &crate::apply::Assessment<'_>) -> Option<Timestamp> {
+    fn next_deadline(&self, a: Option<&crate::apply::Assessment<'_>>) -> Option<Timestamp> {
         match &self.incremental {
             Some(inc) => inc.deadlines.values().min().copied(),
-            None => a.next_wake(),
+            None => a.and_then(|a| a.next_wake()),
         }
     }
 

@@ -9,15 +9,16 @@
 //! a broken connection); there is no periodic list.
 
 use super::record::{ManagedDaemonSet, ManagedDaemonSetStatus};
+use super::views::{Stale, Views};
 use crate::model::resources::Resources;
-use crate::model::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, Node, Pod};
-use crate::plan::incremental::{Changes, PodTouch};
+use crate::model::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, Node, Nodes, Pod, Pods};
+use crate::plan::incremental::{Changes, PodTouch, Scope};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use kube::api::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
@@ -139,44 +140,65 @@ impl<T: PartialEq> Feed<T> {
 
 /// Notes in `dirty` what a change of one object of a feed means to the planner: `before` and
 /// `after` are the object's versions (`None`: absent).
-type Note<T> = fn(&mut Changes, &Key, Option<&T>, Option<&T>);
+type Note<T> = fn(&mut Dirty, &Key, Option<&T>, Option<&T>);
 
-/// Notes a change of a node.
-fn note_node(dirty: &mut Changes, key: &Key, _: Option<&Node>, _: Option<&Node>) {
-    dirty.nodes.insert(key.1.clone());
+/// What changed since it was last taken: for the planner ([`State::take_changes`]), and for
+/// the views an observation is made of.
+#[derive(Debug, Default)]
+pub(super) struct Dirty {
+    changes: Changes,
+    stale: Stale,
 }
 
-/// Notes a change of a pod: who may care for it before and after.
-fn note_pod(dirty: &mut Changes, _: &Key, before: Option<&CachedPod>, after: Option<&CachedPod>) {
-    for p in before.into_iter().chain(after) {
-        dirty.pods.push(PodTouch::of(&p.pod));
+impl Dirty {
+    /// A feed relisted: anything may have changed.
+    fn everything(&mut self) {
+        self.changes.everything = true;
+        self.stale.everything = true;
     }
 }
 
+/// Notes a change of a node.
+fn note_node(dirty: &mut Dirty, key: &Key, _: Option<&Node>, _: Option<&Node>) {
+    dirty.changes.nodes.insert(key.1.clone());
+    dirty.stale.nodes.insert(key.1.clone());
+}
+
+/// Notes a change of a pod: who may care for it before and after.
+fn note_pod(dirty: &mut Dirty, key: &Key, before: Option<&CachedPod>, after: Option<&CachedPod>) {
+    for p in before.into_iter().chain(after) {
+        dirty.changes.pods.push(PodTouch::of(&p.pod));
+    }
+    dirty.stale.pods.insert(key.clone());
+}
+
 /// Notes a change of an object named after a DaemonSet (a record, a live DaemonSet).
-fn note_named<T>(dirty: &mut Changes, key: &Key, _: Option<&T>, _: Option<&T>) {
-    dirty.records.insert(key.clone());
+fn note_named<T>(dirty: &mut Dirty, key: &Key, _: Option<&T>, _: Option<&T>) {
+    dirty.changes.records.insert(key.clone());
 }
 
 /// Notes a change in a namespace (a ControllerRevision).
-fn note_in_namespace<T>(dirty: &mut Changes, key: &Key, _: Option<&T>, _: Option<&T>) {
-    dirty.namespaces.insert(key.0.clone());
+fn note_in_namespace<T>(dirty: &mut Dirty, key: &Key, _: Option<&T>, _: Option<&T>) {
+    dirty.changes.namespaces.insert(key.0.clone());
 }
 
 /// Notes a change of a namespace itself (its Pod Security labels).
-fn note_namespace<T>(dirty: &mut Changes, key: &Key, _: Option<&T>, _: Option<&T>) {
-    dirty.namespaces.insert(key.1.clone());
+fn note_namespace<T>(dirty: &mut Dirty, key: &Key, _: Option<&T>, _: Option<&T>) {
+    dirty.changes.namespaces.insert(key.1.clone());
 }
 
 /// Notes a change of a config copy: the DaemonSet it is for.
 fn note_copy(
-    dirty: &mut Changes,
+    dirty: &mut Dirty,
     key: &Key,
     before: Option<&crate::cluster::ObservedCopy>,
     after: Option<&crate::cluster::ObservedCopy>,
 ) {
     for c in before.into_iter().chain(after) {
-        dirty.wake.insert((key.0.clone(), c.daemonset.clone()));
+        dirty
+            .changes
+            .wake
+            .insert((key.0.clone(), c.daemonset.clone()));
     }
 }
 
@@ -185,12 +207,12 @@ impl<T: PartialEq> Feed<T> {
     fn apply_noting(
         &mut self,
         event: Event<(Key, Option<T>)>,
-        dirty: &mut Changes,
+        dirty: &mut Dirty,
         note: Note<T>,
     ) -> bool {
         let (changed, touch) = self.apply_touching(event);
         match touch {
-            Some(Touch::Relisted) => dirty.everything = true,
+            Some(Touch::Relisted) => dirty.everything(),
             Some(Touch::Changed(key, before)) => {
                 note(dirty, &key, before.as_ref(), self.items.get(&key));
             }
@@ -222,22 +244,20 @@ impl Usage {
     }
 
     fn put(&mut self, key: Key, value: Option<(String, Resources)>) {
-        self.put_noting(key, value, &mut BTreeSet::new());
+        self.put_noting(key, value, &mut Dirty::default());
     }
 
-    /// [`Usage::put`], noting in `nodes` the nodes whose sums change.
-    fn put_noting(
-        &mut self,
-        key: Key,
-        value: Option<(String, Resources)>,
-        nodes: &mut BTreeSet<String>,
-    ) {
+    /// [`Usage::put`], noting in `dirty` the nodes whose sums change.
+    fn put_noting(&mut self, key: Key, value: Option<(String, Resources)>, dirty: &mut Dirty) {
         if self.pods.get(&key) == value.as_ref() {
             return;
         }
         for (node, _) in self.pods.get(&key).into_iter().chain(value.as_ref()) {
-            if !nodes.contains(node) {
-                nodes.insert(node.clone());
+            if !dirty.changes.usage.contains(node) {
+                dirty.changes.usage.insert(node.clone());
+            }
+            if !dirty.stale.nodes.contains(node) {
+                dirty.stale.nodes.insert(node.clone());
             }
         }
         if let Some((node, r)) = self.pods.remove(&key)
@@ -258,7 +278,7 @@ impl Usage {
     fn apply(
         &mut self,
         event: Event<(Key, Option<(String, Resources)>)>,
-        dirty: &mut Changes,
+        dirty: &mut Dirty,
     ) -> bool {
         self.error = None;
         match event {
@@ -271,7 +291,7 @@ impl Usage {
             Event::InitApply((_, None)) => {}
             Event::InitDone => {
                 if let Some(pods) = self.pending.take() {
-                    dirty.everything = true;
+                    dirty.everything();
                     self.pods.clear();
                     self.by_node.clear();
                     for (key, v) in pods {
@@ -282,8 +302,8 @@ impl Usage {
                 self.synced = true;
                 return first;
             }
-            Event::Apply((key, v)) => self.put_noting(key, v, &mut dirty.usage),
-            Event::Delete((key, _)) => self.put_noting(key, None, &mut dirty.usage),
+            Event::Apply((key, v)) => self.put_noting(key, v, dirty),
+            Event::Delete((key, _)) => self.put_noting(key, None, dirty),
         }
         false
     }
@@ -364,8 +384,11 @@ pub struct State {
     pub copies: Vec<Feed<crate::cluster::ObservedCopy>>,
     /// Bumped on every change, so a reader can tell whether anything happened since it looked.
     pub version: u64,
-    /// What changed since an observation last took it ([`State::take_changes`]).
-    dirty: Changes,
+    /// What changed since an observation last took it ([`State::take_changes`]), and since
+    /// the views last took it in.
+    dirty: Dirty,
+    /// The nodes and pods as observations show them, kept up to date.
+    views: Views,
 }
 
 impl State {
@@ -384,7 +407,35 @@ impl State {
     /// What changed since the last call (since the start, for the first): each object once
     /// or more, a relist as everything.
     pub fn take_changes(&mut self) -> Changes {
-        std::mem::take(&mut self.dirty)
+        std::mem::take(&mut self.dirty.changes)
+    }
+
+    /// Brings the views up to date with the feeds.
+    fn refresh_views(&mut self) {
+        let stale = std::mem::take(&mut self.dirty.stale);
+        let mut views = std::mem::take(&mut self.views);
+        views.refresh(
+            stale,
+            &self.nodes.items,
+            &self.usage,
+            |key| self.pod(key).map(|c| Arc::clone(&c.pod)),
+            || self.every_pod(),
+        );
+        self.views = views;
+    }
+
+    /// Every node, as observations show them (with what their pods request), shared with the
+    /// cache.
+    pub fn observed_nodes(&mut self) -> Nodes {
+        self.refresh_views();
+        self.views.nodes()
+    }
+
+    /// The cached pods `scope` concerns, in key order, each from the feed that speaks for
+    /// it: one pointer copied per pod, no pod copied.
+    pub fn pods_in(&mut self, scope: &Scope) -> Pods {
+        self.refresh_views();
+        self.views.pods(scope)
     }
 
     /// Every copy of a ConfigMap or Secret cached, in kind and key order.
@@ -438,9 +489,8 @@ impl State {
         self.pods.iter().any(|f| f.items.contains_key(key))
     }
 
-    /// Every cached pod once, in key order, each from the feed that speaks for it: one
-    /// pointer copied per pod, no pod copied.
-    pub fn all_pods(&self) -> crate::model::Pods {
+    /// Every cached pod once, in key order, each from the feed that speaks for it.
+    fn every_pod(&self) -> Vec<(&Key, Arc<Pod>)> {
         let mut merged: BTreeMap<&Key, &CachedPod> = BTreeMap::new();
         for (i, feed) in self.pods.iter().enumerate() {
             for (key, pod) in &feed.items {
@@ -449,7 +499,10 @@ impl State {
                 }
             }
         }
-        merged.into_values().map(|c| Arc::clone(&c.pod)).collect()
+        merged
+            .into_iter()
+            .map(|(k, c)| (k, Arc::clone(&c.pod)))
+            .collect()
     }
 }
 
@@ -758,6 +811,7 @@ fn slim_daemonset(d: &DaemonSet) -> DaemonSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     fn key(name: &str) -> Key {
         ("ns".into(), name.into())
@@ -819,7 +873,7 @@ mod tests {
             pods: vec![Feed::default()],
             ..State::default()
         };
-        let mut dirty = Changes::default();
+        let mut dirty = Dirty::default();
         let node = |name: &str| Node {
             name: name.into(),
             ..Node::default()
@@ -831,19 +885,19 @@ mod tests {
             note_node,
         );
         s.nodes.apply_noting(Event::InitDone, &mut dirty, note_node);
-        assert!(dirty.everything, "a list is everything");
-        let mut dirty = Changes::default();
+        assert!(dirty.changes.everything, "a list is everything");
+        let mut dirty = Dirty::default();
         s.nodes.apply_noting(
             Event::Apply((key("n1"), Some(node("n1")))),
             &mut dirty,
             note_node,
         );
-        assert!(dirty.is_empty(), "a heartbeat changes nothing");
+        assert!(dirty.changes.is_empty(), "a heartbeat changes nothing");
         s.nodes
             .apply_noting(Event::Delete((key("n1"), None)), &mut dirty, note_node);
-        assert_eq!(dirty.nodes, BTreeSet::from(["n1".to_string()]));
+        assert_eq!(dirty.changes.nodes, BTreeSet::from(["n1".to_string()]));
         // A pod relabelled: who cared for it before, and who does now.
-        let mut dirty = Changes::default();
+        let mut dirty = Dirty::default();
         let before = cached("p", true, false);
         let mut after = cached("p", true, false);
         Arc::make_mut(&mut after.pod)
@@ -852,15 +906,15 @@ mod tests {
         after.resource_version = "2".into();
         s.pods[0].apply_noting(Event::Apply((key("p"), Some(before))), &mut dirty, note_pod);
         s.pods[0].apply_noting(Event::Apply((key("p"), Some(after))), &mut dirty, note_pod);
-        assert_eq!(dirty.pods.len(), 3, "created, then both versions");
+        assert_eq!(dirty.changes.pods.len(), 3, "created, then both versions");
         assert_eq!(
-            dirty.pods[2].labels.get("app").map(String::as_str),
+            dirty.changes.pods[2].labels.get("app").map(String::as_str),
             Some("agent")
         );
-        assert!(!dirty.pods[1].labels.contains_key("app"));
+        assert!(!dirty.changes.pods[1].labels.contains_key("app"));
         // What pods request: the nodes whose sums change, without waking anyone.
         let mut usage = Usage::default();
-        let mut dirty = Changes::default();
+        let mut dirty = Dirty::default();
         let cpu = |m: i64| Resources::from([("cpu".to_string(), m)]);
         usage.apply(
             Event::Apply((key("p"), Some(("n2".into(), cpu(100))))),
@@ -870,7 +924,7 @@ mod tests {
             Event::Apply((key("p"), Some(("n2".into(), cpu(100))))),
             &mut dirty,
         );
-        assert_eq!(dirty.usage, BTreeSet::from(["n2".to_string()]));
+        assert_eq!(dirty.changes.usage, BTreeSet::from(["n2".to_string()]));
         s.dirty = dirty;
         assert!(!s.take_changes().is_empty());
         assert!(s.take_changes().is_empty(), "taken once");
@@ -894,7 +948,7 @@ mod tests {
         s.pods[1]
             .items
             .insert(key("legacy-b"), cached("legacy-b", false, false));
-        let all = s.all_pods();
+        let all = s.pods_in(&Scope::everything());
         assert_eq!(all.len(), 2);
         assert!(
             all.iter()
@@ -906,8 +960,9 @@ mod tests {
         assert!(s.pod(&key("legacy-b")).is_some());
         // Gone from the managed feed: gone, whatever the adoption feed still holds.
         s.pods[0].items.clear();
+        s.dirty.stale.pods.insert(key("agent-a"));
         assert!(s.pod(&key("agent-a")).is_none());
-        assert_eq!(s.all_pods().len(), 1);
+        assert_eq!(s.pods_in(&Scope::everything()).len(), 1);
     }
 
     #[test]

@@ -19,6 +19,7 @@
 pub mod cache;
 #[cfg(test)]
 mod tests;
+mod views;
 
 pub use daemonsync_core::record;
 pub use record::{
@@ -29,6 +30,7 @@ pub use record::{
 use super::{Cluster, ClusterError, ClusterState, Event, EventType, Record, RecordStatus};
 use crate::manifest::config::ConfigKind;
 use crate::model::{KubeVersion, MANAGED_BY_LABEL, MANAGED_BY_VALUE, Timestamp};
+use crate::plan::incremental::Scope;
 use crate::plan::{Observed, RECORD_API_VERSION, RECORD_KIND};
 use cache::{Cache, Key};
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -112,7 +114,7 @@ pub struct KubeCluster {
     /// The cache version the last observation showed.
     seen: u64,
     /// What changed in the caches up to the last observation, since [`KubeCluster::take_changes`]
-    /// was last called.
+    /// was last called (an observation of everything takes the caches' changes too).
     changes: crate::plan::incremental::Changes,
     /// The (namespace, label selector) of every pod watch.
     watched: Vec<(Option<String>, String)>,
@@ -445,10 +447,43 @@ impl KubeCluster {
         async move { cache.changed_since(seen).await }
     }
 
-    /// What changed in the caches up to the last [`Cluster::observe`], since the last call
-    /// (everything, at the first): what an incremental plan re-plans.
-    pub fn take_changes(&mut self) -> crate::plan::incremental::Changes {
+    /// What changed in the caches since the last call (everything, at the first), once this
+    /// client's own writes show in them: what an incremental plan re-plans. What changes
+    /// after it wakes [`KubeCluster::changed`].
+    pub async fn take_changes(&mut self) -> crate::plan::incremental::Changes {
+        self.await_expectations().await;
+        let mut s = self.cache.lock();
+        self.seen = s.version;
+        self.changes.merge(s.take_changes());
         std::mem::take(&mut self.changes)
+    }
+
+    /// An observation holding only the pods `scope` concerns (every node, record and live
+    /// DaemonSet), at `now`: what planning the DaemonSets of the scope reads. Takes no
+    /// changes; [`KubeCluster::take_changes`] does.
+    pub fn observe_scoped(&mut self, scope: &Scope, now: Timestamp) -> ClusterState {
+        self.observation(scope, now)
+    }
+
+    /// The caches as an observation of the pods `scope` concerns.
+    fn observation(&mut self, scope: &Scope, now: Timestamp) -> ClusterState {
+        let mut s = self.cache.lock();
+        let records: Vec<Record> = s.records.items.values().map(|r| r.record.clone()).collect();
+        let observed = Observed {
+            nodes: s.observed_nodes(),
+            pods: s.pods_in(scope),
+            daemonsets: s.daemonsets.items.values().cloned().collect(),
+            rollouts: records.iter().map(Record::rollout_record).collect(),
+            revisions: s.revisions.items.values().cloned().collect(),
+            namespaces: s.namespaces.items.values().cloned().collect(),
+            version: self.version,
+        };
+        ClusterState {
+            observed,
+            records,
+            config_copies: s.config_copies(),
+            now,
+        }
     }
 
     /// A client for the same API server, with the same credentials and User-Agent (for the
@@ -764,33 +799,12 @@ fn record_reference(namespace: &str, name: &str, uid: Option<String>) -> ObjectR
 impl Cluster for KubeCluster {
     async fn observe(&mut self) -> Result<ClusterState, ClusterError> {
         self.await_expectations().await;
-        let mut s = self.cache.lock();
-        self.seen = s.version;
-        self.changes.merge(s.take_changes());
-        let records: Vec<Record> = s.records.items.values().map(|r| r.record.clone()).collect();
-        let observed = Observed {
-            nodes: s
-                .nodes
-                .items
-                .values()
-                .map(|n| crate::model::Node {
-                    requested: s.usage.requested(&n.name).map(Box::new),
-                    ..n.clone()
-                })
-                .collect(),
-            pods: s.all_pods(),
-            daemonsets: s.daemonsets.items.values().cloned().collect(),
-            rollouts: records.iter().map(Record::rollout_record).collect(),
-            revisions: s.revisions.items.values().cloned().collect(),
-            namespaces: s.namespaces.items.values().cloned().collect(),
-            version: self.version,
-        };
-        Ok(ClusterState {
-            observed,
-            records,
-            config_copies: s.config_copies(),
-            now: Timestamp::now(),
-        })
+        {
+            let mut s = self.cache.lock();
+            self.seen = s.version;
+            self.changes.merge(s.take_changes());
+        }
+        Ok(self.observation(&Scope::everything(), Timestamp::now()))
     }
 
     async fn create_config_copy(

@@ -1,0 +1,311 @@
+//! What the caches show an observation, kept up to date one change at a time: the node list
+//! (with what each node's pods request) and the pods merged over the pod feeds, indexed by
+//! what a [`Scope`] asks for. An observation then costs what changed plus the pods it is
+//! for, not a walk of every cached object.
+
+use super::cache::{Key, Usage};
+use crate::model::{Node, Nodes, Pod, Pods};
+use crate::plan::RECORD_KIND;
+use crate::plan::incremental::Scope;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// What changed since the views last took it in.
+#[derive(Debug, Default)]
+pub(super) struct Stale {
+    /// A feed relisted: rebuild.
+    pub everything: bool,
+    /// Pods changed, by namespace and name.
+    pub pods: BTreeSet<Key>,
+    /// Nodes changed, or what their pods request, by name.
+    pub nodes: BTreeSet<String>,
+}
+
+/// The views of the caches an observation is made of.
+#[derive(Debug, Default)]
+pub(super) struct Views {
+    built: bool,
+    nodes: Nodes,
+    pods: PodView,
+}
+
+impl Views {
+    /// Takes in what `stale` says changed in `nodes`, `usage` and the pods (`pod` gives the
+    /// cached pod of a key from the feed that speaks for it, `every_pod` all of them).
+    pub fn refresh<'a>(
+        &mut self,
+        stale: Stale,
+        nodes: &BTreeMap<Key, Node>,
+        usage: &Usage,
+        pod: impl Fn(&Key) -> Option<Arc<Pod>>,
+        every_pod: impl FnOnce() -> Vec<(&'a Key, Arc<Pod>)>,
+    ) {
+        if stale.everything || !self.built {
+            self.nodes = nodes.values().map(|n| with_usage(n, usage)).collect();
+            self.pods = PodView::default();
+            for (key, p) in every_pod() {
+                self.pods.set(key.clone(), Some(p));
+            }
+            self.built = true;
+            return;
+        }
+        for key in stale.pods {
+            let p = pod(&key);
+            self.pods.set(key, p);
+        }
+        if stale.nodes.is_empty() {
+            return;
+        }
+        // Copied only if an observation still holds the list.
+        let list: &mut Vec<Node> = &mut self.nodes;
+        for name in stale.nodes {
+            let at = list.binary_search_by(|n| n.name.as_str().cmp(&name));
+            match (at, nodes.get(&(String::new(), name))) {
+                (Ok(i), Some(n)) => list[i] = with_usage(n, usage),
+                (Err(i), Some(n)) => list.insert(i, with_usage(n, usage)),
+                (Ok(i), None) => {
+                    list.remove(i);
+                }
+                (Err(_), None) => {}
+            }
+        }
+    }
+
+    /// Every node, shared with the view.
+    pub fn nodes(&self) -> Nodes {
+        self.nodes.clone()
+    }
+
+    /// The pods `scope` concerns, in key order.
+    pub fn pods(&self, scope: &Scope) -> Pods {
+        self.pods.select(scope)
+    }
+}
+
+/// A node as observed: with what the pods bound to it request.
+fn with_usage(n: &Node, usage: &Usage) -> Node {
+    Node {
+        requested: usage.requested(&n.name).map(Box::new),
+        ..n.clone()
+    }
+}
+
+/// Where an index files a pod.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Slot {
+    /// By the namespace and name its controller reference gives.
+    Controller(Key),
+    /// Without a controller, or of the built-in controller: by namespace (a selector may
+    /// adopt or overlap it).
+    Loose(String),
+    /// By the DaemonSet its pre-pull label names.
+    PrePull(Key),
+    /// Of daemonsync's record kind: by the record's namespace and name.
+    Record(Key),
+    /// Being deleted.
+    Terminating,
+}
+
+fn slots(pod: &Pod) -> Vec<Slot> {
+    let mut slots = Vec::with_capacity(3);
+    match &pod.controller {
+        Some(c) => {
+            slots.push(Slot::Controller((pod.namespace.clone(), c.name.clone())));
+            if c.kind == "DaemonSet" {
+                slots.push(Slot::Loose(pod.namespace.clone()));
+            }
+            if c.kind == RECORD_KIND {
+                slots.push(Slot::Record((pod.namespace.clone(), c.name.clone())));
+            }
+        }
+        None => slots.push(Slot::Loose(pod.namespace.clone())),
+    }
+    if let Some(ds) = pod.labels.get(crate::plan::render::PRE_PULL_LABEL) {
+        slots.push(Slot::PrePull((pod.namespace.clone(), ds.clone())));
+    }
+    if pod.is_terminating() {
+        slots.push(Slot::Terminating);
+    }
+    slots
+}
+
+/// The cached pods, merged over the feeds, with an index by [`Slot`].
+#[derive(Debug, Default)]
+struct PodView {
+    pods: BTreeMap<Key, Arc<Pod>>,
+    index: BTreeMap<Slot, BTreeSet<Key>>,
+}
+
+impl PodView {
+    /// Puts `pod` (`None`: gone) under `key`.
+    fn set(&mut self, key: Key, pod: Option<Arc<Pod>>) {
+        if let Some(old) = self.pods.get(&key) {
+            if pod.as_ref().is_some_and(|p| Arc::ptr_eq(p, old)) {
+                return;
+            }
+            for slot in slots(old) {
+                if let Some(keys) = self.index.get_mut(&slot) {
+                    keys.remove(&key);
+                    if keys.is_empty() {
+                        self.index.remove(&slot);
+                    }
+                }
+            }
+        }
+        match pod {
+            Some(p) => {
+                for slot in slots(&p) {
+                    self.index.entry(slot).or_default().insert(key.clone());
+                }
+                self.pods.insert(key, p);
+            }
+            None => {
+                self.pods.remove(&key);
+            }
+        }
+    }
+
+    /// The pods `scope` concerns, in key order: those the index files where the scope looks,
+    /// kept when [`Scope::concerns`] says so.
+    fn select(&self, scope: &Scope) -> Pods {
+        if scope.everything {
+            return self.pods.values().cloned().collect();
+        }
+        let mut keys: BTreeSet<&Key> = BTreeSet::new();
+        let mut take = |slot: &Slot| keys.extend(self.index.get(slot).into_iter().flatten());
+        take(&Slot::Terminating);
+        let mut namespaces = BTreeSet::new();
+        for (ns, name) in scope.planned() {
+            let key = (ns.to_string(), name.to_string());
+            take(&Slot::Controller(key.clone()));
+            take(&Slot::PrePull(key));
+            namespaces.insert(ns);
+        }
+        for ns in namespaces {
+            take(&Slot::Loose(ns.to_string()));
+        }
+        let records = self
+            .index
+            .range(Slot::Record((String::new(), String::new()))..Slot::Terminating);
+        for (slot, ks) in records {
+            if let Slot::Record((ns, name)) = slot
+                && !scope.is_desired(ns, name)
+            {
+                keys.extend(ks);
+            }
+        }
+        keys.into_iter()
+            .filter_map(|k| self.pods.get(k))
+            .filter(|p| scope.concerns(p))
+            .cloned()
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::OwnerRef;
+    use crate::plan::incremental::Incremental;
+    use crate::plan::{Desired, Policy};
+    use crate::cluster::synthetic::{fleet, fleet_now};
+
+    /// Every pod of a synthetic fleet, with some made orphans, terminating, of another
+    /// controller, of a record no longer desired, or pre-pulling.
+    fn pods() -> (Vec<Desired>, Vec<Pod>) {
+        let (desired, observed) = fleet(30, 6, 11);
+        let mut pods: Vec<Pod> = observed.pods.into_iter().collect();
+        for (i, p) in pods.iter_mut().enumerate() {
+            match i % 11 {
+                1 => p.controller = None,
+                2 => p.deletion_timestamp = Some(crate::model::Timestamp::UNIX_EPOCH),
+                3 => {
+                    p.controller = Some(OwnerRef {
+                        api_version: "apps/v1".into(),
+                        kind: "ReplicaSet".into(),
+                        name: "web".into(),
+                        uid: "rs".into(),
+                    })
+                }
+                4 => {
+                    p.controller = Some(OwnerRef {
+                        api_version: crate::plan::RECORD_API_VERSION.into(),
+                        kind: RECORD_KIND.into(),
+                        name: "gone-from-git".into(),
+                        uid: "r".into(),
+                    })
+                }
+                5 => {
+                    let ds = p.controller.as_ref().map(|c| c.name.clone());
+                    p.controller = None;
+                    p.labels.clear();
+                    if let Some(ds) = ds {
+                        p.labels
+                            .insert(crate::plan::render::PRE_PULL_LABEL.into(), ds);
+                    }
+                }
+                _ => {}
+            }
+        }
+        (desired, pods)
+    }
+
+    #[test]
+    fn the_pods_a_scope_selects_are_the_pods_it_concerns_in_key_order() {
+        let (desired, pods) = pods();
+        let mut view = PodView::default();
+        for p in &pods {
+            view.set(
+                (p.namespace.clone(), p.name.clone()),
+                Some(Arc::new(p.clone())),
+            );
+        }
+        let mut inc = Incremental::new(Policy::default());
+        inc.update(
+            &desired,
+            &crate::plan::Observed::default(),
+            &Default::default(),
+            fleet_now(),
+        );
+        let keys: Vec<_> = desired
+            .iter()
+            .map(|d| {
+                let m = &d.daemonset.metadata;
+                (
+                    m.namespace.clone().unwrap_or_default(),
+                    m.name.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let mut sorted = pods.clone();
+        sorted.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        for woken in [
+            BTreeSet::from([keys[0].clone()]),
+            BTreeSet::from([keys[1].clone(), keys[4].clone()]),
+            keys.iter().cloned().collect(),
+        ] {
+            let scope = inc.scope(&desired, &woken);
+            assert!(!scope.everything);
+            let selected: Vec<String> =
+                view.select(&scope).iter().map(|p| p.name.clone()).collect();
+            let expected: Vec<String> = sorted
+                .iter()
+                .filter(|p| scope.concerns(p))
+                .map(|p| p.name.clone())
+                .collect();
+            assert_eq!(selected, expected, "woken {woken:?}");
+            assert!(selected.len() < pods.len(), "a scope is not every pod");
+        }
+        // A pod gone, or changed, leaves the index with it.
+        let gone = &sorted[0];
+        view.set((gone.namespace.clone(), gone.name.clone()), None);
+        let scope = inc.scope(&desired, &keys.iter().cloned().collect());
+        assert!(view.select(&scope).iter().all(|p| p.name != gone.name));
+        assert!(
+            view.index
+                .values()
+                .flatten()
+                .all(|k| view.pods.contains_key(k))
+        );
+    }
+}
