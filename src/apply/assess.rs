@@ -91,13 +91,21 @@ pub fn assess_plan<'d>(
     opts: &ApplyOptions,
     mut plan: Plan,
 ) -> Assessment<'d> {
-    let specs: Specs<'d> = desired
+    // Compiled for the DaemonSets planned only: an incremental plan is of a few.
+    let planned: BTreeSet<(&str, &str)> = plan
+        .daemonsets
         .iter()
-        .map(|d| {
-            let spec = DaemonSetSpec::compile(&d.daemonset);
-            ((spec.namespace.clone(), spec.name.clone()), (d, spec))
-        })
+        .map(|d| (d.namespace.as_str(), d.name.as_str()))
         .collect();
+    let mut specs: Specs<'d> = BTreeMap::new();
+    let mut wanted: BTreeSet<Key> = BTreeSet::new();
+    for d in desired {
+        let key = d.key();
+        if planned.contains(&(key.0.as_str(), key.1.as_str())) {
+            specs.insert(key.clone(), (d, DaemonSetSpec::compile(&d.daemonset)));
+        }
+        wanted.insert(key);
+    }
     let health = Health::assess(
         &plan,
         &specs,
@@ -105,7 +113,7 @@ pub fn assess_plan<'d>(
         state.now,
         opts.progress_deadline,
     );
-    let orphans = orphans(state, &specs);
+    let orphans = orphans(state, &wanted);
     // A DaemonSet halts when its new pods failed on more Ready nodes than its halt
     // threshold allows (none, without a policy).
     let mut failures: BTreeMap<Key, usize> = BTreeMap::new();
@@ -488,8 +496,8 @@ pub(super) fn active_steps<'a>(
 
 /// Managed DaemonSets whose pods exist in the cluster but which the source no longer has:
 /// pods labelled managed-by daemonsync whose controller is a record (kind and API group) not
-/// in `specs`.
-fn orphans(state: &ClusterState, specs: &Specs<'_>) -> Vec<Orphan> {
+/// in `desired`.
+fn orphans(state: &ClusterState, desired: &BTreeSet<Key>) -> Vec<Orphan> {
     let mut found: BTreeMap<Key, Vec<String>> = BTreeMap::new();
     for pod in &state.observed.pods {
         let Some(owner) = &pod.controller else {
@@ -503,7 +511,7 @@ fn orphans(state: &ClusterState, specs: &Specs<'_>) -> Vec<Orphan> {
             continue;
         }
         let key = (pod.namespace.clone(), owner.name.clone());
-        if specs.contains_key(&key) {
+        if desired.contains(&key) {
             continue;
         }
         let pods = found.entry(key).or_default();

@@ -705,10 +705,10 @@ impl Incremental {
             Some(old) if Arc::ptr_eq(old, effect) => {}
             Some(old) => {
                 let before: BTreeMap<Key, &plan::Desired> =
-                    old.desired.iter().map(|d| (desired_key(d), d)).collect();
+                    old.desired.iter().map(|d| (d.key(), d)).collect();
                 let (errors_before, errors_now) = (old.source_errors(), effect.source_errors());
                 for d in &effect.desired {
-                    let key = desired_key(d);
+                    let key = d.key();
                     let same = before.get(&key).is_some_and(|b| {
                         b.daemonset == d.daemonset && b.source == d.source && b.config == d.config
                     });
@@ -736,18 +736,6 @@ impl Incremental {
         self.retry = false;
         changes
     }
-}
-
-/// Namespace and name of a desired DaemonSet.
-fn desired_key(d: &plan::Desired) -> Key {
-    let m = &d.daemonset.metadata;
-    (
-        m.namespace
-            .clone()
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| "default".to_string()),
-        m.name.clone().unwrap_or_default(),
-    )
 }
 
 /// How long a read of another daemon's Lease is trusted.

@@ -185,9 +185,9 @@ pub struct Scope {
     pub everything: bool,
     /// The DaemonSets planned, by namespace: name and compiled selector.
     planned: BTreeMap<String, Vec<(String, Option<LabelSelector>)>>,
-    /// Every desired DaemonSet: a managed pod whose record is none of them is an orphan,
-    /// which an assessment prunes.
-    desired: BTreeSet<Key>,
+    /// Every desired DaemonSet, names by namespace: a managed pod whose record is none of
+    /// them is an orphan, which an assessment prunes.
+    desired: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl Scope {
@@ -209,7 +209,8 @@ impl Scope {
     /// Whether a desired DaemonSet has this namespace and name.
     pub fn is_desired(&self, namespace: &str, name: &str) -> bool {
         self.desired
-            .contains(&(namespace.to_string(), name.to_string()))
+            .get(namespace)
+            .is_some_and(|names| names.contains(name))
     }
 
     /// Whether planning (and assessing) the DaemonSets of the scope may read `pod`: one its
@@ -246,14 +247,7 @@ impl Scope {
 
 /// The key of a desired DaemonSet, as its compiled spec has it.
 fn key_of(d: &Desired) -> Key {
-    let meta = &d.daemonset.metadata;
-    (
-        meta.namespace
-            .clone()
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| "default".to_string()),
-        meta.name.clone().unwrap_or_default(),
-    )
+    d.key()
 }
 
 impl Incremental {
@@ -383,10 +377,10 @@ impl Incremental {
         if self.fresh || gated {
             return Scope::everything();
         }
-        let mut scope = Scope {
-            desired: desired.iter().map(key_of).collect(),
-            ..Scope::default()
-        };
+        let mut scope = Scope::default();
+        for (ns, name) in desired.iter().map(key_of) {
+            scope.desired.entry(ns).or_default().insert(name);
+        }
         for d in desired {
             let key = key_of(d);
             if !woken.contains(&key) {

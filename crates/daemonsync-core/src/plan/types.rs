@@ -53,6 +53,18 @@ impl Desired {
             config: Vec::new(),
         }
     }
+
+    /// Its namespace (`default` when it names none) and name, as its plan has them.
+    pub fn key(&self) -> (String, String) {
+        let meta = &self.daemonset.metadata;
+        (
+            meta.namespace
+                .clone()
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| "default".to_string()),
+            meta.name.clone().unwrap_or_default(),
+        )
+    }
 }
 
 /// The observed state of a cluster.
