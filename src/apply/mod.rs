@@ -31,6 +31,8 @@ mod stall;
 mod stall_tests;
 mod status;
 #[cfg(test)]
+mod status_tests;
+#[cfg(test)]
 mod suspend_tests;
 #[cfg(test)]
 mod tests;
@@ -85,6 +87,9 @@ pub struct Acted {
     pub step_error: Option<ClusterError>,
     /// Writing a record status failed.
     pub status_error: Option<ClusterError>,
+    /// Status writes held back (`ApplyOptions::status_interval`), with when each is due:
+    /// the DaemonSet is to be looked at again then.
+    pub status_held: BTreeMap<Key, Timestamp>,
 }
 
 /// Executes assessments: writes statuses and halt events, then the next step of every
@@ -100,6 +105,9 @@ pub struct Executor {
     refused: BTreeMap<Key, (String, String)>,
     /// The write log, when kept (`apply`; a long-running `sync` keeps none).
     log: Option<Vec<Write>>,
+    /// DaemonSets whose record differs from their status in counters only, with when that
+    /// was first seen (`ApplyOptions::status_interval`).
+    counters_differ: BTreeMap<Key, Timestamp>,
 }
 
 impl Executor {
@@ -164,8 +172,11 @@ impl Executor {
         if !opts.dry_run {
             pause_daemons(cluster, a, state).await;
         }
+        let (written, status_held) =
+            write_statuses(cluster, a, state, opts, &mut self.counters_differ).await;
         let mut acted = Acted {
-            status_error: write_statuses(cluster, a, state, opts).await.err(),
+            status_error: written.err(),
+            status_held,
             ..Acted::default()
         };
         self.announced.retain(|k| a.halted.contains(k));

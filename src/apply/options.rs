@@ -39,6 +39,13 @@ pub struct ApplyOptions {
     /// The leader-election Leases (`NAMESPACE/NAME`) of other `sync` daemons that lapsed:
     /// what they drove, this daemon may take.
     pub expired_leases: BTreeSet<String>,
+    /// Coalesce status writes that change only what churns with every pod (a record's
+    /// counters, the conditions worded from them, the time of the last progress): one is
+    /// written once the difference has lasted this long, so a DaemonSet under churn gets at
+    /// most one such write per interval, and none for a pod replaced within it (`sync`: one
+    /// second). Revisions, halts, pauses, blocks and source errors are written at once.
+    /// `None`: every change at once (`apply`).
+    pub status_interval: Option<SignedDuration>,
 }
 
 impl Default for ApplyOptions {
@@ -56,6 +63,7 @@ impl Default for ApplyOptions {
             record_blocked: false,
             force: false,
             expired_leases: BTreeSet::new(),
+            status_interval: None,
         }
     }
 }

@@ -5,18 +5,28 @@ use super::assess::{Assessment, active_steps};
 use super::options::{ApplyOptions, Key, keep_forbidden};
 use super::writer::Standing;
 use crate::cluster::{Cluster, ClusterError, ClusterState, Event, EventType, RecordStatus};
+use crate::model::Timestamp;
 use crate::plan;
+use std::collections::BTreeMap;
 
 /// Writes each DaemonSet's status (counters, revision, halt, pause, source error) to its
 /// record when it differs from what the record shows, making sure the record exists first.
 /// One failing record does not keep the others from being written; the first error (a
-/// refusal first) is returned.
+/// refusal first) is returned, with the writes held back and when each is due.
+///
+/// With `opts.status_interval`, a status differing from the record only in what churns with
+/// every pod (counters, the conditions worded from them, the time of the last progress) is
+/// written once the difference has lasted the interval (`counters_differ` keeps when each was
+/// first seen): a pod replaced within it costs no status write, and a DaemonSet under churn
+/// gets at most one per interval. Any other difference is written at once.
 pub(super) async fn write_statuses<C: Cluster>(
     cluster: &mut C,
     a: &Assessment<'_>,
     state: &ClusterState,
     opts: &ApplyOptions,
-) -> Result<(), ClusterError> {
+    counters_differ: &mut BTreeMap<Key, Timestamp>,
+) -> (Result<(), ClusterError>, BTreeMap<Key, Timestamp>) {
+    let mut held = BTreeMap::new();
     let mut first_error = None;
     for ds in &a.plan.daemonsets {
         let key = (ds.namespace.clone(), ds.name.clone());
@@ -88,8 +98,55 @@ pub(super) async fn write_statuses<C: Cluster>(
                         .is_some_and(|s| s.same_writer(a.record_source(&key, opts)))
                 });
         if current == Some(&status) && !claim {
+            counters_differ.remove(&key);
             continue;
         }
+        // The record's `observedGeneration` is its own generation, which the plan (of a
+        // manifest without one) cannot know: the backend writes nothing when that is all.
+        let same = current.is_some_and(|c| {
+            let mut s = status.clone();
+            s.counters.observed_generation = c.counters.observed_generation;
+            s == *c
+        });
+        // What churns with every pod: the counters, the conditions worded from them (a
+        // rollout going between current and in progress), when progress was last made. A
+        // stall, a wait, a revision, halt, pause, freeze, block, source error or rollout phase
+        // is written at once.
+        let churning = |r: &Option<crate::cluster::Reconcile>| {
+            r.as_ref().is_none_or(|r| {
+                matches!(
+                    r.state,
+                    crate::cluster::ReconcileState::Current
+                        | crate::cluster::ReconcileState::InProgress
+                )
+            })
+        };
+        let churn_only = !same
+            && current.is_some_and(|c| {
+                (c.reconcile == status.reconcile
+                    || churning(&c.reconcile) && churning(&status.reconcile))
+                    && RecordStatus {
+                        counters: c.counters,
+                        reconcile: c.reconcile.clone(),
+                        last_progress: c.last_progress,
+                        ..status.clone()
+                    } == *c
+            });
+        match opts.status_interval {
+            _ if same => {
+                counters_differ.remove(&key);
+            }
+            Some(interval) if churn_only && !claim => {
+                let since = *counters_differ.entry(key.clone()).or_insert(state.now);
+                let due = crate::model::later(since, interval);
+                if state.now < due {
+                    held.insert(key, due);
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        counters_differ.remove(&key);
         let written = async {
             if let Some((desired, _)) = a.specs.get(&key) {
                 cluster
@@ -106,10 +163,11 @@ pub(super) async fn write_statuses<C: Cluster>(
             }
         }
     }
-    match first_error {
+    let written = match first_error {
         Some(e) => Err(e),
         None => Ok(()),
-    }
+    };
+    (written, held)
 }
 
 /// One `RolloutHalted` warning per halted DaemonSet, naming its failing nodes (events are

@@ -204,6 +204,8 @@ impl SyncArgs {
                 stop_after_writes: None,
                 // The daemon keeps watching a blocked DaemonSet: its record says so.
                 record_blocked: true,
+                // Counters churn with every pod: written at most once a second.
+                status_interval: Some(SignedDuration::from_secs(1)),
                 // The records name this daemon, by its Lease: another replica holding it is
                 // the same writer.
                 source: RecordSource {

@@ -738,6 +738,14 @@ impl Incremental {
     }
 }
 
+/// The earlier of two instants, either maybe absent.
+fn earliest(a: Option<Timestamp>, b: Option<Timestamp>) -> Option<Timestamp> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// How long a read of another daemon's Lease is trusted.
 const LEASE_READ_TTL: Duration = Duration::from_secs(5);
 
@@ -944,6 +952,14 @@ impl Reconciler {
             gate,
         };
         let acted = self.executor.act(&mut gated, &a, &state, &opts).await;
+        // A status held back is written when due: its DaemonSet is looked at again then.
+        let held_due = acted.status_held.values().min().copied();
+        if let Some(inc) = self.incremental.as_mut() {
+            for (key, due) in &acted.status_held {
+                let at = inc.deadlines.entry(key.clone()).or_insert(*due);
+                *at = (*at).min(*due);
+            }
+        }
         if acted.executed {
             self.rolling.extend(
                 a.plan
@@ -976,7 +992,7 @@ impl Reconciler {
                 self.metrics
                     .reconcile(ReconcileResult::Error, started.elapsed());
                 let mut out = self.failed();
-                out.next_deadline = self.next_deadline(Some(&a));
+                out.next_deadline = earliest(self.next_deadline(Some(&a)), held_due);
                 out
             }
             None => {
@@ -984,7 +1000,7 @@ impl Reconciler {
                 self.metrics
                     .reconcile(ReconcileResult::Success, started.elapsed());
                 PassOutcome {
-                    next_deadline: self.next_deadline(Some(&a)),
+                    next_deadline: earliest(self.next_deadline(Some(&a)), held_due),
                     backoff: None,
                 }
             }
