@@ -57,20 +57,27 @@ impl Health {
             .filter(|p| p.is_terminating())
             .filter_map(|p| p.node_name.as_deref())
             .collect();
+        // The pods of each DaemonSet or record, by namespace and name, in one pass.
+        let mut owned: BTreeMap<(&str, &str), Vec<&Pod>> = BTreeMap::new();
+        for pod in &observed.pods {
+            if let Some(c) = &pod.controller
+                && (c.kind == RECORD_KIND || c.kind == "DaemonSet")
+                && !pod.is_terminating()
+            {
+                owned
+                    .entry((pod.namespace.as_str(), c.name.as_str()))
+                    .or_default()
+                    .push(pod);
+            }
+        }
         for ds in &plan.daemonsets {
             let Some((desired, spec)) = specs.get(&(ds.namespace.clone(), ds.name.clone())) else {
                 continue;
             };
             let policy = FailurePolicy::of(&desired.daemonset);
-            for pod in &observed.pods {
-                let owned = pod.controller.as_ref().is_some_and(|c| {
-                    c.name == ds.name && (c.kind == RECORD_KIND || c.kind == "DaemonSet")
-                });
-                if pod.namespace != ds.namespace
-                    || !owned
-                    || pod.revision_hash() != Some(ds.revision.as_str())
-                    || pod.is_terminating()
-                {
+            let pods = owned.get(&(ds.namespace.as_str(), ds.name.as_str()));
+            for &pod in pods.into_iter().flatten() {
+                if pod.revision_hash() != Some(ds.revision.as_str()) {
                     continue;
                 }
                 let Some(node) = pod.target_node.as_deref().filter(|n| nodes.contains(n)) else {

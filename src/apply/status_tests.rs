@@ -103,7 +103,7 @@ nodes:
     assert_eq!(before["status"]["numberAvailable"], 3, "{before:#}");
     delete_one_pod(&mut sim);
     for _ in 0..10 {
-        let acted = pass(&mut sim, &mut ex, &d, &opts);
+        pass(&mut sim, &mut ex, &d, &opts);
         wait(&mut sim, SignedDuration::from_millis(100));
     }
     let acted = pass(&mut sim, &mut ex, &d, &opts);

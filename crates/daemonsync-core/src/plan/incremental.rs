@@ -184,7 +184,7 @@ pub struct Scope {
     /// DaemonSets naming a key, and the records of other sources).
     pub everything: bool,
     /// The DaemonSets planned, by namespace: name and compiled selector.
-    planned: BTreeMap<String, Vec<(String, Option<LabelSelector>)>>,
+    planned: BTreeMap<String, BTreeMap<String, Option<LabelSelector>>>,
     /// Every desired DaemonSet, names by namespace: a managed pod whose record is none of
     /// them is an orphan, which an assessment prunes.
     desired: BTreeMap<String, BTreeSet<String>>,
@@ -203,7 +203,7 @@ impl Scope {
     pub fn planned(&self) -> impl Iterator<Item = (&str, &str)> {
         self.planned
             .iter()
-            .flat_map(|(ns, v)| v.iter().map(move |(n, _)| (ns.as_str(), n.as_str())))
+            .flat_map(|(ns, v)| v.keys().map(move |n| (ns.as_str(), n.as_str())))
     }
 
     /// Whether a desired DaemonSet has this namespace and name.
@@ -232,16 +232,25 @@ impl Scope {
         let Some(planned) = self.planned.get(&pod.namespace) else {
             return false;
         };
-        let pre_pull = pod.labels.get(PRE_PULL_LABEL);
+        if pod
+            .controller
+            .as_ref()
+            .is_some_and(|c| planned.contains_key(&c.name))
+            || pod
+                .labels
+                .get(PRE_PULL_LABEL)
+                .is_some_and(|ds| planned.contains_key(ds))
+        {
+            return true;
+        }
         let selectable = pod
             .controller
             .as_ref()
             .is_none_or(|c| c.kind == "DaemonSet" && is_daemonset_controller(c));
-        planned.iter().any(|(name, selector)| {
-            pod.controller.as_ref().is_some_and(|c| c.name == *name)
-                || pre_pull == Some(name)
-                || selectable && selector.as_ref().is_some_and(|s| s.matches(&pod.labels))
-        })
+        selectable
+            && planned
+                .values()
+                .any(|selector| selector.as_ref().is_some_and(|s| s.matches(&pod.labels)))
     }
 }
 
@@ -395,7 +404,7 @@ impl Incremental {
                 .planned
                 .entry(key.0)
                 .or_default()
-                .push((key.1, selector));
+                .insert(key.1, selector);
         }
         scope
     }
