@@ -417,7 +417,7 @@ impl State {
         views.refresh(
             stale,
             &self.nodes.items,
-            &self.usage,
+            |node| self.usage.requested(node),
             |key| self.pod(key).map(|c| Arc::clone(&c.pod)),
             || self.every_pod(),
         );

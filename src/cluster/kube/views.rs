@@ -3,12 +3,15 @@
 //! what a [`Scope`] asks for. An observation then costs what changed plus the pods it is
 //! for, not a walk of every cached object.
 
-use super::cache::{Key, Usage};
+use crate::model::resources::Resources;
 use crate::model::{Node, Nodes, Pod, Pods};
 use crate::plan::RECORD_KIND;
 use crate::plan::incremental::Scope;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+
+/// `namespace/name` of an object (nodes: an empty namespace).
+type Key = (String, String);
 
 /// What changed since the views last took it in.
 #[derive(Debug, Default)]
@@ -30,18 +33,19 @@ pub(super) struct Views {
 }
 
 impl Views {
-    /// Takes in what `stale` says changed in `nodes`, `usage` and the pods (`pod` gives the
-    /// cached pod of a key from the feed that speaks for it, `every_pod` all of them).
+    /// Takes in what `stale` says changed in `nodes`, in what their pods request
+    /// (`requested`) and in the pods (`pod` gives the cached pod of a key from the feed that
+    /// speaks for it, `every_pod` all of them).
     pub fn refresh<'a>(
         &mut self,
         stale: Stale,
         nodes: &BTreeMap<Key, Node>,
-        usage: &Usage,
+        requested: impl Fn(&str) -> Option<Resources>,
         pod: impl Fn(&Key) -> Option<Arc<Pod>>,
         every_pod: impl FnOnce() -> Vec<(&'a Key, Arc<Pod>)>,
     ) {
         if stale.everything || !self.built {
-            self.nodes = nodes.values().map(|n| with_usage(n, usage)).collect();
+            self.nodes = nodes.values().map(|n| with_usage(n, &requested)).collect();
             self.pods = PodView::default();
             for (key, p) in every_pod() {
                 self.pods.set(key.clone(), Some(p));
@@ -61,8 +65,8 @@ impl Views {
         for name in stale.nodes {
             let at = list.binary_search_by(|n| n.name.as_str().cmp(&name));
             match (at, nodes.get(&(String::new(), name))) {
-                (Ok(i), Some(n)) => list[i] = with_usage(n, usage),
-                (Err(i), Some(n)) => list.insert(i, with_usage(n, usage)),
+                (Ok(i), Some(n)) => list[i] = with_usage(n, &requested),
+                (Err(i), Some(n)) => list.insert(i, with_usage(n, &requested)),
                 (Ok(i), None) => {
                     list.remove(i);
                 }
@@ -83,9 +87,9 @@ impl Views {
 }
 
 /// A node as observed: with what the pods bound to it request.
-fn with_usage(n: &Node, usage: &Usage) -> Node {
+fn with_usage(n: &Node, requested: &impl Fn(&str) -> Option<Resources>) -> Node {
     Node {
-        requested: usage.requested(&n.name).map(Box::new),
+        requested: requested(&n.name).map(Box::new),
         ..n.clone()
     }
 }
