@@ -108,8 +108,10 @@ impl Labels {
                     "GET" if scope != "resource" => "LIST".to_string(),
                     _ => method.clone(),
                 };
-                // `GET /api/v1/watch/...`: the installer's verb is WATCH.
-                if rbac_verb == "watch" || (method == "GET" && watch_param) {
+                // `GET /api/v1/watch/...`: the installer's verb is WATCH; a LIST with
+                // `watch=true` is reported as one (upstream `CleanVerb`); a GET of one named
+                // object ignores the parameter.
+                if rbac_verb == "watch" || (verb == "LIST" && watch_param) {
                     verb = "WATCH".into();
                 }
                 if method == "PATCH" && content_type == APPLY_PATCH {

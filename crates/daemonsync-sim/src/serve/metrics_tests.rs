@@ -82,6 +82,11 @@ async fn metrics_count_each_request_by_verb_resource_and_code() {
         send(c.get(format!("{cm}/missing"))).await,
         StatusCode::NOT_FOUND
     );
+    // `watch` on one named object is a GET (upstream routes it to the get handler).
+    assert_eq!(
+        send(c.get(format!("{cm}/missing?watch=true"))).await,
+        StatusCode::NOT_FOUND
+    );
     assert_eq!(send(c.delete(format!("{cm}/c"))).await, StatusCode::OK);
     let watch = c.get(format!("{url}/api/v1/nodes?watch=true&timeoutSeconds=1"));
     assert_eq!(send(watch).await, StatusCode::OK);
@@ -93,7 +98,7 @@ async fn metrics_count_each_request_by_verb_resource_and_code() {
         (series(201, "configmaps", "resource", "", "POST"), 1),
         (series(409, "configmaps", "resource", "", "POST"), 1),
         (series(200, "configmaps", "resource", "", "APPLY"), 1),
-        (series(404, "configmaps", "resource", "", "GET"), 1),
+        (series(404, "configmaps", "resource", "", "GET"), 2),
         (series(200, "configmaps", "resource", "", "DELETE"), 1),
         (series(200, "nodes", "cluster", "", "WATCH"), 1),
     ];
