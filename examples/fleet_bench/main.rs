@@ -589,21 +589,7 @@ fn seen(p: &Pod, added: bool) -> Seen {
     let spec = p.spec.as_ref();
     let node = spec
         .and_then(|s| s.node_name.clone())
-        .or_else(|| {
-            let terms = &spec?
-                .affinity
-                .as_ref()?
-                .node_affinity
-                .as_ref()?
-                .required_during_scheduling_ignored_during_execution
-                .as_ref()?
-                .node_selector_terms;
-            terms
-                .iter()
-                .flat_map(|t| t.match_fields.iter().flatten())
-                .find(|f| f.key == "metadata.name")
-                .and_then(|f| f.values.as_ref()?.first().cloned())
-        })
+        .or_else(|| spec.and_then(daemonsync::model::target_node_from_affinity))
         .unwrap_or_default();
     Seen {
         at: Instant::now(),

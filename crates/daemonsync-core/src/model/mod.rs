@@ -18,6 +18,7 @@ pub use node::{Node, Taint, TaintEffect};
 pub use nodes::Nodes;
 pub use pod::{
     IN_PLACE_READY_CONDITION, OwnerRef, Pod, PodDetail, PodPhase, PodSignals, ReadyCondition,
+    target_node_from_affinity,
 };
 pub use pods::Pods;
 pub use quantity::{Quantity, QuantityError, QuantityFormat, canonical_quantity};
