@@ -105,9 +105,9 @@ pub struct Executor {
     refused: BTreeMap<Key, (String, String)>,
     /// The write log, when kept (`apply`; a long-running `sync` keeps none).
     log: Option<Vec<Write>>,
-    /// DaemonSets whose record differs from their status in counters only, with when that
-    /// was first seen (`ApplyOptions::status_interval`).
-    counters_differ: BTreeMap<Key, Timestamp>,
+    /// DaemonSets whose record differs from their status only in what churns with every pod,
+    /// with when that was first seen (`ApplyOptions::status_interval`).
+    churning_since: BTreeMap<Key, Timestamp>,
 }
 
 impl Executor {
@@ -173,7 +173,7 @@ impl Executor {
             pause_daemons(cluster, a, state).await;
         }
         let (written, status_held) =
-            write_statuses(cluster, a, state, opts, &mut self.counters_differ).await;
+            write_statuses(cluster, a, state, opts, &mut self.churning_since).await;
         let mut acted = Acted {
             status_error: written.err(),
             status_held,

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 ///
 /// With `opts.status_interval`, a status differing from the record only in what churns with
 /// every pod (counters, the conditions worded from them, the time of the last progress) is
-/// written once the difference has lasted the interval (`counters_differ` keeps when each was
+/// written once the difference has lasted the interval (`churning_since` keeps when each was
 /// first seen): a pod replaced within it costs no status write, and a DaemonSet under churn
 /// gets at most one per interval. Any other difference is written at once.
 pub(super) async fn write_statuses<C: Cluster>(
@@ -24,7 +24,7 @@ pub(super) async fn write_statuses<C: Cluster>(
     a: &Assessment<'_>,
     state: &ClusterState,
     opts: &ApplyOptions,
-    counters_differ: &mut BTreeMap<Key, Timestamp>,
+    churning_since: &mut BTreeMap<Key, Timestamp>,
 ) -> (Result<(), ClusterError>, BTreeMap<Key, Timestamp>) {
     let mut held = BTreeMap::new();
     let mut first_error = None;
@@ -98,7 +98,7 @@ pub(super) async fn write_statuses<C: Cluster>(
                         .is_some_and(|s| s.same_writer(a.record_source(&key, opts)))
                 });
         if current == Some(&status) && !claim {
-            counters_differ.remove(&key);
+            churning_since.remove(&key);
             continue;
         }
         // The record's `observedGeneration` is its own generation, which the plan (of a
@@ -132,21 +132,18 @@ pub(super) async fn write_statuses<C: Cluster>(
                         ..status.clone()
                     } == *c
             });
-        match opts.status_interval {
-            _ if same => {
-                counters_differ.remove(&key);
+        if let Some(interval) = opts.status_interval
+            && churn_only
+            && !claim
+        {
+            let since = *churning_since.entry(key.clone()).or_insert(state.now);
+            let due = crate::model::later(since, interval);
+            if state.now < due {
+                held.insert(key, due);
+                continue;
             }
-            Some(interval) if churn_only && !claim => {
-                let since = *counters_differ.entry(key.clone()).or_insert(state.now);
-                let due = crate::model::later(since, interval);
-                if state.now < due {
-                    held.insert(key, due);
-                    continue;
-                }
-            }
-            _ => {}
         }
-        counters_differ.remove(&key);
+        churning_since.remove(&key);
         let written = async {
             if let Some((desired, _)) = a.specs.get(&key) {
                 cluster

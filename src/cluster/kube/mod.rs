@@ -462,11 +462,6 @@ impl KubeCluster {
     /// DaemonSet), at `now`: what planning the DaemonSets of the scope reads. Takes no
     /// changes; [`KubeCluster::take_changes`] does.
     pub fn observe_scoped(&mut self, scope: &Scope, now: Timestamp) -> ClusterState {
-        self.observation(scope, now)
-    }
-
-    /// The caches as an observation of the pods `scope` concerns.
-    fn observation(&mut self, scope: &Scope, now: Timestamp) -> ClusterState {
         let mut s = self.cache.lock();
         let records: Vec<Record> = s.records.items.values().map(|r| r.record.clone()).collect();
         let observed = Observed {
@@ -804,7 +799,7 @@ impl Cluster for KubeCluster {
             self.seen = s.version;
             self.changes.merge(s.take_changes());
         }
-        Ok(self.observation(&Scope::everything(), Timestamp::now()))
+        Ok(self.observe_scoped(&Scope::everything(), Timestamp::now()))
     }
 
     async fn create_config_copy(

@@ -49,8 +49,6 @@ pub type Key = (String, String);
 pub struct PodTouch {
     /// `metadata.namespace`.
     pub namespace: String,
-    /// `metadata.name`.
-    pub name: String,
     /// The name its controller reference gives, if any.
     pub controller: Option<String>,
     /// `metadata.labels`.
@@ -62,7 +60,6 @@ impl PodTouch {
     pub fn of(pod: &Pod) -> Self {
         PodTouch {
             namespace: pod.namespace.clone(),
-            name: pod.name.clone(),
             controller: pod.controller.as_ref().map(|c| c.name.clone()),
             labels: pod.labels.clone(),
         }
