@@ -1,6 +1,6 @@
 //! `sim serve` at the HTTP level: watch resume and the in-stream 410, the simulator's pod
 //! lifecycle, garbage collection, preconditions, server-side apply conflicts, Tables, CRDs,
-//! events in two API groups, and injected faults.
+//! events in two API groups, paged lists, and injected faults.
 
 use crate::serve_support::{sim_dir, sim_file};
 use daemonsync::cluster::sim::serve::{Faults, ServeOptions, Server};
@@ -654,6 +654,114 @@ async fn injected_faults_fail_about_the_given_share_and_close_watches() {
     assert_eq!(
         events, 4,
         "the initial ADDED events, then the server closed the watch"
+    );
+    s.shutdown().await;
+}
+
+fn names(list: &Value) -> Vec<&str> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_paged_list_reads_every_page_at_the_first_pages_resource_version() {
+    let dir = sim_dir();
+    let s = server(dir.path(), |_| {}).await;
+    let c = Client::new();
+    let url = format!("{}/api/v1/nodes", s.url());
+    let first = get(&c, format!("{url}?limit=2")).await;
+    assert_eq!(names(&first), ["cp-1", "n-1"]);
+    let token = first["metadata"]["continue"]
+        .as_str()
+        .expect("a continue token")
+        .to_string();
+    // Between the pages a node is deleted and one created that sorts into the second page.
+    let r = c.delete(format!("{url}/n-2")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = c
+        .post(&url)
+        .json(&json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n-15"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let second = get(&c, format!("{url}?limit=2&continue={token}")).await;
+    assert_eq!(names(&second), ["n-2", "n-3"], "the nodes as they were");
+    assert_eq!(
+        second["metadata"]["resourceVersion"],
+        first["metadata"]["resourceVersion"]
+    );
+    assert!(
+        second["metadata"].get("continue").is_none(),
+        "the last page"
+    );
+    let now = get(&c, url.clone()).await;
+    assert_eq!(names(&now), ["cp-1", "n-1", "n-15", "n-3"]);
+    // kubectl's Tables page the same way.
+    let table: Value = c
+        .get(format!("{url}?limit=3"))
+        .header("accept", TABLE)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(table["rows"].as_array().unwrap().len(), 3);
+    assert!(table["metadata"]["continue"].is_string());
+    // Tokens the server did not write, or with a resourceVersion beside them, are refused.
+    for query in [
+        "continue=bm90LWEtdG9rZW4=",
+        &format!("continue={token}&resourceVersion=1"),
+    ] {
+        let r = c
+            .get(format!("{url}?limit=2&{query}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{query}");
+    }
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_continue_token_expires_with_the_history_and_offers_the_rest_at_the_current_version() {
+    let dir = sim_dir();
+    let s = server(dir.path(), |o| o.history = 4).await;
+    let c = Client::new();
+    let url = format!("{}/api/v1/nodes", s.url());
+    let first = get(&c, format!("{url}?limit=2")).await;
+    let token = first["metadata"]["continue"].as_str().unwrap().to_string();
+    for i in 0..6 {
+        let r = c
+            .patch(format!("{url}/n-3"))
+            .header("content-type", "application/merge-patch+json")
+            .body(json!({"metadata": {"labels": {"step": i.to_string()}}}).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+    }
+    let r = c
+        .get(format!("{url}?limit=2&continue={token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::GONE);
+    let status: Value = r.json().await.unwrap();
+    assert_eq!(status["reason"], "Expired");
+    let rest = status["metadata"]["continue"]
+        .as_str()
+        .expect("a token to go on with");
+    let second = get(&c, format!("{url}?limit=2&continue={rest}")).await;
+    assert_eq!(names(&second), ["n-2", "n-3"]);
+    assert_eq!(
+        second["items"][1]["metadata"]["labels"]["step"], "5",
+        "read as it is now"
     );
     s.shutdown().await;
 }

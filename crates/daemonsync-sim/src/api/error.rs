@@ -16,6 +16,8 @@ pub struct ApiError {
     pub details: Option<Value>,
     /// Seconds a client should wait before retrying (429 answers).
     pub retry_after: Option<u64>,
+    /// `metadata.continue`: where a list whose token expired may go on, inconsistently.
+    pub continue_token: Option<String>,
 }
 
 /// `details` naming an object: the resource plural as `kind`, as the API server does.
@@ -44,6 +46,7 @@ impl ApiError {
             message: message.into(),
             details: None,
             retry_after: None,
+            continue_token: None,
         }
     }
 
@@ -241,7 +244,7 @@ impl ApiError {
         Self::new(400, "BadRequest", message)
     }
 
-    /// 410 (too old a resourceVersion), sent inside a watch stream.
+    /// 410 (too old a resourceVersion: inside a watch stream, or a list's continue token).
     pub fn expired(message: impl Into<String>) -> Self {
         Self::new(410, "Expired", message)
     }
@@ -289,6 +292,9 @@ impl ApiError {
         });
         if let Some(d) = &self.details {
             v["details"] = d.clone();
+        }
+        if let Some(c) = &self.continue_token {
+            v["metadata"]["continue"] = json!(c);
         }
         v
     }

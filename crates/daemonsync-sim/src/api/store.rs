@@ -12,6 +12,7 @@ use super::kinds::{Kind, View};
 use crate::model::Labels;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::ops::Bound;
 use std::sync::Arc;
 use tokio::sync::broadcast;
 
@@ -174,6 +175,33 @@ impl Entry {
     }
 }
 
+/// One page of a list ([`Store::page`]).
+#[derive(Debug, Default)]
+pub struct Page {
+    /// Its objects, in key order.
+    pub items: Vec<Stored>,
+    /// The key of its last object when more keys follow.
+    pub next: Option<(String, String)>,
+}
+
+/// Two iterators ordered by key, merged in key order (the keys are distinct).
+fn merge_by_key<'a, K: Ord, V>(
+    a: impl Iterator<Item = (K, V)> + 'a,
+    b: impl Iterator<Item = (K, V)> + 'a,
+) -> impl Iterator<Item = (K, V)> + 'a
+where
+    K: 'a,
+    V: 'a,
+{
+    let mut a = a.peekable();
+    let mut b = b.peekable();
+    std::iter::from_fn(move || match (a.peek(), b.peek()) {
+        (Some((ka, _)), Some((kb, _))) if kb < ka => b.next(),
+        (Some(_), _) => a.next(),
+        (None, _) => b.next(),
+    })
+}
+
 /// Where an object lives: storage key, namespace, name.
 pub type ObjectKey = (String, String, String);
 
@@ -255,6 +283,69 @@ impl Store {
             .flat_map(|m| m.iter())
             .filter(move |((ns, _), _)| namespace.is_none_or(|n| n == ns))
             .map(|(_, e)| e)
+    }
+
+    /// One page of the objects of a storage key as they were at resourceVersion `rv`, like a
+    /// paged list from etcd: in one namespace or all, in namespace/name order, after the key
+    /// `after`, at most `limit` of those `keep` accepts (no bound when 0). Answers the page and
+    /// the key of its last object when keys follow it (the next page starts after it); or,
+    /// when changes since `rv` have been compacted, the oldest resourceVersion still known.
+    pub fn page(
+        &self,
+        storage: &str,
+        namespace: Option<&str>,
+        rv: u64,
+        after: Option<&(String, String)>,
+        limit: usize,
+        keep: impl Fn(&Stored) -> bool,
+    ) -> Result<Page, u64> {
+        if rv < self.compacted {
+            return Err(self.compacted + 1);
+        }
+        // What was at `rv` of the objects changed since: the state before the first change.
+        let mut then: BTreeMap<(&str, &str), Option<&Stored>> = BTreeMap::new();
+        let start = self.history.partition_point(|c| c.rv <= rv);
+        for c in self.history.range(start..) {
+            if c.storage == storage && namespace.is_none_or(|n| n == c.namespace) {
+                let key = (c.object.namespace(), c.object.name());
+                then.entry(key).or_insert(c.before.as_ref());
+            }
+        }
+        let from = |key: (&str, &str)| match (namespace, after) {
+            (_, Some((ns, name))) => key > (ns.as_str(), name.as_str()),
+            (Some(ns), None) => key.0 >= ns,
+            (None, None) => true,
+        };
+        let lower = match (namespace, after) {
+            (_, Some(k)) => Bound::Excluded(k.clone()),
+            (Some(ns), None) => Bound::Included((ns.to_string(), String::new())),
+            (None, None) => Bound::Unbounded,
+        };
+        let now = self
+            .objects
+            .get(storage)
+            .map(|m| m.range((lower, Bound::Unbounded)))
+            .into_iter()
+            .flatten()
+            .take_while(|((ns, _), _)| namespace.is_none_or(|n| n == ns))
+            .filter(|((ns, name), _)| !then.contains_key(&(ns.as_str(), name.as_str())))
+            .map(|((ns, name), e)| ((ns.as_str(), name.as_str()), &e.stored));
+        let before = then
+            .iter()
+            .filter(|(k, _)| from(**k))
+            .filter_map(|(k, v)| v.map(|v| (*k, v)));
+        let mut merged = merge_by_key(now, before).peekable();
+        let mut page = Page::default();
+        while let Some((key, stored)) = merged.next() {
+            if keep(stored) {
+                page.items.push(stored.clone());
+                if page.items.len() == limit && merged.peek().is_some() {
+                    page.next = Some((key.0.to_string(), key.1.to_string()));
+                    break;
+                }
+            }
+        }
+        Ok(page)
     }
 
     /// Storage keys holding objects.
@@ -470,5 +561,64 @@ mod tests {
         let since2: Vec<u64> = s.since(2).unwrap().iter().map(|c| c.rv).collect();
         assert_eq!(since2, [3, 4]);
         assert!(s.since(4).unwrap().is_empty());
+    }
+
+    fn names(page: &Page) -> Vec<&str> {
+        page.items.iter().map(Stored::name).collect()
+    }
+
+    #[test]
+    fn pages_read_the_list_as_it_was_at_the_first_pages_resource_version() {
+        let mut s = Store::new(100);
+        for name in ["a", "b", "c", "d", "e"] {
+            s.put("/pods", pod(name), None);
+        }
+        s.put(
+            "/pods",
+            json!({"metadata": {"name": "z", "namespace": "other"}}),
+            None,
+        );
+        let rv = s.rv();
+        let first = s.page("/pods", Some("ns"), rv, None, 2, |_| true).unwrap();
+        assert_eq!(names(&first), ["a", "b"]);
+        let after = first.next.clone().expect("more keys follow");
+        assert_eq!(after, ("ns".to_string(), "b".to_string()));
+        // Between pages: c deleted, b2 and f created, d changed.
+        s.remove("/pods", "ns", "c");
+        s.put("/pods", pod("b2"), None);
+        s.put("/pods", pod("f"), None);
+        s.put(
+            "/pods",
+            json!({"metadata": {"name": "d", "namespace": "ns", "labels": {"x": "1"}}}),
+            None,
+        );
+        let second = s
+            .page("/pods", Some("ns"), rv, Some(&after), 2, |_| true)
+            .unwrap();
+        assert_eq!(names(&second), ["c", "d"], "the list as it was at {rv}");
+        assert!(
+            second.items[1].labels().is_empty(),
+            "d as it was, unchanged"
+        );
+        let last = s
+            .page("/pods", Some("ns"), rv, second.next.as_ref(), 2, |_| true)
+            .unwrap();
+        assert_eq!((names(&last), last.next.clone()), (vec!["e"], None));
+        // Across namespaces, with a filter: the page fills with what the filter keeps.
+        let kept = s
+            .page("/pods", None, s.rv(), None, 3, |o| o.name() != "b")
+            .unwrap();
+        assert_eq!(names(&kept), ["a", "b2", "d"]);
+        let rest = s
+            .page("/pods", None, s.rv(), kept.next.as_ref(), 0, |_| true)
+            .unwrap();
+        assert_eq!(names(&rest), ["e", "f", "z"]);
+        // Once the changes since are compacted, the resourceVersion is gone.
+        let mut small = Store::new(1);
+        small.put("/pods", pod("a"), None);
+        let old = small.rv();
+        small.put("/pods", pod("b"), None);
+        small.put("/pods", pod("c"), None);
+        assert!(small.page("/pods", None, old, None, 1, |_| true).is_err());
     }
 }

@@ -3,6 +3,7 @@
 
 use super::discovery;
 use super::faults::{Faults, Injected};
+use super::paging;
 use super::tables;
 use crate::api::convert::to_view;
 use crate::api::error::ApiError;
@@ -646,45 +647,76 @@ fn list(
 ) -> Result<Response, ApiError> {
     let selectors = selectors(query, &t.kind)?;
     let kind = &t.kind;
-    let (rv, now, objects) = {
-        let w = s.lock_now();
-        let objects: Vec<Stored> = w
-            .store
-            .list(&kind.storage, t.namespace.as_deref())
-            .map(|e| e.stored.clone())
-            .collect();
-        (w.store.rv(), w.now(), objects)
+    let limit = match query.get("limit").filter(|l| !l.is_empty()) {
+        None => 0,
+        Some(l) => l.parse::<i64>().map_err(|_| {
+            ApiError::bad_request(format!("limit: Invalid value: \"{l}\": must be an integer"))
+        })?,
     };
+    let resume = match query.get("continue").filter(|c| !c.is_empty()) {
+        None => None,
+        Some(_) if query.get("resourceVersion").is_some_and(|v| !v.is_empty()) => {
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        Some(token) => Some(paging::decode(token)?),
+    };
+    // A page reads the store at the resourceVersion of the list's first page.
+    let (rv, now, page) = {
+        let w = s.lock_now();
+        let rv = resume.as_ref().map_or(w.store.rv(), |r| r.rv);
+        let page = w.store.page(
+            &kind.storage,
+            t.namespace.as_deref(),
+            rv,
+            resume.as_ref().map(|r| &r.after),
+            usize::try_from(limit.max(0)).unwrap_or(0),
+            |o| stored_matches(kind, &selectors, o),
+        );
+        let page = page.map_err(|_| paging::expired(w.store.rv(), resume.as_ref()))?;
+        (rv, w.now(), page)
+    };
+    let next = page.next.as_ref().map(|after| paging::encode(rv, after));
     if table {
-        let items: Vec<Value> = objects
+        let items: Vec<Value> = page
+            .items
             .iter()
             .map(|o| to_view(kind, &o.value()))
-            .filter(|v| selectors.matches(v))
             .collect();
         let refs: Vec<&Value> = items.iter().collect();
-        return Ok(ok(&tables::table(kind, &refs, rv, now, true)));
+        let mut table = tables::table(kind, &refs, rv, now, true);
+        if let Some(next) = next {
+            table["metadata"]["continue"] = Value::String(next);
+        }
+        return Ok(ok(&table));
     }
     // `{"apiVersion":…,"items":[…],"kind":…,"metadata":{…}}`, the items written as stored
     // when they need no conversion.
     let mut body =
-        Vec::with_capacity(objects.iter().map(|o| o.json().len() + 1).sum::<usize>() + 256);
+        Vec::with_capacity(page.items.iter().map(|o| o.json().len() + 1).sum::<usize>() + 256);
     body.extend_from_slice(b"{\"apiVersion\":");
     body.extend(serde_json::to_vec(&kind.api_version()).unwrap_or_default());
     body.extend_from_slice(b",\"items\":[");
-    let mut first = true;
-    for o in &objects {
-        let Some(item) = view_bytes(kind, &selectors, o) else {
-            continue;
-        };
-        if !first {
+    for (i, o) in page.items.iter().enumerate() {
+        if i > 0 {
             body.push(b',');
         }
-        first = false;
-        body.extend_from_slice(&item);
+        match o.view_json(kind) {
+            Some(json) => body.extend_from_slice(json),
+            None => body.extend(serde_json::to_vec(&to_view(kind, &o.value())).unwrap_or_default()),
+        }
     }
     body.extend_from_slice(b"],\"kind\":");
     body.extend(serde_json::to_vec(&format!("{}List", kind.kind)).unwrap_or_default());
-    body.extend_from_slice(format!(",\"metadata\":{{\"resourceVersion\":\"{rv}\"}}}}").as_bytes());
+    let mut meta = serde_json::Map::new();
+    if let Some(next) = next {
+        meta.insert("continue".into(), Value::String(next));
+    }
+    meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+    body.extend_from_slice(b",\"metadata\":");
+    body.extend(serde_json::to_vec(&meta).unwrap_or_default());
+    body.push(b'}');
     Ok((
         StatusCode::OK,
         [(
@@ -694,22 +726,6 @@ fn list(
         body,
     )
         .into_response())
-}
-
-/// A stored object as `kind` shows it, compact JSON, when it matches `sel` (else `None`):
-/// as stored when it needs no conversion and the selectors read only its labels, name and
-/// namespace; otherwise parsed, converted and written again.
-fn view_bytes<'a>(
-    kind: &Kind,
-    sel: &Selectors,
-    o: &'a Stored,
-) -> Option<std::borrow::Cow<'a, [u8]>> {
-    if let (Some(matches), Some(json)) = (sel.matches_stored(o), o.view_json(kind)) {
-        return matches.then_some(std::borrow::Cow::Borrowed(json));
-    }
-    let view = to_view(kind, &o.value());
-    sel.matches(&view)
-        .then(|| std::borrow::Cow::Owned(serde_json::to_vec(&view).unwrap_or_default()))
 }
 
 /// Whether a stored object matches `sel` (parsed only when the selectors read more than its

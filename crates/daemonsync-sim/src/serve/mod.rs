@@ -13,6 +13,7 @@ pub mod discovery;
 pub mod faults;
 pub mod http;
 pub mod metrics;
+pub mod paging;
 pub mod protobuf;
 pub mod tables;
 
