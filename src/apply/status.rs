@@ -109,9 +109,10 @@ pub(super) async fn write_statuses<C: Cluster>(
             s == *c
         });
         // What churns with every pod: the counters, the conditions worded from them (a
-        // rollout going between current and in progress), when progress was last made. A
-        // stall, a wait, a revision, halt, pause, freeze, block, source error or rollout phase
-        // is written at once.
+        // rollout going between current and in progress), the phase of a rollout going
+        // between complete and its last stage at the same progress (a node of it lost its
+        // pod), when progress was last made. A stall, a wait, a revision, a stage unlocked,
+        // halt, pause, freeze, block or source error is written at once.
         let churning = |r: &Option<crate::cluster::Reconcile>| {
             r.as_ref().is_none_or(|r| {
                 matches!(
@@ -121,14 +122,29 @@ pub(super) async fn write_statuses<C: Cluster>(
                 )
             })
         };
+        let moving = |r: &crate::cluster::RolloutStatus| {
+            r.message.is_none()
+                && (["Complete", "Canary"].contains(&r.phase.as_str())
+                    || r.phase.starts_with("Wave "))
+        };
+        let rollout_churns =
+            |a: &Option<crate::cluster::RolloutStatus>,
+             b: &Option<crate::cluster::RolloutStatus>| {
+                match (a, b) {
+                    (Some(a), Some(b)) => a.progress == b.progress && moving(a) && moving(b),
+                    _ => a == b,
+                }
+            };
         let churn_only = !same
             && current.is_some_and(|c| {
                 (c.reconcile == status.reconcile
                     || churning(&c.reconcile) && churning(&status.reconcile))
+                    && rollout_churns(&c.rollout, &status.rollout)
                     && RecordStatus {
                         counters: c.counters,
                         reconcile: c.reconcile.clone(),
                         last_progress: c.last_progress,
+                        rollout: c.rollout.clone(),
                         ..status.clone()
                     } == *c
             });

@@ -87,12 +87,28 @@ fn a_change_of_counters_only_is_written_once_it_has_lasted_the_interval() {
 
 #[test]
 fn a_pod_replaced_within_the_interval_costs_no_status_write() {
+    replaced_within_the_interval("");
+}
+
+#[test]
+fn a_pod_replaced_within_the_interval_of_a_complete_progressive_rollout_costs_no_status_write() {
+    // Its phase goes from Complete to its last stage and back: churn, as the counters are.
+    let record = replaced_within_the_interval("daemonsync.io/canary: '1'");
+    assert_eq!(
+        record["status"]["rollout"]["phase"], "Complete",
+        "{record:#}"
+    );
+}
+
+/// Replaces one pod of a DaemonSet (with `annotations`) whose pods start in 100 ms, passing
+/// every 100 ms with a 1 s status interval; asserts the record was not written and answers it.
+fn replaced_within_the_interval(annotations: &str) -> serde_json::Value {
     let mut sim = sim("seed: 3
 kubelet: {startLatency: {fixed: 100ms}, terminationGrace: 0s}
 nodes:
   - {name: 'n-{i}', count: 3}
 ");
-    let d = agent("agent:1", "");
+    let d = agent("agent:1", annotations);
     sim.install(&d).expect("install");
     wait(&mut sim, SignedDuration::from_secs(1));
     let opts = coalescing();
@@ -121,6 +137,7 @@ nodes:
         "the record was not written: {:#}",
         after["status"]
     );
+    after
 }
 
 #[test]
