@@ -267,6 +267,9 @@ pub async fn execute(mut opts: ApplyCommandOptions) -> Result<i32> {
     }
     let mut progress = LineProgress::new(dry_run);
     let report = apply::apply(&mut cluster, &desired, &opts.apply, &mut progress).await;
+    if let crate::cluster::AnyCluster::Kube(live) = &cluster {
+        live.flush_events().await;
+    }
     progress.finish();
     let report = report.map_err(|e| anyhow!(e))?;
     print_report(&report, &opts.report)?;

@@ -326,6 +326,7 @@ pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Resu
     }
     tracing::info!("shutting down: no new writes; releasing the lease");
     drop(gate);
+    cluster.flush_events().await;
     finish(server, source_task, leadership).await
 }
 

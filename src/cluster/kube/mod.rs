@@ -17,6 +17,7 @@
 //! tasks of the connection, aborted when it is dropped.
 
 pub mod cache;
+mod events;
 #[cfg(test)]
 mod tests;
 mod views;
@@ -33,11 +34,12 @@ use crate::model::{KubeVersion, MANAGED_BY_LABEL, MANAGED_BY_VALUE, Timestamp};
 use crate::plan::incremental::Scope;
 use crate::plan::{Observed, RECORD_API_VERSION, RECORD_KIND};
 use cache::{Cache, Key};
+use events::Recorder;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -397,7 +399,29 @@ impl KubeCluster {
                 instance: identity,
             },
         );
+        let flusher = recorder.clone();
+        watchers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .spawn(async move {
+                loop {
+                    tokio::time::sleep(events::REFRESH).await;
+                    flusher.flush().await;
+                }
+            });
         Ok((client, target, cache, recorder, selectors, version))
+    }
+
+    /// Writes the counts of event series counted since their last write (every six minutes
+    /// otherwise): a command calls it before it exits.
+    pub async fn flush_events(&self) {
+        let bound = Duration::from_secs(10);
+        if tokio::time::timeout(bound, self.recorder.flush())
+            .await
+            .is_err()
+        {
+            tracing::warn!("event counts not written within {bound:?}; they are dropped");
+        }
     }
 
     /// The Kubernetes version the API server reported when connecting.

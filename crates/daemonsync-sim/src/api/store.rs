@@ -185,14 +185,10 @@ pub struct Page {
 }
 
 /// Two iterators ordered by key, merged in key order (the keys are distinct).
-fn merge_by_key<'a, K: Ord, V>(
+fn merge_by_key<'a, K: Ord + 'a, V: 'a>(
     a: impl Iterator<Item = (K, V)> + 'a,
     b: impl Iterator<Item = (K, V)> + 'a,
-) -> impl Iterator<Item = (K, V)> + 'a
-where
-    K: 'a,
-    V: 'a,
-{
+) -> impl Iterator<Item = (K, V)> + 'a {
     let mut a = a.peekable();
     let mut b = b.peekable();
     std::iter::from_fn(move || match (a.peek(), b.peek()) {
