@@ -498,6 +498,10 @@ pub(super) fn active_steps<'a>(
 /// pods labelled managed-by daemonsync whose controller is a record (kind and API group) not
 /// in `desired`.
 fn orphans(state: &ClusterState, desired: &BTreeSet<Key>) -> Vec<Orphan> {
+    let desired: rustc_hash::FxHashSet<(&str, &str)> = desired
+        .iter()
+        .map(|(ns, n)| (ns.as_str(), n.as_str()))
+        .collect();
     let mut found: BTreeMap<Key, Vec<String>> = BTreeMap::new();
     for pod in &state.observed.pods {
         let Some(owner) = &pod.controller else {
@@ -510,11 +514,12 @@ fn orphans(state: &ClusterState, desired: &BTreeSet<Key>) -> Vec<Orphan> {
         {
             continue;
         }
-        let key = (pod.namespace.clone(), owner.name.clone());
-        if desired.contains(&key) {
+        if desired.contains(&(pod.namespace.as_str(), owner.name.as_str())) {
             continue;
         }
-        let pods = found.entry(key).or_default();
+        let pods = found
+            .entry((pod.namespace.clone(), owner.name.clone()))
+            .or_default();
         if !pod.is_terminating() {
             pods.push(pod.name.clone());
         }

@@ -43,7 +43,8 @@ impl Health {
                 .collect(),
             ..Health::default()
         };
-        let nodes: BTreeSet<&str> = observed.nodes.iter().map(|n| n.name.as_str()).collect();
+        let nodes: rustc_hash::FxHashSet<&str> =
+            observed.nodes.iter().map(|n| n.name.as_str()).collect();
         let wake = |t: Timestamp, h: &mut Health| {
             if t > now {
                 h.next_deadline = Some(h.next_deadline.map_or(t, |d| d.min(t)));

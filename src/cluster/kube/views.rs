@@ -179,24 +179,26 @@ impl PodView {
         if scope.everything {
             return self.pods.values().cloned().collect();
         }
-        let mut found: Vec<(&Key, &Arc<Pod>)> = Vec::new();
+        // Each candidate with whether its slot alone makes the scope concern it: all but
+        // the namespace's loose pods, which only a planned selector may match.
+        let mut found: Vec<(&Key, &Arc<Pod>, bool)> = Vec::new();
         let mut runs = 0;
-        let mut take = |slot: &Slot| {
+        let mut take = |slot: &Slot, sure: bool| {
             if let Some(pods) = self.index.get(slot) {
-                found.extend(pods.iter());
+                found.extend(pods.iter().map(|(k, p)| (k, p, sure)));
                 runs += 1;
             }
         };
-        take(&Slot::Terminating);
+        take(&Slot::Terminating, true);
         let mut namespaces = BTreeSet::new();
         for (ns, name) in scope.planned() {
             let key = (ns.to_string(), name.to_string());
-            take(&Slot::Controller(key.clone()));
-            take(&Slot::PrePull(key));
+            take(&Slot::Controller(key.clone()), true);
+            take(&Slot::PrePull(key), true);
             namespaces.insert(ns);
         }
         for ns in namespaces {
-            take(&Slot::Loose(ns.to_string()));
+            take(&Slot::Loose(ns.to_string()), false);
         }
         let records = self
             .index
@@ -205,19 +207,23 @@ impl PodView {
             if let Slot::Record((ns, name)) = slot
                 && !scope.is_desired(ns, name)
             {
-                found.extend(pods.iter());
+                found.extend(pods.iter().map(|(k, p)| (k, p, true)));
                 runs += 1;
             }
         }
         if runs > 1 {
             // A stable sort merges the sorted runs in about one pass.
             found.sort_by(|a, b| a.0.cmp(b.0));
-            found.dedup_by(|a, b| Arc::ptr_eq(a.1, b.1));
+            found.dedup_by(|later, kept| {
+                let same = Arc::ptr_eq(later.1, kept.1);
+                kept.2 |= same && later.2;
+                same
+            });
         }
         found
             .into_iter()
-            .filter(|(_, p)| scope.concerns(p))
-            .map(|(_, p)| Arc::clone(p))
+            .filter(|(_, p, sure)| *sure || scope.concerns(p))
+            .map(|(_, p, _)| Arc::clone(p))
             .collect()
     }
 }
