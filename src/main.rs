@@ -1,3 +1,7 @@
+// mimalloc, not glibc's malloc: see BENCHMARKS.md, "The daemon at fleet scale".
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let cli = daemonsync::cli::Cli::parse_or_exit();
     daemonsync::cli::init_logging(&cli);

@@ -507,14 +507,15 @@ fn orphans(state: &ClusterState, desired: &BTreeSet<Key>) -> Vec<Orphan> {
         let Some(owner) = &pod.controller else {
             continue;
         };
+        // The pods of desired DaemonSets, most of them, are passed over first.
+        if desired.contains(&(pod.namespace.as_str(), owner.name.as_str())) {
+            continue;
+        }
         let group = owner.api_version.split_once('/').map_or("", |(g, _)| g);
         if owner.kind != plan::RECORD_KIND
             || group != plan::RECORD_GROUP
             || pod.labels.get(MANAGED_BY_LABEL).map(String::as_str) != Some(MANAGED_BY_VALUE)
         {
-            continue;
-        }
-        if desired.contains(&(pod.namespace.as_str(), owner.name.as_str())) {
             continue;
         }
         let pods = found
