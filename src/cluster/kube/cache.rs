@@ -222,13 +222,16 @@ impl<T: PartialEq> Feed<T> {
     }
 }
 
+/// A pod's node and what it requests there (shared between the pods requesting the same).
+type Held = (String, Arc<Resources>);
+
 /// What every pod bound to a node requests of it, kept up to date by one watch of all pods:
 /// per pod only its node and requests, and the sums per node (as the scheduler counts them,
 /// terminating pods included, finished ones not).
 #[derive(Debug, Default)]
 pub struct Usage {
-    pods: std::collections::HashMap<Key, (String, Resources)>,
-    pending: Option<std::collections::HashMap<Key, (String, Resources)>>,
+    pods: std::collections::HashMap<Key, Held>,
+    pending: Option<std::collections::HashMap<Key, Held>>,
     by_node: std::collections::HashMap<String, Resources>,
     /// The first list is complete.
     pub synced: bool,
@@ -243,12 +246,12 @@ impl Usage {
             .then(|| self.by_node.get(node).cloned().unwrap_or_default())
     }
 
-    fn put(&mut self, key: Key, value: Option<(String, Resources)>) {
+    fn put(&mut self, key: Key, value: Option<Held>) {
         self.put_noting(key, value, &mut Dirty::default());
     }
 
     /// [`Usage::put`], noting in `dirty` the nodes whose sums change.
-    fn put_noting(&mut self, key: Key, value: Option<(String, Resources)>, dirty: &mut Dirty) {
+    fn put_noting(&mut self, key: Key, value: Option<Held>, dirty: &mut Dirty) {
         if self.pods.get(&key) == value.as_ref() {
             return;
         }
@@ -263,7 +266,7 @@ impl Usage {
         if let Some((node, r)) = self.pods.remove(&key)
             && let Some(sum) = self.by_node.get_mut(&node)
         {
-            for (k, v) in &r {
+            for (k, v) in r.iter() {
                 *sum.entry(k.clone()).or_default() -= v;
             }
         }
@@ -275,11 +278,7 @@ impl Usage {
 
     /// Applies one watch event, noting in `dirty` the nodes whose sums change; true when the
     /// first list just completed.
-    fn apply(
-        &mut self,
-        event: Event<(Key, Option<(String, Resources)>)>,
-        dirty: &mut Dirty,
-    ) -> bool {
+    fn apply(&mut self, event: Event<(Key, Option<Held>)>, dirty: &mut Dirty) -> bool {
         self.error = None;
         match event {
             Event::Init => self.pending = Some(Default::default()),
@@ -310,7 +309,7 @@ impl Usage {
 }
 
 /// A pod's node and requests, while it holds them (bound, not finished).
-fn usage_of(p: &k8s_openapi::api::core::v1::Pod) -> (Key, Option<(String, Resources)>) {
+fn usage_of(p: &k8s_openapi::api::core::v1::Pod) -> (Key, Option<Held>) {
     let node = p
         .spec
         .as_ref()
@@ -322,7 +321,8 @@ fn usage_of(p: &k8s_openapi::api::core::v1::Pod) -> (Key, Option<(String, Resour
     );
     let value = match (node, p.spec.as_ref()) {
         (Some(node), Some(spec)) if !finished => {
-            Some((node, crate::model::resources::pod_requests(spec)))
+            let requests = crate::model::resources::pod_requests(spec);
+            Some((node, crate::model::resources::shared(requests)))
         }
         _ => None,
     };
@@ -917,11 +917,11 @@ mod tests {
         let mut dirty = Dirty::default();
         let cpu = |m: i64| Resources::from([("cpu".to_string(), m)]);
         usage.apply(
-            Event::Apply((key("p"), Some(("n2".into(), cpu(100))))),
+            Event::Apply((key("p"), Some(("n2".into(), cpu(100).into())))),
             &mut dirty,
         );
         usage.apply(
-            Event::Apply((key("p"), Some(("n2".into(), cpu(100))))),
+            Event::Apply((key("p"), Some(("n2".into(), cpu(100).into())))),
             &mut dirty,
         );
         assert_eq!(dirty.changes.usage, BTreeSet::from(["n2".to_string()]));

@@ -1087,7 +1087,9 @@ fn pod_from(meta: Meta, spec: Option<PodSpec>, status: Option<PodStatus>) -> Pod
         .annotations
         .as_ref()
         .and_then(|a| a.requests.as_deref())
-        .map(|text| Box::new(crate::model::resources::parse_requested(text)));
+        .map(|text| {
+            crate::model::resources::shared(crate::model::resources::parse_requested(text))
+        });
     let requests =
         recorded.or_else(|| requests_of(spec.containers, spec.init_containers, spec.overhead));
     let target_node = node_name
@@ -1119,7 +1121,7 @@ fn requests_of(
     containers: Option<Vec<ContainerWire>>,
     init_containers: Option<Vec<ContainerWire>>,
     overhead: Option<ResourceList>,
-) -> Option<Box<crate::model::resources::Resources>> {
+) -> Option<std::sync::Arc<crate::model::resources::Resources>> {
     use k8s_openapi::api::core::v1 as k8s;
     let container = |c: ContainerWire| {
         let r = c.resources.unwrap_or_default();
@@ -1141,7 +1143,9 @@ fn requests_of(
         overhead: overhead.map(ResourceList::into_k8s),
         ..Default::default()
     };
-    Some(Box::new(crate::model::resources::pod_requests(&spec)))
+    Some(crate::model::resources::shared(
+        crate::model::resources::pod_requests(&spec),
+    ))
 }
 
 /// [`crate::model::target_node_from_affinity`] on the fields read.

@@ -33,7 +33,7 @@ pub struct Pod {
     pub signals: Option<Box<PodSignals>>,
     /// What the scheduler reserves for it on its node (upstream `PodRequests`; `None`: not
     /// known).
-    pub requests: Option<Box<super::resources::Resources>>,
+    pub requests: Option<std::sync::Arc<super::resources::Resources>>,
     /// What updating the pod in place needs (a live pod's; snapshots leave it out).
     pub detail: Option<Box<PodDetail>>,
     /// Its `daemonsync.io/config` annotation: the digests of the ConfigMaps' and Secrets'
@@ -382,7 +382,7 @@ impl Pod {
             // A pod has a container; one without (a pruned snapshot's) says nothing of them.
             requests: spec
                 .filter(|s| !s.containers.is_empty())
-                .map(|s| Box::new(super::resources::pod_requests(s))),
+                .map(|s| super::resources::shared(super::resources::pod_requests(s))),
             detail,
             config: meta
                 .annotations

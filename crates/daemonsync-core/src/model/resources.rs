@@ -8,6 +8,31 @@ use std::collections::BTreeMap;
 /// Resource amounts by name: cpu in millicores, everything else in units (bytes, pods).
 pub type Resources = BTreeMap<String, i64>;
 
+/// `r`, shared with the equal amounts shared before on this thread: the pods of one
+/// DaemonSet request the same, so a cache of 100,000 pods holds a few dozen maps instead of
+/// one each. A memo of the last distinct amounts seen (at most 256; forgotten when full), not
+/// a registry: amounts dropped by everyone else are freed once the memo forgets them.
+pub fn shared(r: Resources) -> std::sync::Arc<Resources> {
+    use std::cell::RefCell;
+    use std::sync::Arc;
+    const KEPT: usize = 256;
+    thread_local! {
+        static SEEN: RefCell<Vec<Arc<Resources>>> = const { RefCell::new(Vec::new()) };
+    }
+    SEEN.with(|seen| {
+        let mut seen = seen.borrow_mut();
+        if let Some(known) = seen.iter().find(|k| ***k == r) {
+            return Arc::clone(known);
+        }
+        if seen.len() == KEPT {
+            seen.clear();
+        }
+        let r = Arc::new(r);
+        seen.push(Arc::clone(&r));
+        r
+    })
+}
+
 /// The amount of `q` of resource `name` in [`Resources`] units.
 pub fn amount(name: &str, q: &Quantity) -> i64 {
     if name == "cpu" {
@@ -167,4 +192,24 @@ pub fn pod_requests(spec: &PodSpec) -> Resources {
     total.insert("pods".into(), 1);
     total.retain(|_, v| *v > 0);
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_amounts_are_held_once_and_different_ones_apart() {
+        let r = |cpu: i64| Resources::from([("cpu".to_string(), cpu), ("pods".to_string(), 1)]);
+        let a = shared(r(100));
+        let b = shared(r(100));
+        let c = shared(r(200));
+        assert!(std::sync::Arc::ptr_eq(&a, &b), "one map for equal amounts");
+        assert!(!std::sync::Arc::ptr_eq(&a, &c));
+        assert_eq!((&*a, &*c), (&r(100), &r(200)));
+        // The memo is bounded: after many distinct amounts, values are still right.
+        for cpu in 0..1000 {
+            assert_eq!(*shared(r(cpu)), r(cpu));
+        }
+    }
 }

@@ -534,7 +534,7 @@ mod tests {
         for (name, used) in [("full", Some(900)), ("roomy", Some(300)), ("unknown", None)] {
             o.nodes.push(sized(name, 1000, used));
             let mut old = pod("infra", "agent", name, "old", true);
-            old.requests = Some(Box::new([("cpu".to_string(), 100)].into()));
+            old.requests = Some(std::sync::Arc::new([("cpu".to_string(), 100)].into()));
             o.pods.push(old);
         }
         o.nodes.push(sized("empty", 1000, Some(600)));
