@@ -291,7 +291,8 @@ fn judge_beside(
             ),
         ]
         .into_iter()
-        .collect(),
+        .collect::<crate::model::Labels>()
+        .into(),
         controller: Some(crate::model::OwnerRef {
             api_version: "daemonsync.io/v1alpha1".into(),
             kind: crate::plan::RECORD_KIND.into(),

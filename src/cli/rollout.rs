@@ -604,7 +604,7 @@ mod tests {
             name: name.into(),
             ..Pod::default()
         };
-        p.labels
+        p.labels_mut()
             .insert(crate::model::REVISION_HASH_LABEL.into(), rev.into());
         p.node_name = Some(node.into());
         p.target_node = Some(node.into());

@@ -1077,7 +1077,7 @@ impl NodeSim {
         self.change_images(&key, images);
         if let Some(p) = self.pod_mut(&key) {
             p.pod
-                .labels
+                .labels_mut()
                 .extend(labels.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
         self.probed();

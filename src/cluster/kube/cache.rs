@@ -824,7 +824,7 @@ mod tests {
             ..Pod::default()
         };
         if managed {
-            pod.labels
+            pod.labels_mut()
                 .insert(MANAGED_BY_LABEL.into(), MANAGED_BY_VALUE.into());
         }
         if terminating {
@@ -901,7 +901,7 @@ mod tests {
         let before = cached("p", true, false);
         let mut after = cached("p", true, false);
         Arc::make_mut(&mut after.pod)
-            .labels
+            .labels_mut()
             .insert("app".into(), "agent".into());
         after.resource_version = "2".into();
         s.pods[0].apply_noting(Event::Apply((key("p"), Some(before))), &mut dirty, note_pod);

@@ -264,9 +264,9 @@ mod tests {
                 5 => {
                     let ds = p.controller.as_ref().map(|c| c.name.clone());
                     p.controller = None;
-                    p.labels.clear();
+                    p.labels_mut().clear();
                     if let Some(ds) = ds {
-                        p.labels
+                        p.labels_mut()
                             .insert(crate::plan::render::PRE_PULL_LABEL.into(), ds);
                     }
                 }

@@ -1098,7 +1098,7 @@ fn pod_from(meta: Meta, spec: Option<PodSpec>, status: Option<PodStatus>) -> Pod
     Pod {
         namespace: meta.namespace.unwrap_or_default(),
         name: meta.name.unwrap_or_default(),
-        labels: meta.labels.unwrap_or_default().0,
+        labels: crate::model::shared_labels(meta.labels.map(|l| l.0).as_ref()),
         controller,
         target_node,
         node_name,

@@ -31,6 +31,38 @@ use std::collections::BTreeMap;
 /// Labels of an object: sorted, so every rendering of them is deterministic.
 pub type Labels = BTreeMap<String, String>;
 
+/// `labels` (none: empty), shared with the equal labels shared before on this thread: the
+/// pods of one DaemonSet and revision are labelled alike, so a cache of 100,000 pods holds a
+/// few dozen label maps instead of one each. A memo keyed by the labels' hash, forgotten
+/// when it holds 4,096, not a registry.
+pub fn shared_labels(labels: Option<&Labels>) -> std::sync::Arc<Labels> {
+    use std::cell::RefCell;
+    use std::hash::{Hash, Hasher};
+    use std::sync::Arc;
+    const KEPT: usize = 4096;
+    thread_local! {
+        static SEEN: RefCell<rustc_hash::FxHashMap<u64, Arc<Labels>>> =
+            RefCell::new(rustc_hash::FxHashMap::default());
+    }
+    let empty = Labels::new();
+    let labels = labels.unwrap_or(&empty);
+    let mut hasher = rustc_hash::FxHasher::default();
+    labels.hash(&mut hasher);
+    let hash = hasher.finish();
+    SEEN.with(|seen| {
+        let mut seen = seen.borrow_mut();
+        if let Some(known) = seen.get(&hash).filter(|k| ***k == *labels) {
+            return Arc::clone(known);
+        }
+        if seen.len() == KEPT {
+            seen.clear();
+        }
+        let shared = Arc::new(labels.clone());
+        seen.insert(hash, Arc::clone(&shared));
+        shared
+    })
+}
+
 /// A point in time. The planner never reads a clock: `now` is always passed in.
 pub type Timestamp = jiff::Timestamp;
 

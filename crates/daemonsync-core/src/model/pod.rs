@@ -7,8 +7,9 @@ pub struct Pod {
     pub namespace: String,
     /// `metadata.name`.
     pub name: String,
-    /// `metadata.labels`.
-    pub labels: Labels,
+    /// `metadata.labels`, shared between the pods labelled alike (the pods of one DaemonSet
+    /// and revision are; [`super::shared_labels`]): change them with `Arc::make_mut`.
+    pub labels: std::sync::Arc<Labels>,
     /// The controller ownerReference (`controller: true`), if any.
     pub controller: Option<OwnerRef>,
     /// `spec.nodeName` (set once the pod is bound).
@@ -264,6 +265,11 @@ impl Pod {
         }
     }
 
+    /// Its labels to change (copied first when shared with other pods).
+    pub fn labels_mut(&mut self) -> &mut super::Labels {
+        std::sync::Arc::make_mut(&mut self.labels)
+    }
+
     /// Value of the `controller-revision-hash` label.
     pub fn revision_hash(&self) -> Option<&str> {
         self.labels
@@ -367,7 +373,7 @@ impl Pod {
         Pod {
             namespace: meta.namespace.clone().unwrap_or_default(),
             name: meta.name.clone().unwrap_or_default(),
-            labels: meta.labels.clone().unwrap_or_default(),
+            labels: super::shared_labels(meta.labels.as_ref()),
             controller,
             target_node: node_name
                 .clone()
@@ -422,6 +428,27 @@ pub fn target_node_from_affinity(spec: &k8s_openapi::api::core::v1::PodSpec) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pods_labelled_alike_share_their_labels_and_a_change_copies_them() {
+        let labels = crate::model::Labels::from([("app".to_string(), "agent".to_string())]);
+        let mut a = Pod {
+            labels: crate::model::shared_labels(Some(&labels)),
+            ..Pod::default()
+        };
+        let b = Pod {
+            labels: crate::model::shared_labels(Some(&labels)),
+            ..Pod::default()
+        };
+        assert!(
+            std::sync::Arc::ptr_eq(&a.labels, &b.labels),
+            "one map for both"
+        );
+        a.labels_mut().insert("tier".into(), "node".into());
+        assert_eq!(a.labels.len(), 2);
+        assert_eq!(*b.labels, labels, "the other pod keeps its labels");
+        assert!(crate::model::shared_labels(None).is_empty());
+    }
     use serde_json::{Value, json};
 
     fn pod(spec: Value) -> k8s_openapi::api::core::v1::Pod {

@@ -71,11 +71,11 @@ fn adopt(git_template: Value, live_template: Value) -> DaemonSetPlan {
     c.live.push(live);
     for n in ["node-0", "node-1"] {
         let p = c.pod(&git_ds, n);
-        p.labels.clear();
-        p.labels.insert("app".into(), "agent".into());
-        p.labels
+        p.labels_mut().clear();
+        p.labels_mut().insert("app".into(), "agent".into());
+        p.labels_mut()
             .insert(REVISION_HASH_LABEL.into(), "6b9f7d8c5".into());
-        p.labels
+        p.labels_mut()
             .insert(TEMPLATE_GENERATION_LABEL.into(), "3".into());
         p.ready = Some(ReadyCondition {
             status: true,

@@ -52,7 +52,7 @@ pub struct PodTouch {
     /// The name its controller reference gives, if any.
     pub controller: Option<String>,
     /// `metadata.labels`.
-    pub labels: Labels,
+    pub labels: std::sync::Arc<Labels>,
 }
 
 impl PodTouch {

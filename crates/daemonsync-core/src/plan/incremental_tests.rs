@@ -173,7 +173,7 @@ fn apply(event: &Event, desired: &mut [Desired], o: &mut Observed, counter: &mut
         }
         Event::PodRelabelled(p) => {
             changes = touch_pod(o, *p, &|pod| {
-                pod.labels.remove("app");
+                pod.labels_mut().remove("app");
             });
         }
         Event::NodeAdded => {

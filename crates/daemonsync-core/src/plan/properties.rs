@@ -81,7 +81,8 @@ fn build(case: &Case) -> (Cluster, DaemonSet) {
         for &(current, ready, terminating, failed, bound) in pods {
             let p = c.pod(&d, &format!("node-{i:02}"));
             if !current {
-                p.labels.insert(REVISION_HASH_LABEL.into(), "old".into());
+                p.labels_mut()
+                    .insert(REVISION_HASH_LABEL.into(), "old".into());
             }
             if ready {
                 p.ready = Some(ReadyCondition {

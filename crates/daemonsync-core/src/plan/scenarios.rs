@@ -185,7 +185,7 @@ fn m13_empty_selector_selects_all_and_does_nothing() {
     let mut c = Cluster::new(vec![node("node1").build()]);
     let unrelated = c.pod(&ds, "node1");
     unrelated.controller = None;
-    unrelated.labels.clear();
+    unrelated.labels_mut().clear();
     let plan = c.plan(&ds);
     assert!(plan.step.is_empty());
     assert!(plan.warnings.iter().any(|w| w.contains("selects all pods")));
@@ -226,7 +226,7 @@ fn m17_foreign_pod_on_the_node_is_irrelevant() {
     let mut c = Cluster::new(nodes(1));
     let foreign = c.pod(&ds, "node-0");
     foreign.controller = None;
-    foreign.labels.clear();
+    foreign.labels_mut().clear();
     assert_eq!(c.sync(&ds), (1, 0));
 }
 
@@ -370,11 +370,13 @@ fn g2_surge_preserves_ready_old_pods() {
     c.pod(&ds, "node-1").creation_timestamp = Some(t0() + jiff::SignedDuration::from_secs(100));
     ready_at(&mut c, &ds, "node-1", 50);
     let unlabelled = c.pods.last_mut().unwrap();
-    unlabelled.labels.remove(crate::model::REVISION_HASH_LABEL);
+    unlabelled
+        .labels_mut()
+        .remove(crate::model::REVISION_HASH_LABEL);
     ready_at(&mut c, &ds, "node-1", 60);
     let old60 = c.pods.last_mut().unwrap();
     old60
-        .labels
+        .labels_mut()
         .insert(crate::model::REVISION_HASH_LABEL.into(), "old".into());
     let old60 = old60.name.clone();
     c.pod(&ds, "node-2");
@@ -393,14 +395,14 @@ fn g3_surge_creates_new_pod_when_at_max_surge_and_old_pod_deleted() {
     c.pods
         .last_mut()
         .unwrap()
-        .labels
+        .labels_mut()
         .insert(crate::model::REVISION_HASH_LABEL.into(), "old".into());
     for n in ["node-1", "node-2", "node-3", "node-4"] {
         ready_at(&mut c, &ds, n, 50);
         c.pods
             .last_mut()
             .unwrap()
-            .labels
+            .labels_mut()
             .insert(crate::model::REVISION_HASH_LABEL.into(), "old".into());
     }
     c.pods.last_mut().unwrap().deletion_timestamp = Some(t0());
@@ -641,13 +643,13 @@ fn r12_budgets_resolve_against_desired_nodes() {
 fn u1_is_pod_updated_matrix() {
     let mut pod = crate::model::Pod::default();
     let set = |pod: &mut crate::model::Pod, g: Option<&str>, h: Option<&str>| {
-        pod.labels.clear();
+        pod.labels_mut().clear();
         if let Some(g) = g {
-            pod.labels
+            pod.labels_mut()
                 .insert(crate::model::TEMPLATE_GENERATION_LABEL.into(), g.into());
         }
         if let Some(h) = h {
-            pod.labels
+            pod.labels_mut()
                 .insert(crate::model::REVISION_HASH_LABEL.into(), h.into());
         }
     };
@@ -799,9 +801,9 @@ fn live_daemonset_with_equivalent_template_keeps_its_updated_pods_current() {
     c.live.push(live);
     for (n, generation) in [("node-0", "3"), ("node-1", "2")] {
         let p = c.pod(&git, n);
-        p.labels
+        p.labels_mut()
             .insert(crate::model::REVISION_HASH_LABEL.into(), "7d4b9c".into());
-        p.labels.insert(
+        p.labels_mut().insert(
             crate::model::TEMPLATE_GENERATION_LABEL.into(),
             generation.into(),
         );
@@ -832,9 +834,9 @@ fn live_daemonset_with_different_template_makes_every_pod_out_of_date() {
     c.live.push(live);
     for n in ["node-0", "node-1"] {
         let p = c.pod(&git, n);
-        p.labels
+        p.labels_mut()
             .insert(crate::model::REVISION_HASH_LABEL.into(), "7d4b9c".into());
-        p.labels
+        p.labels_mut()
             .insert(crate::model::TEMPLATE_GENERATION_LABEL.into(), "3".into());
         p.ready = Some(ReadyCondition {
             status: true,
@@ -936,7 +938,7 @@ fn classification_explains_every_node() {
     c.pod(&d, "d-current").ready = ready;
     let old = c.pod(&d, "e-old");
     old.ready = ready;
-    old.labels
+    old.labels_mut()
         .insert(crate::model::REVISION_HASH_LABEL.into(), "old123".into());
     c.pods(&d, "g-dup", 2);
     c.pod(&d, "h-failed").phase = PodPhase::Failed;

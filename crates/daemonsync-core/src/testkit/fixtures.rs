@@ -51,7 +51,7 @@ pub fn pod(ns: &str, ds: &str, node: &str, hash: &str, ready: bool) -> Pod {
     Pod {
         namespace: ns.into(),
         name: format!("{ds}-{node}"),
-        labels,
+        labels: labels.into(),
         controller: Some(OwnerRef {
             api_version: crate::plan::RECORD_API_VERSION.into(),
             kind: crate::plan::RECORD_KIND.into(),

@@ -209,7 +209,7 @@ impl Cluster {
         self.pods.push(Pod {
             namespace: spec.namespace.clone(),
             name: format!("{}-{:05}", spec.name, self.counter),
-            labels,
+            labels: labels.into(),
             controller: Some(OwnerRef {
                 api_version: crate::plan::RECORD_API_VERSION.into(),
                 kind: crate::plan::RECORD_KIND.into(),
@@ -287,7 +287,7 @@ impl Cluster {
                 .iter_mut()
                 .find(|x| x.namespace == u.namespace && x.name == u.name)
             {
-                pod.labels
+                pod.labels_mut()
                     .insert(REVISION_HASH_LABEL.into(), spec.revision.clone());
                 pod.ready = None;
             }
@@ -308,7 +308,7 @@ impl Cluster {
             pod.node_name = None;
             pod.phase = PodPhase::Pending;
             if let Some(g) = generation {
-                pod.labels
+                pod.labels_mut()
                     .insert(TEMPLATE_GENERATION_LABEL.into(), g.to_string());
             }
         }

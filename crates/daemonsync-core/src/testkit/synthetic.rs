@@ -347,7 +347,7 @@ impl DsKind {
         Pod {
             namespace: self.namespace.clone(),
             name: format!("{}-{}-{k}", self.name, n.node.name),
-            labels,
+            labels: labels.into(),
             controller,
             node_name: Some(n.node.name.clone()),
             target_node: Some(n.node.name.clone()),
@@ -402,7 +402,7 @@ fn other_controller_pod(
     Pod {
         namespace: ds.namespace.clone(),
         name: format!("web-{i}-{:08x}", rng.next_u64() as u32),
-        labels,
+        labels: labels.into(),
         controller: Some(OwnerRef {
             api_version: "apps/v1".into(),
             kind: "ReplicaSet".into(),
