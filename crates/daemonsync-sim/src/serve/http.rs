@@ -660,12 +660,12 @@ fn list(
                 "specifying resource version is not allowed when using continue",
             ));
         }
-        Some(token) => Some(paging::decode(token)?),
+        Some(token) => Some(paging::decode(token, t.namespace.as_deref())?),
     };
     // A page reads the store at the resourceVersion of the list's first page.
     let (rv, now, page) = {
         let w = s.lock_now();
-        let rv = resume.as_ref().map_or(w.store.rv(), |r| r.rv);
+        let rv = resume.as_ref().and_then(|r| r.rv).unwrap_or(w.store.rv());
         let page = w.store.page(
             &kind.storage,
             t.namespace.as_deref(),
@@ -674,10 +674,16 @@ fn list(
             usize::try_from(limit.max(0)).unwrap_or(0),
             |o| stored_matches(kind, &selectors, o),
         );
-        let page = page.map_err(|_| paging::expired(w.store.rv(), resume.as_ref()))?;
+        let page = page.map_err(|_| match &resume {
+            Some(r) => paging::expired(r, t.namespace.as_deref()),
+            None => ApiError::expired("too old resource version"),
+        })?;
         (rv, w.now(), page)
     };
-    let next = page.next.as_ref().map(|after| paging::encode(rv, after));
+    let next = page
+        .next
+        .as_ref()
+        .map(|after| paging::encode(Some(rv), after, t.namespace.as_deref()));
     if table {
         let items: Vec<Value> = page
             .items
