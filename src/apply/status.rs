@@ -122,16 +122,13 @@ pub(super) async fn write_statuses<C: Cluster>(
                 )
             })
         };
-        let moving = |r: &crate::cluster::RolloutStatus| {
-            r.message.is_none()
-                && (["Complete", "Canary"].contains(&r.phase.as_str())
-                    || r.phase.starts_with("Wave "))
-        };
         let rollout_churns =
             |a: &Option<crate::cluster::RolloutStatus>,
              b: &Option<crate::cluster::RolloutStatus>| {
                 match (a, b) {
-                    (Some(a), Some(b)) => a.progress == b.progress && moving(a) && moving(b),
+                    (Some(a), Some(b)) => {
+                        a.progress == b.progress && a.is_moving() && b.is_moving()
+                    }
                     _ => a == b,
                 }
             };

@@ -155,6 +155,17 @@ pub struct RolloutStatus {
     pub progress: Progress,
 }
 
+impl RolloutStatus {
+    /// Whether the rollout is moving on its own (`Canary`, `Wave k/n`) or done (`Complete`),
+    /// not held (`Paused`, `Halted`): between these phases at the same progress it goes and
+    /// comes back as a node loses its pod and gets a new one.
+    pub fn is_moving(&self) -> bool {
+        self.message.is_none()
+            && (matches!(self.phase.as_str(), "Complete" | "Canary")
+                || self.phase.starts_with("Wave "))
+    }
+}
+
 /// What the executor writes to a managed DaemonSet's record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordStatus {

@@ -639,3 +639,25 @@ proptest! {
         prop_assert!(false, "no end within 200 passes");
     }
 }
+
+#[test]
+fn a_record_reads_as_moving_only_the_phases_a_rollout_goes_through_unheld() {
+    let status = |phase: &Phase| crate::cluster::RolloutStatus {
+        phase: phase.to_string(),
+        message: None,
+        progress: Progress {
+            revision: "r1".into(),
+            stage: 0,
+            paused_since: None,
+        },
+    };
+    for (phase, moving) in [
+        (Phase::Canary, true),
+        (Phase::Wave(2, 3), true),
+        (Phase::Complete, true),
+        (Phase::Paused, false),
+        (Phase::Halted, false),
+    ] {
+        assert_eq!(status(&phase).is_moving(), moving, "{phase}");
+    }
+}
