@@ -689,7 +689,11 @@ async fn a_paged_list_reads_every_page_at_the_first_pages_resource_version() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::CREATED);
-    let second = get(&c, format!("{url}?limit=2&continue={token}")).await;
+    let second = get(
+        &c,
+        format!("{url}?limit=2&continue={token}&resourceVersion=0"),
+    )
+    .await;
     assert_eq!(names(&second), ["n-2", "n-3"], "the nodes as they were");
     assert_eq!(
         second["metadata"]["resourceVersion"],

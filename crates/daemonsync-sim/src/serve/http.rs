@@ -655,7 +655,12 @@ fn list(
     };
     let resume = match query.get("continue").filter(|c| !c.is_empty()) {
         None => None,
-        Some(_) if query.get("resourceVersion").is_some_and(|v| !v.is_empty()) => {
+        // Upstream lets "0" (any) stand beside a token, no other version.
+        Some(_)
+            if query
+                .get("resourceVersion")
+                .is_some_and(|v| !v.is_empty() && v != "0") =>
+        {
             return Err(ApiError::bad_request(
                 "specifying resource version is not allowed when using continue",
             ));
