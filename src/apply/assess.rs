@@ -503,12 +503,17 @@ fn orphans(state: &ClusterState, desired: &BTreeSet<Key>) -> Vec<Orphan> {
         .map(|(ns, n)| (ns.as_str(), n.as_str()))
         .collect();
     let mut found: BTreeMap<Key, Vec<String>> = BTreeMap::new();
+    // Pods come in key order, a DaemonSet's mostly one after another: the last owner found
+    // desired is compared before the set is asked.
+    let mut last: Option<(&str, &str)> = None;
     for pod in &state.observed.pods {
         let Some(owner) = &pod.controller else {
             continue;
         };
         // The pods of desired DaemonSets, most of them, are passed over first.
-        if desired.contains(&(pod.namespace.as_str(), owner.name.as_str())) {
+        let key = (pod.namespace.as_str(), owner.name.as_str());
+        if last == Some(key) || desired.contains(&key) {
+            last = Some(key);
             continue;
         }
         let group = owner.api_version.split_once('/').map_or("", |(g, _)| g);

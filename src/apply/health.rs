@@ -43,8 +43,13 @@ impl Health {
                 .collect(),
             ..Health::default()
         };
-        let nodes: rustc_hash::FxHashSet<&str> =
-            observed.nodes.iter().map(|n| n.name.as_str()).collect();
+        // Built when a pod first needs it: most passes judge only ready pods.
+        let nodes: std::cell::OnceCell<rustc_hash::FxHashSet<&str>> = std::cell::OnceCell::new();
+        let on_a_node = |name: &str| {
+            nodes
+                .get_or_init(|| observed.nodes.iter().map(|n| n.name.as_str()).collect())
+                .contains(name)
+        };
         let wake = |t: Timestamp, h: &mut Health| {
             if t > now {
                 h.next_deadline = Some(h.next_deadline.map_or(t, |d| d.min(t)));
@@ -58,30 +63,63 @@ impl Health {
             .filter(|p| p.is_terminating())
             .filter_map(|p| p.node_name.as_deref())
             .collect();
-        // The pods of each DaemonSet or record, by namespace and name, in one pass.
-        let mut owned: BTreeMap<(&str, &str), Vec<&Pod>> = BTreeMap::new();
+        // The pods of each planned DaemonSet, in one pass. Pods come in key order, so a
+        // DaemonSet's pods mostly follow one another: the last owner looked up is compared
+        // first.
+        let planned: rustc_hash::FxHashMap<(&str, &str), usize> = plan
+            .daemonsets
+            .iter()
+            .enumerate()
+            .map(|(i, ds)| ((ds.namespace.as_str(), ds.name.as_str()), i))
+            .collect();
+        let mut owned: Vec<Vec<&Pod>> = vec![Vec::new(); plan.daemonsets.len()];
+        let mut last: Option<((&str, &str), Option<usize>)> = None;
         for pod in &observed.pods {
-            if let Some(c) = &pod.controller
-                && (c.kind == RECORD_KIND || c.kind == "DaemonSet")
-                && !pod.is_terminating()
-            {
-                owned
-                    .entry((pod.namespace.as_str(), c.name.as_str()))
-                    .or_default()
-                    .push(pod);
+            let Some(c) = &pod.controller else {
+                continue;
+            };
+            if !(c.kind == RECORD_KIND || c.kind == "DaemonSet") || pod.is_terminating() {
+                continue;
+            }
+            let key = (pod.namespace.as_str(), c.name.as_str());
+            let at = match last {
+                Some((k, at)) if k == key => at,
+                _ => {
+                    let at = planned.get(&key).copied();
+                    last = Some((key, at));
+                    at
+                }
+            };
+            if let Some(i) = at {
+                owned[i].push(pod);
             }
         }
-        for ds in &plan.daemonsets {
+        for (ds, pods) in plan.daemonsets.iter().zip(&owned) {
             let Some((desired, spec)) = specs.get(&(ds.namespace.clone(), ds.name.clone())) else {
                 continue;
             };
             let policy = FailurePolicy::of(&desired.daemonset);
-            let pods = owned.get(&(ds.namespace.as_str(), ds.name.as_str()));
-            for &pod in pods.into_iter().flatten() {
+            for &pod in pods {
                 if pod.revision_hash() != Some(ds.revision.as_str()) {
                     continue;
                 }
-                let Some(node) = pod.target_node.as_deref().filter(|n| nodes.contains(n)) else {
+                // A ready pod that has not restarted too often, with no minReadySeconds to
+                // wait out, needs nothing more: the common case, judged without its node.
+                let created = || {
+                    // An in-place update is judged from when it began, not from the pod's birth.
+                    pod.creation_timestamp
+                        .into_iter()
+                        .chain(pod.detail.as_ref().and_then(|d| d.updating_since()))
+                        .max()
+                        .unwrap_or(now)
+                };
+                if pod.is_ready()
+                    && spec.min_ready_seconds == 0
+                    && restarted_too_often(pod, created(), &policy).is_none()
+                {
+                    continue;
+                }
+                let Some(node) = pod.target_node.as_deref().filter(|n| on_a_node(n)) else {
                     continue;
                 };
                 let entry = |reason: String| FailedNode {
@@ -91,13 +129,7 @@ impl Health {
                     pod: pod.name.clone(),
                     reason,
                 };
-                // An in-place update is judged from when it began, not from the pod's birth.
-                let created = pod
-                    .creation_timestamp
-                    .into_iter()
-                    .chain(pod.detail.as_ref().and_then(|d| d.updating_since()))
-                    .max()
-                    .unwrap_or(now);
+                let created = created();
                 // A pod that crashes after passing readiness fails as soon as it restarted
                 // too often, ready or not at this instant.
                 if !h.not_ready.contains(node)
