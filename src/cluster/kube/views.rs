@@ -308,7 +308,7 @@ mod tests {
         for woken in [
             BTreeSet::from([keys[0].clone()]),
             BTreeSet::from([keys[1].clone(), keys[4].clone()]),
-            keys.iter().cloned().collect(),
+            keys[1..].iter().cloned().collect(),
         ] {
             let scope = inc.scope(&desired, &woken);
             assert!(!scope.everything);
@@ -326,6 +326,9 @@ mod tests {
         let gone = &sorted[0];
         view.set((gone.namespace.clone(), gone.name.clone()), None);
         let scope = inc.scope(&desired, &keys.iter().cloned().collect());
+        assert!(scope.everything, "every DaemonSet woken reads every pod");
+        assert!(view.select(&scope).iter().all(|p| p.name != gone.name));
+        let scope = inc.scope(&desired, &keys[1..].iter().cloned().collect());
         assert!(view.select(&scope).iter().all(|p| p.name != gone.name));
         assert!(
             view.index

@@ -375,12 +375,15 @@ impl Incremental {
     }
 
     /// The pods planning the DaemonSets `woken` (of `desired`) reads: everything for the first
-    /// update, or when one of them names a readiness taint.
+    /// update, when one of them names a readiness taint, or when every DaemonSet is woken (a
+    /// node changed): then the pods the scope would pick are nearly all there are, and
+    /// taking every pod costs less than picking them.
     pub fn scope(&self, desired: &[Desired], woken: &BTreeSet<Key>) -> Scope {
         let gated = desired
             .iter()
             .any(|d| woken.contains(&key_of(d)) && readiness_taint(&d.daemonset).is_some());
-        if self.fresh || gated {
+        let all = desired.iter().all(|d| woken.contains(&key_of(d)));
+        if self.fresh || gated || (all && !desired.is_empty()) {
             return Scope::everything();
         }
         let mut scope = Scope::default();
