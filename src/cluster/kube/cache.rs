@@ -389,6 +389,9 @@ pub struct State {
     dirty: Dirty,
     /// The nodes and pods as observations show them, kept up to date.
     views: Views,
+    /// Pods this client created that no feed shows yet: their first appearance is an echo
+    /// ([`Change::Echo`]).
+    echoes: rustc_hash::FxHashSet<Key>,
 }
 
 impl State {
@@ -407,7 +410,52 @@ impl State {
     /// What changed since the last call (since the start, for the first): each object once
     /// or more, a relist as everything.
     pub fn take_changes(&mut self) -> Changes {
+        // The echoes that arrived are in these changes; the ones still awaited stay.
+        let echoes = std::mem::take(&mut self.echoes);
+        self.echoes = echoes
+            .into_iter()
+            .filter(|k| !self.in_any_feed(k))
+            .collect();
         std::mem::take(&mut self.dirty.changes)
+    }
+
+    /// Notes that this client created the pod `key`: its first appearance in a feed, as
+    /// created, is an echo, which the next plan reads without being woken for it. A pod a
+    /// feed already shows is no echo to await.
+    pub fn expect_echo(&mut self, key: Key) {
+        if self.in_any_feed(&key) {
+            return;
+        }
+        if self.echoes.len() >= MAX_ECHOES {
+            self.echoes.clear();
+        }
+        self.echoes.insert(key);
+    }
+
+    /// Applies one event of the feed `feed` picks, noting what it changed; with `echoes`,
+    /// the first appearance of a pod this client created is an echo.
+    fn apply<T: PartialEq>(
+        &mut self,
+        feed: &impl Fn(&mut State) -> &mut Feed<T>,
+        event: Event<(Key, Option<T>)>,
+        note: Note<T>,
+        echoes: bool,
+    ) -> Change {
+        let echo = echoes
+            && match &event {
+                Event::Apply((key, Some(_))) => {
+                    self.echoes.contains(key) && !feed(self).items.contains_key(key)
+                }
+                _ => false,
+            };
+        let mut dirty = std::mem::take(&mut self.dirty);
+        let changed = feed(self).apply_noting(event, &mut dirty, note);
+        self.dirty = dirty;
+        match (changed, echo) {
+            (false, _) => Change::None,
+            (true, true) => Change::Echo,
+            (true, false) => Change::Wake,
+        }
     }
 
     /// Brings the views up to date with the feeds.
@@ -506,6 +554,23 @@ impl State {
     }
 }
 
+/// What applying one event did to the state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// Nothing.
+    None,
+    /// A pod this client created appeared, as created: noted for the next plan, which it
+    /// does not call for by itself (that plan already counted on it; the scheduler's binding
+    /// follows at once).
+    Echo,
+    /// Anything else: the next plan is due.
+    Wake,
+}
+
+/// At most this many created pods are awaited as echoes; past it the set is cleared (their
+/// echoes then wake a pass, as any change does).
+const MAX_ECHOES: usize = 4096;
+
 /// The shared cache: the state, and a notification on every change.
 #[derive(Debug, Default)]
 pub struct Cache {
@@ -527,12 +592,23 @@ impl Cache {
     /// Applies `f`, which says whether it changed anything; only a change bumps the version
     /// and wakes the waiters.
     fn update(&self, f: impl FnOnce(&mut State) -> bool) {
+        self.update_as(|s| if f(s) { Change::Wake } else { Change::None });
+    }
+
+    /// Applies `f`, which says what it changed: a change wakes the waiters ([`wait_until`]
+    /// sees it), and bumps the version ([`changed_since`]) unless it is the echo of this
+    /// client's own write.
+    ///
+    /// [`wait_until`]: Cache::wait_until
+    /// [`changed_since`]: Cache::changed_since
+    fn update_as(&self, f: impl FnOnce(&mut State) -> Change) {
         {
             let mut state = self.lock();
-            if !f(&mut state) {
-                return;
+            match f(&mut state) {
+                Change::None => return,
+                Change::Echo => {}
+                Change::Wake => state.version += 1,
             }
-            state.version += 1;
         }
         self.changed.notify_waiters();
     }
@@ -586,6 +662,7 @@ fn follow<K, T>(
     to_value: impl Fn(&K) -> (Key, Option<T>) + Send + Sync + 'static,
     feed: impl Fn(&mut State) -> &mut Feed<T> + Send + 'static,
     note: Note<T>,
+    echoes: bool,
 ) where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
     T: PartialEq + Send + 'static,
@@ -600,12 +677,7 @@ fn follow<K, T>(
                 match event {
                     Ok(event) => {
                         let event = convert(event, &to_value);
-                        cache.update(|s| {
-                            let mut dirty = std::mem::take(&mut s.dirty);
-                            let changed = feed(s).apply_noting(event, &mut dirty, note);
-                            s.dirty = dirty;
-                            changed
-                        });
+                        cache.update_as(|s| s.apply(&feed, event, note, echoes));
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "watch failed; retrying with backoff");
@@ -648,6 +720,7 @@ fn follow_pods(
         },
         move |s| &mut s.pods[i],
         note_pod,
+        true,
     );
 }
 
@@ -697,6 +770,7 @@ pub fn watch_copies(watchers: &Watchers, cache: &Arc<Cache>, client: &kube::Clie
         },
         |s| &mut s.copies[0],
         note_copy,
+        false,
     );
     follow(
         watchers,
@@ -709,6 +783,7 @@ pub fn watch_copies(watchers: &Watchers, cache: &Arc<Cache>, client: &kube::Clie
         },
         |s| &mut s.copies[1],
         note_copy,
+        false,
     );
 }
 
@@ -736,6 +811,7 @@ pub fn start(
         |n| (key_of(&n.metadata), Some(Node::from_k8s(n))),
         |s| &mut s.nodes,
         note_node,
+        false,
     );
     for (i, selector) in pod_selectors.iter().enumerate() {
         follow_pods(watchers, &cache, client, i, selector);
@@ -749,6 +825,7 @@ pub fn start(
         |d| (key_of(&d.metadata), Some(slim_daemonset(d))),
         |s| &mut s.daemonsets,
         note_named,
+        false,
     );
     follow(
         watchers,
@@ -763,6 +840,7 @@ pub fn start(
         },
         |s| &mut s.revisions,
         note_in_namespace,
+        false,
     );
     follow(
         watchers,
@@ -777,6 +855,7 @@ pub fn start(
         },
         |s| &mut s.namespaces,
         note_namespace,
+        false,
     );
     follow(
         watchers,
@@ -795,6 +874,7 @@ pub fn start(
         },
         |s| &mut s.records,
         note_named,
+        false,
     );
     cache
 }
@@ -835,6 +915,53 @@ mod tests {
             uid: format!("uid-{name}"),
             resource_version: if terminating { "2" } else { "1" }.into(),
         }
+    }
+
+    #[test]
+    fn a_created_pods_echo_is_noted_for_the_next_plan_without_waking_one() {
+        let cache = Cache::default();
+        cache.lock().pods.push(Feed::default());
+        fn feed(s: &mut State) -> &mut Feed<CachedPod> {
+            &mut s.pods[0]
+        }
+        let event = |p: CachedPod| Event::Apply((key(&p.pod.name), Some(p)));
+        cache.update_as(|s| s.apply(&feed, Event::InitDone, note_pod, true));
+        cache.lock().take_changes();
+        let synced = cache.lock().version;
+        // Created by this client: its appearance is noted, and wakes no pass.
+        cache.lock().expect_echo(key("made"));
+        cache.update_as(|s| s.apply(&feed, event(cached("made", true, false)), note_pod, true));
+        assert_eq!(cache.lock().version, synced, "the echo wakes no pass");
+        // Its next change (the scheduler's binding) does, and the plan then reads both.
+        let mut bound = cached("made", true, false);
+        bound.resource_version = "2".into();
+        Arc::make_mut(&mut bound.pod).node_name = Some("n1".into());
+        cache.update_as(|s| s.apply(&feed, event(bound), note_pod, true));
+        assert_eq!(
+            cache.lock().version,
+            synced + 1,
+            "a change after the echo wakes"
+        );
+        let changes = cache.lock().take_changes();
+        assert_eq!(
+            changes.pods.len(),
+            3,
+            "the echo, then both versions of the binding"
+        );
+        assert!(
+            cache.lock().echoes.is_empty(),
+            "an echo arrived is awaited no more"
+        );
+        // A pod nobody here created wakes a pass when it appears; so does one whose echo
+        // came before the create's answer (nothing is awaited for it).
+        cache.update_as(|s| s.apply(&feed, event(cached("theirs", true, false)), note_pod, true));
+        assert_eq!(cache.lock().version, synced + 2);
+        cache.lock().expect_echo(key("theirs"));
+        assert!(cache.lock().echoes.is_empty());
+        // Only a pod feed's appearances can be echoes.
+        cache.lock().expect_echo(key("other"));
+        cache.update_as(|s| s.apply(&feed, event(cached("other", true, false)), note_pod, false));
+        assert_eq!(cache.lock().version, synced + 3);
     }
 
     #[test]

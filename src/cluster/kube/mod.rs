@@ -975,6 +975,10 @@ impl Cluster for KubeCluster {
         let name = self
             .run(async move { requests::create_pod(&api, &pod, &target).await })
             .await?;
+        // Its appearance in the cache is this write's echo: the plan counted on it.
+        self.cache
+            .lock()
+            .expect_echo((namespace.clone(), name.clone()));
         self.expected.creates.push((namespace, name.clone()));
         Ok(name)
     }
