@@ -347,7 +347,8 @@ impl DsKind {
         Pod {
             namespace: self.namespace.clone(),
             name: format!("{}-{}-{k}", self.name, n.node.name),
-            labels: labels.into(),
+            // Shared between the pods labelled alike, as the live cache's pods are.
+            labels: crate::model::shared_labels(Some(&labels)),
             controller,
             node_name: Some(n.node.name.clone()),
             target_node: Some(n.node.name.clone()),
