@@ -47,16 +47,53 @@ pub(super) struct Prepared<'p> {
     pub(super) status: Status,
 }
 
-/// Indexes built once per plan and shared by every DaemonSet.
-pub(super) struct Context<'a> {
-    /// What the plan reads.
-    pub(super) observed: &'a Observed,
+/// The nodes of an observation in name order: what a plan indexes them by. It depends on the
+/// node names alone, so an incremental planner keeps it while they stay the same.
+#[derive(Debug, Default)]
+pub(crate) struct NodeOrder {
     /// Node indices sorted by name.
     pub(super) order: Vec<u32>,
     /// Node names, by node index.
     pub(super) names: Vec<Name>,
     /// Position in `order` of each node name.
-    pub(super) position: HashMap<&'a str, u32>,
+    pub(super) position: HashMap<Name, u32>,
+}
+
+impl NodeOrder {
+    /// Indexes `nodes` by name.
+    pub(crate) fn of(nodes: &[crate::model::Node]) -> Self {
+        let mut order: Vec<u32> = (0..nodes.len() as u32).collect();
+        order.sort_by(|&a, &b| nodes[a as usize].name.cmp(&nodes[b as usize].name));
+        let names: Vec<Name> = nodes.iter().map(|n| Name::from(n.name.as_str())).collect();
+        let position = order
+            .iter()
+            .enumerate()
+            .map(|(pos, &i)| (names[i as usize].clone(), pos as u32))
+            .collect();
+        NodeOrder {
+            order,
+            names,
+            position,
+        }
+    }
+
+    /// Whether this indexes `nodes`: the same names in the same order.
+    pub(crate) fn indexes(&self, nodes: &[crate::model::Node]) -> bool {
+        self.names.len() == nodes.len()
+            && self
+                .names
+                .iter()
+                .zip(nodes)
+                .all(|(name, node)| **name == *node.name)
+    }
+}
+
+/// Indexes built once per plan and shared by every DaemonSet.
+pub(super) struct Context<'a> {
+    /// What the plan reads.
+    pub(super) observed: &'a Observed,
+    /// The nodes in name order.
+    pub(super) nodes: std::sync::Arc<NodeOrder>,
     /// Pods by the controller they name, and each one's node (built once the specs are).
     pub(super) pods: PodIndex<'a>,
     /// No cluster was read: risks that depend on nodes are not reported.
@@ -72,27 +109,17 @@ pub(super) struct Context<'a> {
 impl<'a> Context<'a> {
     /// Indexes the observed nodes by name.
     pub(super) fn new(observed: &'a Observed) -> Self {
-        let mut order: Vec<u32> = (0..observed.nodes.len() as u32).collect();
-        order.sort_by(|&a, &b| {
-            observed.nodes[a as usize]
-                .name
-                .cmp(&observed.nodes[b as usize].name)
-        });
-        let names = observed
-            .nodes
-            .iter()
-            .map(|n| Name::from(n.name.as_str()))
-            .collect();
-        let position = order
-            .iter()
-            .enumerate()
-            .map(|(pos, &i)| (observed.nodes[i as usize].name.as_str(), pos as u32))
-            .collect();
+        Self::with_nodes(
+            observed,
+            std::sync::Arc::new(NodeOrder::of(&observed.nodes)),
+        )
+    }
+
+    /// A context whose nodes are indexed by `nodes` (which must index `observed`'s).
+    pub(super) fn with_nodes(observed: &'a Observed, nodes: std::sync::Arc<NodeOrder>) -> Self {
         Context {
             observed,
-            order,
-            names,
-            position,
+            nodes,
             pods: PodIndex::default(),
             manifest_only: false,
             auto_promote: false,
@@ -125,7 +152,7 @@ impl<'a> Context<'a> {
     /// The name of a slot's node (a vanished node's too).
     pub(super) fn slot_name(&self, slot: &Slot) -> Name {
         match slot.node {
-            Some(pos) => self.names[self.order[pos as usize] as usize].clone(),
+            Some(pos) => self.nodes.names[self.nodes.order[pos as usize] as usize].clone(),
             None => Name::from(self.gone_node(slot)),
         }
     }
@@ -148,9 +175,9 @@ impl<'a> Context<'a> {
     ) -> Vec<Vec<Eligibility>> {
         let mut out: Vec<Vec<Eligibility>> = specs
             .iter()
-            .map(|_| Vec::with_capacity(self.order.len()))
+            .map(|_| Vec::with_capacity(self.nodes.order.len()))
             .collect();
-        for &i in &self.order {
+        for &i in &self.nodes.order {
             let node = &self.observed.nodes[i as usize];
             for (row, spec) in out.iter_mut().zip(specs) {
                 row.push(eligibility::evaluate(spec, node, policy));
@@ -182,6 +209,7 @@ impl<'a> Context<'a> {
             .collect();
         let mut gone: HashMap<&str, u32> = HashMap::default();
         let pods = &self.observed.pods;
+        let mut memo = pods::RevisionMemo::default();
         for id in self.pods.claimed(pods, spec) {
             let pod = &pods[id as usize];
             // Terminal pods that are already being deleted are gone for every purpose.
@@ -206,9 +234,11 @@ impl<'a> Context<'a> {
                     (slots.len() - 1) as u32
                 }) as usize,
             };
-            slots[slot].pods.push(PodInfo::new(pod, id, spec, now));
+            slots[slot]
+                .pods
+                .push(PodInfo::with_memo(pod, id, spec, now, &mut memo));
         }
-        let first_gone = self.order.len();
+        let first_gone = self.nodes.order.len();
         slots[first_gone..].sort_by(|a, b| self.gone_node(a).cmp(self.gone_node(b)));
         for slot in slots.iter_mut().filter(|s| s.pods.len() > 1) {
             slot.pods

@@ -27,7 +27,7 @@
 //! test holds it, `plan::incremental::tests`), provided the changes are reported: a change
 //! missed leaves a plan stale. A daemon therefore compares the two now and then.
 
-use super::context::Context;
+use super::context::{Context, NodeOrder};
 use super::eligibility::{self, Eligibility};
 use super::pods::{PodIndex, RECORD_KIND, is_daemonset_controller};
 use super::readiness;
@@ -39,6 +39,7 @@ use crate::model::{LabelSelector, Labels, Pod};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// `namespace` and `name` of a DaemonSet.
 pub type Key = (String, String);
@@ -146,6 +147,8 @@ pub struct Incremental {
     policy: Policy,
     /// Node names in the order of the last update (by name).
     nodes: Vec<Name>,
+    /// The last update's nodes in name order, re-used while their names stay the same.
+    order: Option<Arc<NodeOrder>>,
     entries: BTreeMap<Key, Entry>,
     /// No update yet: the first one plans everything.
     fresh: bool,
@@ -263,6 +266,7 @@ impl Incremental {
         Incremental {
             policy,
             nodes: Vec::new(),
+            order: None,
             entries: BTreeMap::new(),
             fresh: true,
         }
@@ -429,14 +433,25 @@ impl Incremental {
         for k in &removed {
             self.entries.remove(k);
         }
-        let mut ctx = Context::new(observed);
+        // The nodes' order is kept while their names stay the same.
+        let order = match &self.order {
+            Some(o) if o.indexes(&observed.nodes) => Arc::clone(o),
+            _ => Arc::new(NodeOrder::of(&observed.nodes)),
+        };
+        let same_nodes = self.order.as_ref().is_some_and(|o| Arc::ptr_eq(o, &order));
+        self.order = Some(Arc::clone(&order));
+        let mut ctx = Context::with_nodes(observed, order);
         ctx.auto_promote = self.policy.auto_promote;
         ctx.ignore_pause = self.policy.ignore_pause;
-        let names: Vec<Name> = ctx
-            .order
-            .iter()
-            .map(|&i| ctx.names[i as usize].clone())
-            .collect();
+        let names: Vec<Name> = if same_nodes {
+            std::mem::take(&mut self.nodes)
+        } else {
+            ctx.nodes
+                .order
+                .iter()
+                .map(|&i| ctx.nodes.names[i as usize].clone())
+                .collect()
+        };
         if woken.is_empty() {
             self.fresh = false;
             self.nodes = names;
@@ -445,12 +460,12 @@ impl Incremental {
                 removed,
             };
         }
-        ctx.pods = PodIndex::new(&observed.pods, &ctx.position);
+        ctx.pods = PodIndex::new(&observed.pods, &ctx.nodes.position);
         // Where each node was in the last update's order (`None`: new, or changed).
         let full = self.fresh || changes.everything;
         let previous: Vec<Option<usize>> = if full {
             vec![None; names.len()]
-        } else if names == self.nodes {
+        } else if same_nodes || names == self.nodes {
             names
                 .iter()
                 .enumerate()
@@ -489,6 +504,7 @@ impl Incremental {
                 let (spec, live) = ctx.spec(d);
                 let eligibility: Vec<Eligibility> = match kept {
                     Some(e) => ctx
+                        .nodes
                         .order
                         .iter()
                         .zip(&previous)

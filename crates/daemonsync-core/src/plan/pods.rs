@@ -33,7 +33,7 @@ pub(crate) struct PodIndex<'a> {
 impl<'a> PodIndex<'a> {
     /// Indexes `pods` in one pass, in parallel over chunks of them (merged in order, so every
     /// list of the index is in observed order).
-    pub(crate) fn new(pods: &'a Pods, positions: &HashMap<&str, u32>) -> Self {
+    pub(crate) fn new(pods: &'a Pods, positions: &HashMap<super::Name, u32>) -> Self {
         let parts: Vec<Part<'a>> = pods
             .shared()
             .par_chunks(CHUNK)
@@ -128,10 +128,23 @@ impl<'a> PodIndex<'a> {
             .into_iter()
             .flatten()
             .filter(|&&i| !pods[i as usize].is_terminating());
+        // Pods labelled alike share one label map (`model::shared_labels`): the last map's
+        // verdict is re-used while the same one comes again.
+        let mut last: Option<(*const crate::model::Labels, bool)> = None;
         owned
             .chain(orphans)
             .copied()
-            .filter(|&i| selector.matches(&pods[i as usize].labels))
+            .filter(|&i| {
+                let labels = &pods[i as usize].labels;
+                match last {
+                    Some((at, matched)) if std::ptr::eq(at, &**labels) => matched,
+                    _ => {
+                        let matched = selector.matches(labels);
+                        last = Some((&**labels, matched));
+                        matched
+                    }
+                }
+            })
             .collect()
     }
 }
@@ -150,7 +163,11 @@ struct Part<'a> {
 
 impl<'a> Part<'a> {
     /// Indexes `pods`, the first of which is pod `base`.
-    fn of(pods: &'a [std::sync::Arc<Pod>], base: u32, positions: &HashMap<&str, u32>) -> Self {
+    fn of(
+        pods: &'a [std::sync::Arc<Pod>],
+        base: u32,
+        positions: &HashMap<super::Name, u32>,
+    ) -> Self {
         let mut owners: Vec<((&str, &str), Vec<u32>)> = Vec::new();
         let mut slot: HashMap<(&str, &str), usize> = HashMap::default();
         // Pods of one controller mostly come together (a list is in name order, and a daemon
@@ -236,10 +253,40 @@ pub(crate) struct PodInfo {
 /// Ids at or above this value are pods a projection invented.
 pub(crate) const SYNTHETIC: u32 = 1 << 31;
 
+/// What a pod's labels say of its revision ([`PodInfo::hash_current`], [`PodInfo::updated`]),
+/// kept for the last label map read: the pods of one DaemonSet and revision share theirs.
+#[derive(Default)]
+pub(crate) struct RevisionMemo {
+    last: Option<(*const crate::model::Labels, bool, bool)>,
+}
+
+impl RevisionMemo {
+    /// `(hash_current, updated)` of `pod` against `ds`.
+    fn of(&mut self, pod: &Pod, ds: &DaemonSetSpec) -> (bool, bool) {
+        let at: *const crate::model::Labels = &*pod.labels;
+        if let Some((last, current, updated)) = self.last
+            && std::ptr::eq(last, at)
+        {
+            return (current, updated);
+        }
+        let current = pod.revision_hash() == Some(ds.revision.as_str());
+        let updated = current || is_pod_updated(pod, "", ds.template_generation);
+        self.last = Some((at, current, updated));
+        (current, updated)
+    }
+}
+
 impl PodInfo {
-    pub(crate) fn new(pod: &Pod, id: u32, ds: &DaemonSetSpec, now: Timestamp) -> Self {
-        let hash_current = pod.revision_hash() == Some(ds.revision.as_str());
-        let updated = hash_current || is_pod_updated(pod, "", ds.template_generation);
+    /// What the planner needs of `pod` (observed pod `id`) for `ds`, reading the labels'
+    /// verdict from `memo` when the pod shares the label map last read.
+    pub(crate) fn with_memo(
+        pod: &Pod,
+        id: u32,
+        ds: &DaemonSetSpec,
+        now: Timestamp,
+        memo: &mut RevisionMemo,
+    ) -> Self {
+        let (hash_current, updated) = memo.of(pod, ds);
         // A pod restarting on new images (in place) is neither ready nor available, whatever
         // its Ready condition still says.
         let updating = pod.detail.as_ref().is_some_and(|d| d.updating());

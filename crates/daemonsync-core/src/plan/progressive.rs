@@ -670,7 +670,7 @@ impl Context<'_> {
             slots,
             |s| {
                 s.node
-                    .map(|pos| &self.observed.nodes[self.order[pos as usize] as usize])
+                    .map(|pos| &self.observed.nodes[self.nodes.order[pos as usize] as usize])
             },
             |s| self.slot_name(s),
         );

@@ -86,6 +86,7 @@ impl Context<'_> {
         }
         let key = readiness_taint(d.ds)?;
         let nodes = self
+            .nodes
             .order
             .iter()
             .enumerate()
@@ -116,7 +117,7 @@ impl Context<'_> {
         policy: &Policy,
         now: Timestamp,
     ) -> Option<bool> {
-        let node = &self.observed.nodes[self.order[pos as usize] as usize];
+        let node = &self.observed.nodes[self.nodes.order[pos as usize] as usize];
         if !eligibility::evaluate(spec, node, policy).should_run {
             return None;
         }
@@ -212,7 +213,7 @@ pub(super) fn settle_among(
             .nodes
             .iter()
             .map(|&(pos, _)| TaintedNode {
-                node: ctx.names[ctx.order[pos as usize] as usize].clone(),
+                node: ctx.nodes.names[ctx.nodes.order[pos as usize] as usize].clone(),
                 waiting_for: waits
                     .get(&(g.key.clone(), pos))
                     .into_iter()

@@ -310,10 +310,10 @@ impl Context<'_> {
                 NodeState::Missing => false,
                 _ => continue,
             };
-            let Some(&i) = self.position.get(&*entry.node) else {
+            let Some(&i) = self.nodes.position.get(&*entry.node) else {
                 continue;
             };
-            let node = &self.observed.nodes[self.order[i as usize] as usize];
+            let node = &self.observed.nodes[self.nodes.order[i as usize] as usize];
             let (Some(allocatable), Some(requested)) = (&node.allocatable, &node.requested) else {
                 continue;
             };
