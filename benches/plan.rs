@@ -4,12 +4,20 @@
 //!   states. Target: at most 50 ms.
 //! * `plan/scaling`: the same mix on 1,000, 2,500, 5,000 and 10,000 nodes, to show cost grows
 //!   linearly with nodes × DaemonSets. Target: 10,000 nodes at most 2.2× the 5,000-node time.
+//! * `pass/pod_event/5000x20`: what `sync --reconcile incremental` does in one pass woken by a
+//!   pod of one DaemonSet: the incremental re-plan of that DaemonSet from the pods in its
+//!   scope, then the assessment of that plan (health, orphans, handovers), as the daemon
+//!   does before it writes.
 //!
 //! Run with `cargo bench --bench plan`.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use daemonsync::apply::{ApplyOptions, Executor};
+use daemonsync::cluster::ClusterState;
+use daemonsync::plan::incremental::{Changes, Incremental, PodTouch};
 use daemonsync::plan::{Policy, plan};
 use daemonsync_core::testkit::synthetic::{fleet, fleet_now};
+use std::collections::BTreeSet;
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -60,5 +68,51 @@ fn scaling(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, full, scaling);
+fn pod_event(c: &mut Criterion) {
+    let (desired, observed) = fleet(5_000, DAEMONSETS, SEED);
+    let mut inc = Incremental::new(Policy::default());
+    inc.update(&desired, &observed, &Changes::everything(), fleet_now());
+    // A pod of the first DaemonSet changed: the pass reads the pods of its scope.
+    let touched = observed
+        .pods
+        .iter()
+        .find(|p| {
+            p.controller
+                .as_ref()
+                .is_some_and(|c| (p.namespace.clone(), c.name.clone()) == desired[0].key())
+        })
+        .expect("the first DaemonSet has pods");
+    let changes = Changes {
+        pods: vec![PodTouch::of(touched)],
+        ..Changes::default()
+    };
+    let woken = inc.woken(&desired, &changes);
+    assert_eq!(woken.len(), 1, "a pod of one DaemonSet wakes it alone");
+    let scope = inc.scope(&desired, &woken);
+    let mut scoped = observed.clone();
+    scoped.pods.retain(|p| scope.concerns(p));
+    let state = ClusterState {
+        observed: scoped,
+        records: Vec::new(),
+        config_copies: Vec::new(),
+        now: fleet_now(),
+    };
+    let executor = Executor::default();
+    let opts = ApplyOptions::default();
+    let mut group = c.benchmark_group("pass");
+    group
+        .sample_size(50)
+        .measurement_time(Duration::from_secs(8));
+    group.bench_function("pod_event/5000x20", |b| {
+        b.iter(|| {
+            let w = inc.update(&desired, &state.observed, &changes, state.now);
+            let keys: BTreeSet<_> = w.daemonsets;
+            let plan = inc.plan_of(&keys, state.now);
+            black_box(executor.assess_plan(&desired, &state, &opts, plan));
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, full, scaling, pod_event);
 criterion_main!(benches);

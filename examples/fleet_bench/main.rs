@@ -64,6 +64,10 @@ struct Args {
     /// Keep the working directory (sim file, repository, logs) and print where it is.
     #[arg(long)]
     keep: bool,
+    /// `RUST_LOG` filter of the `sync` daemon's log (kept with `--keep`), e.g.
+    /// `daemonsync::sync=debug` to see what each pass planned.
+    #[arg(long, value_name = "FILTER")]
+    sync_log: Option<String>,
 }
 
 const NS: &str = "fleet";
@@ -154,7 +158,7 @@ async fn run(args: Args) -> Result<()> {
         if events == 0 {
             continue;
         }
-        let mut daemon = Daemon::start(&bin, &dir, mode)?;
+        let mut daemon = Daemon::start(&bin, &dir, mode, args.sync_log.as_deref())?;
         daemon.wait_quiet(&http, Duration::from_secs(1800)).await?;
         println!(
             "sync --reconcile {mode}: ready and quiet after {:.1} s",
@@ -196,19 +200,21 @@ async fn run(args: Args) -> Result<()> {
     let (sim_rss, sim_hwm) = sim.rss_kib();
     println!();
     println!(
-        "| mode | event | events | p50 | p99 | first write p50 | CPU per event | requests per event |"
+        "| mode | event | events | p50 | p99 | first write p50 | CPU per event | passes per event | time per pass | requests per event |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
     for (mode, kinds, _) in &results {
         for k in kinds {
             println!(
-                "| {mode} | {} | {} | {:.1} ms | {:.1} ms | {:.1} ms | {:.2} ms | {} |",
+                "| {mode} | {} | {} | {:.1} ms | {:.1} ms | {:.1} ms | {:.2} ms | {:.2} | {:.2} ms | {} |",
                 k.what,
                 k.latencies.len(),
                 percentile(&k.latencies, 50),
                 percentile(&k.latencies, 99),
                 percentile(&k.first, 50),
                 k.cpu.as_secs_f64() * 1000.0 / k.latencies.len() as f64,
+                k.passes / k.latencies.len() as f64,
+                k.pass_time.as_secs_f64() * 1000.0 / k.passes.max(1.0),
                 k.requests_per_event()
             );
         }
@@ -243,6 +249,10 @@ struct Kind {
     /// Event to the first write (for a node: its first pod).
     first: Vec<f64>,
     cpu: Duration,
+    /// The daemon's reconcile passes over the whole run of the kind.
+    passes: f64,
+    /// The time those passes took, from wake to the end of their writes.
+    pass_time: Duration,
     /// Requests by `VERB resource`, over the whole run of the kind.
     requests: BTreeMap<String, f64>,
     /// The harness's own requests, subtracted from `requests`.
@@ -296,12 +306,15 @@ impl<'a> Bench<'a> {
         mut next: impl for<'b> FnMut(&'b Bench<'a>) -> Measured<'b>,
     ) -> Result<Kind> {
         let before = requests(self.http, self.sim_url).await;
+        let passes = reconciles(self.http, &self.daemon.url).await;
         let cpu = self.daemon.process.cpu();
         let mut kind = Kind {
             what,
             latencies: Vec::with_capacity(events),
             first: Vec::with_capacity(events),
             cpu: Duration::ZERO,
+            passes: 0.0,
+            pass_time: Duration::ZERO,
             requests: BTreeMap::new(),
             own: BTreeMap::new(),
         };
@@ -326,6 +339,9 @@ impl<'a> Bench<'a> {
         // What the daemon does after the last write (its status writes) counts too.
         tokio::time::sleep(Duration::from_millis(1500)).await;
         kind.cpu = self.daemon.process.cpu().saturating_sub(cpu);
+        let after = reconciles(self.http, &self.daemon.url).await;
+        kind.passes = after.0 - passes.0;
+        kind.pass_time = Duration::from_secs_f64((after.1 - passes.1).max(0.0));
         let after = requests(self.http, self.sim_url).await;
         for (k, v) in &after {
             let d = v - before.get(k).copied().unwrap_or(0.0);
@@ -632,6 +648,25 @@ async fn wait_for(
 
 /// `apiserver_request_total` of `sim serve`, summed by `VERB resource` (empty without
 /// `/metrics`).
+/// The reconcile passes the daemon counted (`daemonsync_reconcile_total`, every result)
+/// and the seconds they took (`daemonsync_reconcile_duration_seconds_sum`).
+async fn reconciles(http: &reqwest::Client, url: &str) -> (f64, f64) {
+    let Ok(r) = http.get(format!("{url}/metrics")).send().await else {
+        return (0.0, 0.0);
+    };
+    let text = r.text().await.unwrap_or_default();
+    let sum = |prefix: &str| -> f64 {
+        text.lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    (
+        sum("daemonsync_reconcile_total{"),
+        sum("daemonsync_reconcile_duration_seconds_sum"),
+    )
+}
+
 async fn requests(http: &reqwest::Client, url: &str) -> BTreeMap<String, f64> {
     let Ok(r) = http.get(format!("{url}/metrics")).send().await else {
         return BTreeMap::new();
@@ -678,7 +713,7 @@ struct Daemon {
 }
 
 impl Daemon {
-    fn start(bin: &Path, dir: &Path, mode: &str) -> Result<Daemon> {
+    fn start(bin: &Path, dir: &Path, mode: &str, log_filter: Option<&str>) -> Result<Daemon> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
@@ -706,6 +741,9 @@ impl Daemon {
         let log = dir.join(format!("sync-{mode}.log"));
         let mut process = Process::spawn_with(bin, &args, &log, false, |c| {
             c.env("KUBECONFIG", dir.join("kubeconfig"));
+            if let Some(filter) = log_filter {
+                c.env("RUST_LOG", filter);
+            }
         })?;
         process.name = format!("sync --reconcile {mode}");
         Ok(Daemon {
