@@ -661,8 +661,9 @@ fn follow<K, T>(
     config: watcher::Config,
     to_value: impl Fn(&K) -> (Key, Option<T>) + Send + Sync + 'static,
     feed: impl Fn(&mut State) -> &mut Feed<T> + Send + 'static,
-    note: Note<T>,
-    echoes: bool,
+    // What a change means to the planner, and whether a pod's first appearance may be the
+    // echo of this client's create.
+    (note, echoes): (Note<T>, bool),
 ) where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
     T: PartialEq + Send + 'static,
@@ -719,8 +720,7 @@ fn follow_pods(
             (key_of(&p.metadata), Some(cached))
         },
         move |s| &mut s.pods[i],
-        note_pod,
-        true,
+        (note_pod, true),
     );
 }
 
@@ -769,8 +769,7 @@ pub fn watch_copies(watchers: &Watchers, cache: &Arc<Cache>, client: &kube::Clie
             (key_of(&c.metadata), copy)
         },
         |s| &mut s.copies[0],
-        note_copy,
-        false,
+        (note_copy, false),
     );
     follow(
         watchers,
@@ -782,8 +781,7 @@ pub fn watch_copies(watchers: &Watchers, cache: &Arc<Cache>, client: &kube::Clie
             (key_of(&c.metadata), copy)
         },
         |s| &mut s.copies[1],
-        note_copy,
-        false,
+        (note_copy, false),
     );
 }
 
@@ -810,8 +808,7 @@ pub fn start(
         watcher::Config::default(),
         |n| (key_of(&n.metadata), Some(Node::from_k8s(n))),
         |s| &mut s.nodes,
-        note_node,
-        false,
+        (note_node, false),
     );
     for (i, selector) in pod_selectors.iter().enumerate() {
         follow_pods(watchers, &cache, client, i, selector);
@@ -824,8 +821,7 @@ pub fn start(
         watcher::Config::default(),
         |d| (key_of(&d.metadata), Some(slim_daemonset(d))),
         |s| &mut s.daemonsets,
-        note_named,
-        false,
+        (note_named, false),
     );
     follow(
         watchers,
@@ -839,8 +835,7 @@ pub fn start(
             )
         },
         |s| &mut s.revisions,
-        note_in_namespace,
-        false,
+        (note_in_namespace, false),
     );
     follow(
         watchers,
@@ -854,8 +849,7 @@ pub fn start(
             )
         },
         |s| &mut s.namespaces,
-        note_namespace,
-        false,
+        (note_namespace, false),
     );
     follow(
         watchers,
@@ -873,8 +867,7 @@ pub fn start(
             (key_of(&r.metadata), Some(record))
         },
         |s| &mut s.records,
-        note_named,
-        false,
+        (note_named, false),
     );
     cache
 }
