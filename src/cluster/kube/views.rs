@@ -133,12 +133,43 @@ fn slots(pod: &Pod) -> Vec<Slot> {
     slots
 }
 
+/// A pod ordered by its namespace and name: an entry of the index, which so keeps no key of
+/// its own (100,000 pods filed under two slots each would copy 200,000 keys).
+#[derive(Debug, Clone)]
+struct ByKey(Arc<Pod>);
+
+impl ByKey {
+    fn key(&self) -> (&str, &str) {
+        (&self.0.namespace, &self.0.name)
+    }
+}
+
+impl PartialEq for ByKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for ByKey {}
+
+impl PartialOrd for ByKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ByKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
 /// The cached pods, merged over the feeds, with an index by [`Slot`] (each slot's pods in
 /// key order).
 #[derive(Debug, Default)]
 struct PodView {
     pods: BTreeMap<Key, Arc<Pod>>,
-    index: BTreeMap<Slot, BTreeMap<Key, Arc<Pod>>>,
+    index: BTreeMap<Slot, BTreeSet<ByKey>>,
 }
 
 impl PodView {
@@ -148,9 +179,10 @@ impl PodView {
             if pod.as_ref().is_some_and(|p| Arc::ptr_eq(p, old)) {
                 return;
             }
+            let entry = ByKey(Arc::clone(old));
             for slot in slots(old) {
                 if let Some(pods) = self.index.get_mut(&slot) {
-                    pods.remove(&key);
+                    pods.remove(&entry);
                     if pods.is_empty() {
                         self.index.remove(&slot);
                     }
@@ -160,10 +192,11 @@ impl PodView {
         match pod {
             Some(p) => {
                 for slot in slots(&p) {
+                    // A pod's entry replaces the one of its key before.
                     self.index
                         .entry(slot)
                         .or_default()
-                        .insert(key.clone(), Arc::clone(&p));
+                        .replace(ByKey(Arc::clone(&p)));
                 }
                 self.pods.insert(key, p);
             }
@@ -181,11 +214,11 @@ impl PodView {
         }
         // Each candidate with whether its slot alone makes the scope concern it: all but
         // the namespace's loose pods, which only a planned selector may match.
-        let mut found: Vec<(&Key, &Arc<Pod>, bool)> = Vec::new();
+        let mut found: Vec<(&ByKey, bool)> = Vec::new();
         let mut runs = 0;
         let mut take = |slot: &Slot, sure: bool| {
             if let Some(pods) = self.index.get(slot) {
-                found.extend(pods.iter().map(|(k, p)| (k, p, sure)));
+                found.extend(pods.iter().map(|p| (p, sure)));
                 runs += 1;
             }
         };
@@ -207,7 +240,7 @@ impl PodView {
             if let Slot::Record((ns, name)) = slot
                 && !scope.is_desired(ns, name)
             {
-                found.extend(pods.iter().map(|(k, p)| (k, p, true)));
+                found.extend(pods.iter().map(|p| (p, true)));
                 runs += 1;
             }
         }
@@ -215,15 +248,15 @@ impl PodView {
             // A stable sort merges the sorted runs in about one pass.
             found.sort_by(|a, b| a.0.cmp(b.0));
             found.dedup_by(|later, kept| {
-                let same = Arc::ptr_eq(later.1, kept.1);
-                kept.2 |= same && later.2;
+                let same = Arc::ptr_eq(&later.0.0, &kept.0.0);
+                kept.1 |= same && later.1;
                 same
             });
         }
         found
             .into_iter()
-            .filter(|(_, p, sure)| *sure || scope.concerns(p))
-            .map(|(_, p, _)| Arc::clone(p))
+            .filter(|(p, sure)| *sure || scope.concerns(&p.0))
+            .map(|(p, _)| Arc::clone(&p.0))
             .collect()
     }
 }
@@ -330,11 +363,9 @@ mod tests {
         assert!(view.select(&scope).iter().all(|p| p.name != gone.name));
         let scope = inc.scope(&desired, &keys[1..].iter().cloned().collect());
         assert!(view.select(&scope).iter().all(|p| p.name != gone.name));
-        assert!(
-            view.index
-                .values()
-                .flat_map(|pods| pods.keys())
-                .all(|k| view.pods.contains_key(k))
-        );
+        assert!(view.index.values().flatten().all(|p| {
+            view.pods
+                .contains_key(&(p.0.namespace.clone(), p.0.name.clone()))
+        }));
     }
 }
