@@ -57,6 +57,9 @@ pub struct CachedRecord {
     pub daemon_set: serde_json::Value,
     /// The status, as last written.
     pub status: Option<ManagedDaemonSetStatus>,
+    /// What the record tells the planner, read once when it arrives (its stable DaemonSet
+    /// is parsed from the status's JSON).
+    pub rollout: crate::plan::RolloutRecord,
 }
 
 /// What one watcher has seen: its objects, and whether its first list is complete.
@@ -857,8 +860,10 @@ pub fn start(
         Api::<ManagedDaemonSet>::all(client.clone()),
         watcher::Config::default(),
         |r| {
+            let record = super::record::record_of(r);
             let record = CachedRecord {
-                record: super::record::record_of(r),
+                rollout: record.rollout_record(),
+                record,
                 generation: r.metadata.generation,
                 resource_version: r.metadata.resource_version.clone(),
                 daemon_set: r.spec.daemon_set.clone(),

@@ -492,7 +492,12 @@ impl KubeCluster {
             nodes: s.observed_nodes(),
             pods: s.pods_in(scope),
             daemonsets: s.daemonsets.items.values().cloned().collect(),
-            rollouts: records.iter().map(Record::rollout_record).collect(),
+            rollouts: s
+                .records
+                .items
+                .values()
+                .map(|r| r.rollout.clone())
+                .collect(),
             revisions: s.revisions.items.values().cloned().collect(),
             namespaces: s.namespaces.items.values().cloned().collect(),
             version: self.version,
