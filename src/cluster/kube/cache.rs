@@ -697,12 +697,15 @@ fn follow<K, T>(
 
 use kube::runtime::watcher::watcher;
 
-/// Follows the pods `(namespace, label selector)` selects into feed `i` of the state.
+/// Follows the pods `(namespace, label selector)` selects into feed `i` of the state. Unless
+/// `managed_too`, a managed pod is kept out of the feed: the managed feed alone speaks for
+/// those ([`State::speaks_for`]), and an adoption feed's copy of each (every pod of an adopted
+/// DaemonSet, once claimed) would only double the cache.
 fn follow_pods(
     watchers: &Watchers,
     cache: &Arc<Cache>,
     client: &kube::Client,
-    i: usize,
+    (i, managed_too): (usize, bool),
     (namespace, selector): &(Option<String>, String),
 ) {
     let api = match namespace {
@@ -714,17 +717,29 @@ fn follow_pods(
         cache,
         api,
         watcher::Config::default().labels(selector),
-        |p| {
-            let cached = CachedPod {
-                pod: Arc::new(Pod::from_k8s(p)),
-                uid: p.metadata.uid.clone().unwrap_or_default(),
-                resource_version: p.metadata.resource_version.clone().unwrap_or_default(),
-            };
-            (key_of(&p.metadata), Some(cached))
-        },
+        move |p| cached_pod(p, managed_too),
         move |s| &mut s.pods[i],
         (note_pod, true),
     );
+}
+
+/// A watched pod as a pod feed keeps it: `None` for a managed pod unless `managed_too`.
+fn cached_pod(p: &k8s_openapi::api::core::v1::Pod, managed_too: bool) -> (Key, Option<CachedPod>) {
+    let managed = p
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(MANAGED_BY_LABEL))
+        .is_some_and(|v| v == MANAGED_BY_VALUE);
+    if managed && !managed_too {
+        return (key_of(&p.metadata), None);
+    }
+    let cached = CachedPod {
+        pod: Arc::new(Pod::from_k8s(p)),
+        uid: p.metadata.uid.clone().unwrap_or_default(),
+        resource_version: p.metadata.resource_version.clone().unwrap_or_default(),
+    };
+    (key_of(&p.metadata), Some(cached))
 }
 
 /// Starts watching the pods of more selectors (a DaemonSet to adopt that the source gained),
@@ -742,7 +757,8 @@ pub fn watch_more_pods(
             s.pods.push(Feed::default());
             s.pods.len() - 1
         };
-        follow_pods(watchers, cache, client, i, selector);
+        let managed_too = cache.lock().managed.is_none_or(|m| m == i);
+        follow_pods(watchers, cache, client, (i, managed_too), selector);
     }
 }
 
@@ -813,8 +829,10 @@ pub fn start(
         |s| &mut s.nodes,
         (note_node, false),
     );
+    let managed = cache.lock().managed;
     for (i, selector) in pod_selectors.iter().enumerate() {
-        follow_pods(watchers, &cache, client, i, selector);
+        let managed_too = managed.is_none_or(|m| m == i);
+        follow_pods(watchers, &cache, client, (i, managed_too), selector);
     }
     follow_usage(watchers, &cache, client);
     follow(
@@ -913,6 +931,40 @@ mod tests {
             uid: format!("uid-{name}"),
             resource_version: if terminating { "2" } else { "1" }.into(),
         }
+    }
+
+    #[test]
+    fn an_adoption_feed_keeps_no_copy_of_a_managed_pod() {
+        let mut pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"namespace": "ns", "name": "agent-x", "labels": {"app": "agent"}},
+        }))
+        .expect("a pod");
+        // The built-in controller's pod, before it is claimed: every feed keeps it.
+        assert!(cached_pod(&pod, false).1.is_some());
+        assert!(cached_pod(&pod, true).1.is_some());
+        // Claimed: the managed feed keeps it; an adoption feed drops it, as if it had left.
+        pod.metadata
+            .labels
+            .get_or_insert_default()
+            .insert(MANAGED_BY_LABEL.into(), MANAGED_BY_VALUE.into());
+        let (key, kept) = cached_pod(&pod, false);
+        assert_eq!(key, ("ns".to_string(), "agent-x".to_string()));
+        assert!(kept.is_none());
+        assert!(cached_pod(&pod, true).1.is_some());
+        // Dropping it from an adoption feed changes what no observation read: the managed
+        // feed alone speaks for a managed pod.
+        let mut s = State {
+            pods: vec![Feed::default(), Feed::default()],
+            managed: Some(0),
+            ..State::default()
+        };
+        let mut dirty = Dirty::default();
+        let (_, managed) = cached_pod(&pod, true);
+        s.pods[0].apply_noting(Event::Apply((key.clone(), managed)), &mut dirty, note_pod);
+        assert!(s.pod(&key).is_some());
+        s.pods[1].apply_noting(Event::Apply((key.clone(), kept)), &mut dirty, note_pod);
+        assert!(s.pod(&key).is_some());
+        assert!(s.pods[1].items.is_empty());
     }
 
     #[test]
