@@ -128,7 +128,6 @@ fn main() {
             let cached = CachedPod {
                 pod: std::sync::Arc::new(daemonsync::model::Pod::from_k8s(p)),
                 uid: p.metadata.uid.clone().unwrap_or_default(),
-                resource_version: p.metadata.resource_version.clone().unwrap_or_default(),
             };
             let key = (
                 p.metadata.namespace.clone().unwrap_or_default(),

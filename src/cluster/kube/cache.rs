@@ -32,15 +32,36 @@ pub struct CachedPod {
     pub pod: Arc<Pod>,
     /// `metadata.uid`.
     pub uid: String,
-    /// `metadata.resourceVersion`.
-    pub resource_version: String,
+}
+
+impl CachedPod {
+    /// `metadata.resourceVersion` (kept once, in the pod's detail).
+    pub fn resource_version(&self) -> &str {
+        self.pod
+            .detail
+            .as_ref()
+            .map_or("", |d| d.resource_version.as_str())
+    }
+
+    /// Sets `metadata.resourceVersion` (tests).
+    #[cfg(test)]
+    fn set_resource_version(&mut self, rv: &str) {
+        Arc::make_mut(&mut self.pod)
+            .detail
+            .get_or_insert_default()
+            .resource_version = rv.to_string();
+    }
 }
 
 /// The same object at the same resourceVersion is the same pod (every change of a pod gives
 /// it a new resourceVersion), without comparing the pods field by field.
 impl PartialEq for CachedPod {
     fn eq(&self, other: &Self) -> bool {
-        self.uid == other.uid && self.resource_version == other.resource_version
+        let rv = self.resource_version();
+        // Without a resourceVersion (a pod without a spec), the pods themselves are compared.
+        self.uid == other.uid
+            && rv == other.resource_version()
+            && (!rv.is_empty() || self.pod == other.pod)
     }
 }
 
@@ -737,7 +758,6 @@ fn cached_pod(p: &k8s_openapi::api::core::v1::Pod, managed_too: bool) -> (Key, O
     let cached = CachedPod {
         pod: Arc::new(Pod::from_k8s(p)),
         uid: p.metadata.uid.clone().unwrap_or_default(),
-        resource_version: p.metadata.resource_version.clone().unwrap_or_default(),
     };
     (key_of(&p.metadata), Some(cached))
 }
@@ -926,11 +946,12 @@ mod tests {
         if terminating {
             pod.deletion_timestamp = Some(crate::model::Timestamp::UNIX_EPOCH);
         }
-        CachedPod {
+        let mut cached = CachedPod {
             pod: Arc::new(pod),
             uid: format!("uid-{name}"),
-            resource_version: if terminating { "2" } else { "1" }.into(),
-        }
+        };
+        cached.set_resource_version(if terminating { "2" } else { "1" });
+        cached
     }
 
     #[test]
@@ -984,7 +1005,7 @@ mod tests {
         assert_eq!(cache.lock().version, synced, "the echo wakes no pass");
         // Its next change (the scheduler's binding) does, and the plan then reads both.
         let mut bound = cached("made", true, false);
-        bound.resource_version = "2".into();
+        bound.set_resource_version("2");
         Arc::make_mut(&mut bound.pod).node_name = Some("n1".into());
         cache.update_as(|s| s.apply(&feed, event(bound), note_pod, true));
         assert_eq!(
@@ -1080,7 +1101,7 @@ mod tests {
         Arc::make_mut(&mut after.pod)
             .labels_mut()
             .insert("app".into(), "agent".into());
-        after.resource_version = "2".into();
+        after.set_resource_version("2");
         s.pods[0].apply_noting(Event::Apply((key("p"), Some(before))), &mut dirty, note_pod);
         s.pods[0].apply_noting(Event::Apply((key("p"), Some(after))), &mut dirty, note_pod);
         assert_eq!(dirty.changes.pods.len(), 3, "created, then both versions");
@@ -1133,7 +1154,7 @@ mod tests {
                 .unwrap()
                 .is_terminating()
         );
-        assert_eq!(s.pod(&key("agent-a")).unwrap().resource_version, "2");
+        assert_eq!(s.pod(&key("agent-a")).unwrap().resource_version(), "2");
         assert!(s.pod(&key("legacy-b")).is_some());
         // Gone from the managed feed: gone, whatever the adoption feed still holds.
         s.pods[0].items.clear();

@@ -540,7 +540,7 @@ impl KubeCluster {
         self.cache
             .lock()
             .pod(key)
-            .map(|p| (p.uid.clone(), p.resource_version.clone()))
+            .map(|p| (p.uid.clone(), p.resource_version().to_string()))
             .ok_or_else(|| ClusterError::NotFound {
                 kind: "pod",
                 namespace: key.0.clone(),
@@ -585,7 +585,7 @@ impl KubeCluster {
                 // that only the feed it leaves shows yet (a claim adds the managed-by label)
                 // is awaited, not counted gone.
                 && updates.iter().all(|(k, before)| match s.pod(k) {
-                    Some(p) => !before.contains(&p.resource_version),
+                    Some(p) => !before.iter().any(|rv| rv == p.resource_version()),
                     None => !s.in_any_feed(k),
                 })
                 && deletes.iter().all(|(k, uid)| {
@@ -644,7 +644,7 @@ impl KubeCluster {
         self.cache
             .lock()
             .pod(key)
-            .map(|p| p.resource_version.clone())
+            .map(|p| p.resource_version().to_string())
     }
 
     /// Watches daemonsync's copies of ConfigMaps and Secrets, when not yet, and waits until
