@@ -264,6 +264,11 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Whether the watch of every pod holds `key`: a pod bound to a node and not finished.
+    pub fn holds(&self, key: &Key) -> bool {
+        self.pods.contains_key(key)
+    }
+
     /// What the pods bound to `node` request, when the first list is complete.
     pub fn requested(&self, node: &str) -> Option<Resources> {
         self.synced

@@ -582,11 +582,13 @@ impl KubeCluster {
         let met = move |s: &cache::State| {
             creates.iter().all(|k| s.pod(k).is_some())
                 // An updated pod shows its new version in the feed that speaks for it; one
-                // that only the feed it leaves shows yet (a claim adds the managed-by label)
-                // is awaited, not counted gone.
+                // that feed does not show yet is awaited while it still exists, not counted
+                // gone: a claim adds the managed-by label, and the adoption feed it leaves
+                // drops it at once (it keeps no managed pods), so the watch of every pod
+                // says whether it is still there.
                 && updates.iter().all(|(k, before)| match s.pod(k) {
                     Some(p) => !before.iter().any(|rv| rv == p.resource_version()),
-                    None => !s.in_any_feed(k),
+                    None => !s.in_any_feed(k) && !s.usage.holds(k),
                 })
                 && deletes.iter().all(|(k, uid)| {
                     s.pod(k)
