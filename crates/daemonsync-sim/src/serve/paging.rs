@@ -53,14 +53,20 @@ pub fn encode(rv: Option<u64>, after: &(String, String), namespace: Option<&str>
 pub fn decode(token: &str, namespace: Option<&str>) -> Result<Resume, ApiError> {
     let invalid = |why: &str| {
         let sep = if why.is_empty() { "" } else { ": " };
-        ApiError::bad_request(format!("continue key is not valid{sep}{why}"))
+        // Upstream's `ValidateListOptions` wraps what `DecodeContinue` says.
+        ApiError::bad_request(format!(
+            "invalid continue token: continue key is not valid{sep}{why}"
+        ))
     };
     let bytes = URL_SAFE_NO_PAD
         .decode(token)
         .map_err(|e| invalid(&e.to_string()))?;
     let token: Token = serde_json::from_slice(&bytes).map_err(|e| invalid(&e.to_string()))?;
     if token.v != VERSION {
-        return Err(invalid("server does not recognize this encoded version"));
+        return Err(invalid(&format!(
+            "server does not recognize this encoded version {}",
+            token.v
+        )));
     }
     let rv = match token.rv {
         0 => {
@@ -151,23 +157,29 @@ mod tests {
     fn a_token_the_server_would_not_accept_is_a_bad_request() {
         let token = |json: &str| URL_SAFE_NO_PAD.encode(json);
         for (t, message) in [
-            ("%%%".to_string(), "continue key is not valid: "),
-            (token("{}"), "continue key is not valid: "),
+            (
+                "%%%".to_string(),
+                "invalid continue token: continue key is not valid: ",
+            ),
+            (
+                token("{}"),
+                "invalid continue token: continue key is not valid: ",
+            ),
             (
                 token(r#"{"v":"x","rv":1,"start":"a\u0000"}"#),
-                "continue key is not valid: server does not recognize this encoded version",
+                "invalid continue token: continue key is not valid: server does not recognize this encoded version x",
             ),
             (
                 token(r#"{"v":"meta.k8s.io/v1","rv":0,"start":"a\u0000"}"#),
-                "continue key is not valid: incorrect encoded start resourceVersion",
+                "invalid continue token: continue key is not valid: incorrect encoded start resourceVersion",
             ),
             (
                 token(r#"{"v":"meta.k8s.io/v1","rv":1,"start":""}"#),
-                "continue key is not valid: encoded start key empty",
+                "invalid continue token: continue key is not valid: encoded start key empty",
             ),
             (
                 token(r#"{"v":"meta.k8s.io/v1","rv":1,"start":"../etc\u0000"}"#),
-                "continue key is not valid",
+                "invalid continue token: continue key is not valid",
             ),
         ] {
             let e = decode(&t, None).unwrap_err();
