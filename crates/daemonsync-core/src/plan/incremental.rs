@@ -37,7 +37,6 @@ use super::{NodeState, Policy, Timestamp};
 use crate::manifest::policy::readiness_taint;
 use crate::model::{LabelSelector, Labels, Pod};
 use rayon::prelude::*;
-use rustc_hash::FxHashMap as HashMap;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -145,9 +144,8 @@ struct Planned {
 /// last plan.
 pub struct Incremental {
     policy: Policy,
-    /// Node names in the order of the last update (by name).
-    nodes: Vec<Name>,
-    /// The last update's nodes in name order, re-used while their names stay the same.
+    /// The last update's nodes in name order (where each node's eligibility is kept), re-used
+    /// while their names stay the same.
     order: Option<Arc<NodeOrder>>,
     entries: BTreeMap<Key, Entry>,
     /// No update yet: the first one plans everything.
@@ -265,7 +263,6 @@ impl Incremental {
     pub fn new(policy: Policy) -> Self {
         Incremental {
             policy,
-            nodes: Vec::new(),
             order: None,
             entries: BTreeMap::new(),
             fresh: true,
@@ -434,27 +431,18 @@ impl Incremental {
             self.entries.remove(k);
         }
         // The nodes' order is kept while their names stay the same.
-        let order = match &self.order {
+        let last = self.order.take();
+        let order = match &last {
             Some(o) if o.indexes(&observed.nodes) => Arc::clone(o),
             _ => Arc::new(NodeOrder::of(&observed.nodes)),
         };
-        let same_nodes = self.order.as_ref().is_some_and(|o| Arc::ptr_eq(o, &order));
+        let same_nodes = last.as_ref().is_some_and(|o| Arc::ptr_eq(o, &order));
         self.order = Some(Arc::clone(&order));
         let mut ctx = Context::with_nodes(observed, order);
         ctx.auto_promote = self.policy.auto_promote;
         ctx.ignore_pause = self.policy.ignore_pause;
-        let names: Vec<Name> = if same_nodes {
-            std::mem::take(&mut self.nodes)
-        } else {
-            ctx.nodes
-                .order
-                .iter()
-                .map(|&i| ctx.nodes.names[i as usize].clone())
-                .collect()
-        };
         if woken.is_empty() {
             self.fresh = false;
-            self.nodes = names;
             return Woken {
                 daemonsets: woken,
                 removed,
@@ -463,29 +451,27 @@ impl Incremental {
         ctx.pods = PodIndex::new(&observed.pods, &ctx.nodes.position);
         // Where each node was in the last update's order (`None`: new, or changed).
         let full = self.fresh || changes.everything;
-        let previous: Vec<Option<usize>> = if full {
-            vec![None; names.len()]
-        } else if same_nodes || names == self.nodes {
-            names
+        let sorted = || {
+            ctx.nodes
+                .order
                 .iter()
+                .map(|&i| &ctx.nodes.names[i as usize])
+        };
+        let previous: Vec<Option<usize>> = match &last {
+            _ if full => vec![None; ctx.nodes.order.len()],
+            _ if same_nodes => sorted()
                 .enumerate()
                 .map(|(i, n)| (!changes.nodes.contains(&**n)).then_some(i))
-                .collect()
-        } else {
-            let at: HashMap<&str, usize> = self
-                .nodes
-                .iter()
-                .enumerate()
-                .map(|(i, n)| (&**n, i))
-                .collect();
-            names
-                .iter()
+                .collect(),
+            Some(last) => sorted()
                 .map(|n| {
-                    at.get(&**n)
-                        .copied()
+                    last.position
+                        .get(n)
+                        .map(|&p| p as usize)
                         .filter(|_| !changes.nodes.contains(&**n))
                 })
-                .collect()
+                .collect(),
+            None => vec![None; ctx.nodes.order.len()],
         };
         let policy = &self.policy;
         let work: Vec<(&Desired, Option<&Entry>)> = desired
@@ -566,7 +552,6 @@ impl Incremental {
             };
             self.entries.insert(key, entry);
         }
-        self.nodes = names;
         self.fresh = false;
         Woken {
             daemonsets: woken,
