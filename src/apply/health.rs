@@ -99,18 +99,12 @@ impl Health {
                 continue;
             };
             let policy = FailurePolicy::of(&desired.daemonset);
-            // Pods of one revision share their label map: its verdict is kept for the next.
-            let mut last: Option<(*const crate::model::Labels, bool)> = None;
+            // Pods of one revision share their label map: it is judged once per run.
+            let mut current = crate::model::LastLabels::default();
             for &pod in pods {
-                let current = match last {
-                    Some((at, current)) if std::ptr::eq(at, &*pod.labels) => current,
-                    _ => {
-                        let current = pod.revision_hash() == Some(ds.revision.as_str());
-                        last = Some((&*pod.labels, current));
-                        current
-                    }
-                };
-                if !current {
+                if !current.of(&pod.labels, |_| {
+                    pod.revision_hash() == Some(ds.revision.as_str())
+                }) {
                     continue;
                 }
                 // A ready pod that has not restarted too often, with no minReadySeconds to

@@ -31,6 +31,33 @@ use std::collections::BTreeMap;
 /// Labels of an object: sorted, so every rendering of them is deterministic.
 pub type Labels = BTreeMap<String, String>;
 
+/// A verdict on a label map kept for the last map read: pods labelled alike share one map
+/// ([`shared_labels`]), so a pass over a DaemonSet's pods decides once per run of them. The
+/// map is known by its address, sound while the pods read are borrowed.
+pub struct LastLabels<T> {
+    last: Option<(*const Labels, T)>,
+}
+
+impl<T> Default for LastLabels<T> {
+    fn default() -> Self {
+        LastLabels { last: None }
+    }
+}
+
+impl<T: Copy> LastLabels<T> {
+    /// The verdict on `labels`: the last one when they are the map last read, else `decide`'s.
+    pub fn of(&mut self, labels: &Labels, decide: impl FnOnce(&Labels) -> T) -> T {
+        if let Some((at, verdict)) = self.last
+            && std::ptr::eq(at, labels)
+        {
+            return verdict;
+        }
+        let verdict = decide(labels);
+        self.last = Some((labels, verdict));
+        verdict
+    }
+}
+
 /// `labels` (none: empty), shared with the equal labels shared before on this thread: the
 /// pods of one DaemonSet and revision are labelled alike, so a cache of 100,000 pods holds a
 /// few dozen label maps instead of one each. A memo keyed by the labels' hash, forgotten
@@ -99,3 +126,30 @@ pub const FROZEN_ANNOTATION: &str = "daemonsync.io/frozen";
 pub const CONFIG_ANNOTATION: &str = "daemonsync.io/config";
 /// The node field key used in `matchFields` (`metadata.name`).
 pub const NODE_NAME_FIELD: &str = "metadata.name";
+
+#[cfg(test)]
+mod last_labels_tests {
+    use super::*;
+
+    #[test]
+    fn a_verdict_is_decided_once_per_run_of_one_label_map() {
+        let a = shared_labels(Some(&Labels::from([("app".into(), "a".into())])));
+        let b = shared_labels(Some(&Labels::from([("app".into(), "b".into())])));
+        let mut decided = 0;
+        let mut memo = LastLabels::default();
+        let mut judge = |l: &Labels| {
+            memo.of(l, |l| {
+                decided += 1;
+                l.get("app").map(String::as_str) == Some("a")
+            })
+        };
+        assert!(judge(&a));
+        assert!(judge(&a));
+        assert!(!judge(&b));
+        assert!(judge(&a));
+        assert_eq!(
+            decided, 3,
+            "a run of one map is decided once, a change of map again"
+        );
+    }
+}

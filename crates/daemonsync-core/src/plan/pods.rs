@@ -128,23 +128,12 @@ impl<'a> PodIndex<'a> {
             .into_iter()
             .flatten()
             .filter(|&&i| !pods[i as usize].is_terminating());
-        // Pods labelled alike share one label map (`model::shared_labels`): the last map's
-        // verdict is re-used while the same one comes again.
-        let mut last: Option<(*const crate::model::Labels, bool)> = None;
+        // Pods labelled alike share one label map: a run of them is matched once.
+        let mut matched = crate::model::LastLabels::default();
         owned
             .chain(orphans)
             .copied()
-            .filter(|&i| {
-                let labels = &pods[i as usize].labels;
-                match last {
-                    Some((at, matched)) if std::ptr::eq(at, &**labels) => matched,
-                    _ => {
-                        let matched = selector.matches(labels);
-                        last = Some((&**labels, matched));
-                        matched
-                    }
-                }
-            })
+            .filter(|&i| matched.of(&pods[i as usize].labels, |l| selector.matches(l)))
             .collect()
     }
 }
@@ -255,26 +244,7 @@ pub(crate) const SYNTHETIC: u32 = 1 << 31;
 
 /// What a pod's labels say of its revision ([`PodInfo::hash_current`], [`PodInfo::updated`]),
 /// kept for the last label map read: the pods of one DaemonSet and revision share theirs.
-#[derive(Default)]
-pub(crate) struct RevisionMemo {
-    last: Option<(*const crate::model::Labels, bool, bool)>,
-}
-
-impl RevisionMemo {
-    /// `(hash_current, updated)` of `pod` against `ds`.
-    fn of(&mut self, pod: &Pod, ds: &DaemonSetSpec) -> (bool, bool) {
-        let at: *const crate::model::Labels = &*pod.labels;
-        if let Some((last, current, updated)) = self.last
-            && std::ptr::eq(last, at)
-        {
-            return (current, updated);
-        }
-        let current = pod.revision_hash() == Some(ds.revision.as_str());
-        let updated = current || is_pod_updated(pod, "", ds.template_generation);
-        self.last = Some((at, current, updated));
-        (current, updated)
-    }
-}
+pub(crate) type RevisionMemo = crate::model::LastLabels<(bool, bool)>;
 
 impl PodInfo {
     /// What the planner needs of `pod` (observed pod `id`) for `ds`, reading the labels'
@@ -286,7 +256,13 @@ impl PodInfo {
         now: Timestamp,
         memo: &mut RevisionMemo,
     ) -> Self {
-        let (hash_current, updated) = memo.of(pod, ds);
+        let (hash_current, updated) = memo.of(&pod.labels, |_| {
+            let current = pod.revision_hash() == Some(ds.revision.as_str());
+            (
+                current,
+                current || is_pod_updated(pod, "", ds.template_generation),
+            )
+        });
         // A pod restarting on new images (in place) is neither ready nor available, whatever
         // its Ready condition still says.
         let updating = pod.detail.as_ref().is_some_and(|d| d.updating());
