@@ -8,6 +8,8 @@
 //!   pod of one DaemonSet: the incremental re-plan of that DaemonSet from the pods in its
 //!   scope, then the assessment of that plan (health, orphans, handovers), as the daemon
 //!   does before it writes.
+//! * `pass/node_event/5000x20`: the same for a node event: every DaemonSet re-planned (the
+//!   other nodes' eligibility re-used), then the assessment of the whole fleet.
 //!
 //! Run with `cargo bench --bench plan`.
 
@@ -114,5 +116,39 @@ fn pod_event(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, full, scaling, pod_event);
+/// A node changed: every DaemonSet is woken and re-planned (re-using the other nodes'
+/// eligibility), then the whole fleet is assessed, as `sync` does for a node event.
+fn node_event(c: &mut Criterion) {
+    let (desired, observed) = fleet(5_000, DAEMONSETS, SEED);
+    let mut inc = Incremental::new(Policy::default());
+    inc.update(&desired, &observed, &Changes::everything(), fleet_now());
+    let changes = Changes {
+        nodes: BTreeSet::from([observed.nodes[0].name.to_string()]),
+        ..Changes::default()
+    };
+    let woken = inc.woken(&desired, &changes);
+    assert_eq!(woken.len(), DAEMONSETS, "a node wakes every DaemonSet");
+    let state = ClusterState {
+        observed,
+        records: Vec::new(),
+        config_copies: Vec::new(),
+        now: fleet_now(),
+    };
+    let executor = Executor::default();
+    let opts = ApplyOptions::default();
+    let mut group = c.benchmark_group("pass");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(10));
+    group.bench_function("node_event/5000x20", |b| {
+        b.iter(|| {
+            let w = inc.update(&desired, &state.observed, &changes, state.now);
+            let plan = inc.plan_of(&w.daemonsets, state.now);
+            black_box(executor.assess_plan(&desired, &state, &opts, plan));
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, full, scaling, pod_event, node_event);
 criterion_main!(benches);
