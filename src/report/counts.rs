@@ -23,7 +23,7 @@ impl Impact {
     /// The impact of one DaemonSet's plan.
     pub fn of(ds: &DaemonSetPlan) -> Impact {
         let mut i = Impact::default();
-        for n in &ds.nodes {
+        for n in ds.nodes.iter() {
             match affects(ds, n.state) {
                 Some(Effect::Gain) => i.gain += 1,
                 Some(Effect::Lose) => i.lose += 1,

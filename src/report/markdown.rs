@@ -1029,7 +1029,7 @@ fn rollout_section(out: &mut String, ds: &DaemonSetPlan, r: &Rollout) {
 fn node_table(out: &mut String, ds: &DaemonSetPlan) {
     let nodes = &ds.nodes;
     let mut groups: BTreeMap<NodeState, Vec<&crate::plan::NodeEntry>> = BTreeMap::new();
-    for n in nodes {
+    for n in nodes.iter() {
         groups.entry(n.state).or_default().push(n);
     }
     let quiet: Vec<String> = groups

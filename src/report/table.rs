@@ -382,7 +382,7 @@ fn wide_nodes(out: &mut String, ds: &DaemonSetPlan, paint: Painter) {
         .max(5);
     let heading = format!("{:<width$}   {:<state_width$}   REASON", "NODE", "STATE");
     let _ = writeln!(out, "  {}", paint.style(&heading, Style::new().bold()));
-    for n in &ds.nodes {
+    for n in ds.nodes.iter() {
         let state = format!("{:<state_width$}", n.state.as_str());
         let state = if n.state.needs_attention() {
             paint.style(&state, state_style(n.state))

@@ -96,11 +96,11 @@ pub enum Reason {
     /// Only terminating pods remain.
     Terminating,
     /// The node does not (or no longer does) qualify.
-    Ineligible(Ineligible),
+    Ineligible(std::sync::Arc<Ineligible>),
     /// The node qualifies on labels but a taint blocks it; `kept` when a running pod stays.
     Blocked {
         /// Why.
-        why: Ineligible,
+        why: std::sync::Arc<Ineligible>,
         /// A running pod is kept (counted as misscheduled).
         kept: bool,
     },
@@ -153,7 +153,7 @@ impl Serialize for Reason {
 /// look up an observed pod's revision label and waiting reason.
 pub(crate) fn classify(
     slot: &Slot,
-    why: Option<Ineligible>,
+    why: Option<std::sync::Arc<Ineligible>>,
     surge: bool,
     min_ready_seconds: i32,
     mut revision_of: impl FnMut(u32) -> Option<super::Name>,
@@ -168,7 +168,7 @@ pub(crate) fn classify(
     let terminating_only = first.is_none() && slot.has_pods();
     if !slot.should_run {
         let why = why.expect("a node that should not run has a reason");
-        let taint_blocked = matches!(why, Ineligible::Taint { .. });
+        let taint_blocked = matches!(*why, Ineligible::Taint { .. });
         return match (first.is_none(), taint_blocked && slot.should_continue) {
             (true, _) if terminating_only => (NodeState::Terminating, Reason::Ineligible(why)),
             (true, _) if taint_blocked => {
@@ -210,16 +210,16 @@ pub(crate) fn classify(
 }
 
 impl Context<'_> {
-    /// Every node's state and why (its eligibility explanation taken, not copied), its place
+    /// Every node's state and why (its eligibility explanation shared, not copied), its place
     /// in a progressive rollout, and how an out-of-date node takes the new revision.
     pub(super) fn nodes(
         &self,
         d: &Prepared<'_>,
         slots: &[Slot],
-        mut eligibility: Vec<Eligibility>,
+        eligibility: &[Eligibility],
         node_rollouts: &[Option<NodeRollout>],
         node_updates: &[Option<NodeUpdate>],
-    ) -> Vec<NodeEntry> {
+    ) -> std::sync::Arc<[NodeEntry]> {
         // Old pods mostly share a few revisions: name each once.
         let mut revisions: HashMap<&str, Name> = HashMap::default();
         slots
@@ -228,7 +228,7 @@ impl Context<'_> {
             .map(|(i, s)| {
                 let why = s
                     .node
-                    .and_then(|pos| eligibility[pos as usize].reason.take());
+                    .and_then(|pos| eligibility[pos as usize].reason.clone());
                 let (state, reason) = classify(
                     s,
                     why,

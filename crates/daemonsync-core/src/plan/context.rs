@@ -177,10 +177,12 @@ impl<'a> Context<'a> {
             .iter()
             .map(|_| Vec::with_capacity(self.nodes.order.len()))
             .collect();
+        // Each row's last reason, shared by the nodes ineligible for the same one.
+        let mut last = vec![None; specs.len()];
         for &i in &self.nodes.order {
             let node = &self.observed.nodes[i as usize];
-            for (row, spec) in out.iter_mut().zip(specs) {
-                row.push(eligibility::evaluate(spec, node, policy));
+            for ((row, spec), last) in out.iter_mut().zip(specs).zip(&mut last) {
+                row.push(eligibility::evaluate_shared(spec, node, policy, last));
             }
         }
         out

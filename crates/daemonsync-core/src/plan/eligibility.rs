@@ -20,8 +20,9 @@ pub struct Eligibility {
     /// An existing daemon pod may stay (implied by `should_run`; also true when only
     /// `NoSchedule` taints are untolerated).
     pub should_continue_running: bool,
-    /// Why the node is ineligible; `None` exactly when `should_run`.
-    pub reason: Option<Ineligible>,
+    /// Why the node is ineligible; `None` exactly when `should_run`. Shared: a DaemonSet's
+    /// eligibility is kept between plans and its node rows name the same reason.
+    pub reason: Option<std::sync::Arc<Ineligible>>,
 }
 
 impl Eligibility {
@@ -30,14 +31,6 @@ impl Eligibility {
         should_continue_running: true,
         reason: None,
     };
-
-    fn not(reason: Ineligible, should_continue_running: bool) -> Self {
-        Eligibility {
-            should_run: false,
-            should_continue_running,
-            reason: Some(reason),
-        }
-    }
 }
 
 /// Why a DaemonSet does not (or no longer) run on a node.
@@ -104,38 +97,67 @@ impl fmt::Display for Ineligible {
 /// Cost is dominated by node-label lookups; callers evaluating many DaemonSets should loop
 /// over DaemonSets inside the loop over nodes, so each node's labels stay in cache.
 pub fn evaluate(ds: &DaemonSetSpec, node: &Node, policy: &Policy) -> Eligibility {
+    evaluate_shared(ds, node, policy, &mut None)
+}
+
+/// [`evaluate`], re-using `last` (the reason found for the previous node of a row) when this
+/// node is ineligible for the same reason: the nodes of one pool share one reason.
+pub fn evaluate_shared(
+    ds: &DaemonSetSpec,
+    node: &Node,
+    policy: &Policy,
+    last: &mut Option<std::sync::Arc<Ineligible>>,
+) -> Eligibility {
+    match judge(ds, node, policy) {
+        None => Eligibility::ELIGIBLE,
+        Some((reason, should_continue_running)) => {
+            let reason = match last {
+                Some(l) if **l == reason => std::sync::Arc::clone(l),
+                _ => last.insert(std::sync::Arc::new(reason)).clone(),
+            };
+            Eligibility {
+                should_run: false,
+                should_continue_running,
+                reason: Some(reason),
+            }
+        }
+    }
+}
+
+/// Why `node` is ineligible, and whether a running pod may stay; `None` when it is eligible.
+fn judge(ds: &DaemonSetSpec, node: &Node, policy: &Policy) -> Option<(Ineligible, bool)> {
     if let Some(wanted) = &ds.node_name
         && *wanted != node.name
     {
-        return Eligibility::not(
+        return Some((
             Ineligible::NodeName {
                 wanted: wanted.clone(),
             },
             false,
-        );
+        ));
     }
     for (key, wanted) in &ds.node_selector {
         let actual = node.labels.get(key);
         if actual != Some(wanted) {
-            return Eligibility::not(
+            return Some((
                 Ineligible::NodeSelector {
                     key: key.clone(),
                     wanted: wanted.clone(),
                     actual: actual.cloned(),
                 },
                 false,
-            );
+            ));
         }
     }
     if let Some(terms) = &ds.required_affinity
         && !terms.iter().any(|t| t.matches(node))
     {
-        return Eligibility::not(
+        return Some((
             Ineligible::NodeAffinity {
                 detail: describe_affinity_mismatch(terms, node),
             },
             false,
-        );
+        ));
     }
     let mut first_no_schedule: Option<&Taint> = None;
     for taint in &node.taints {
@@ -145,24 +167,23 @@ pub fn evaluate(ds: &DaemonSetSpec, node: &Node, policy: &Policy) -> Eligibility
             continue;
         }
         if taint.effect == TaintEffect::NoExecute {
-            return Eligibility::not(
+            return Some((
                 Ineligible::Taint {
                     taint: taint.clone(),
                 },
                 false,
-            );
+            ));
         }
         first_no_schedule.get_or_insert(taint);
     }
-    match first_no_schedule {
-        Some(taint) => Eligibility::not(
+    first_no_schedule.map(|taint| {
+        (
             Ineligible::Taint {
                 taint: taint.clone(),
             },
             true,
-        ),
-        None => Eligibility::ELIGIBLE,
-    }
+        )
+    })
 }
 
 fn describe_affinity_mismatch(terms: &[NodeSelectorTerm], node: &Node) -> String {
@@ -304,13 +325,31 @@ mod tests {
     }
 
     #[test]
+    fn nodes_ineligible_for_the_same_reason_share_it_and_others_get_their_own() {
+        let d = ds(json!({"nodeSelector": {"type": "production"}}));
+        let policy = Policy::default();
+        let mut last = None;
+        let staging = node(&[("type", "staging")]);
+        let a = evaluate_shared(&d, &staging, &policy, &mut last);
+        let b = evaluate_shared(&d, &staging, &policy, &mut last);
+        let (a, b) = (a.reason.expect("ineligible"), b.reason.expect("ineligible"));
+        assert!(std::sync::Arc::ptr_eq(&a, &b), "one reason for one pool");
+        let c = evaluate_shared(&d, &node(&[("type", "dev")]), &policy, &mut last);
+        assert_eq!(
+            c.reason.as_deref().map(ToString::to_string).as_deref(),
+            Some("nodeSelector type=production (node has dev)")
+        );
+        assert!(evaluate_shared(&d, &node(&L1), &policy, &mut last).should_run);
+    }
+
+    #[test]
     fn e3_template_node_name_for_another_node_runs_nowhere_else() {
         let d = ds(json!({"nodeName": "other-node"}));
         let e = evaluate(&d, &node(&L1), &Policy::default());
         assert_eq!((e.should_run, e.should_continue_running), (false, false));
         assert_eq!(
-            e.reason,
-            Some(Ineligible::NodeName {
+            e.reason.as_deref(),
+            Some(&Ineligible::NodeName {
                 wanted: "other-node".into()
             })
         );
@@ -334,8 +373,8 @@ mod tests {
         let e = evaluate(&l2, &node(&L1), &Policy::default());
         assert_eq!((e.should_run, e.should_continue_running), (false, false));
         assert_eq!(
-            e.reason,
-            Some(Ineligible::NodeSelector {
+            e.reason.as_deref(),
+            Some(&Ineligible::NodeSelector {
                 key: "type".into(),
                 wanted: "test".into(),
                 actual: Some("production".into())
@@ -368,8 +407,8 @@ mod tests {
         let e = evaluate(&ds(json!({})), &n, &Policy::default());
         assert_eq!((e.should_run, e.should_continue_running), (false, true));
         assert_eq!(
-            e.reason,
-            Some(Ineligible::Taint {
+            e.reason.as_deref(),
+            Some(&Ineligible::Taint {
                 taint: taint("dedicated", "user1", TaintEffect::NoSchedule)
             })
         );
@@ -409,8 +448,8 @@ mod tests {
         let e = evaluate(&ds(json!({})), &n, &Policy::default());
         assert_eq!((e.should_run, e.should_continue_running), (false, false));
         assert_eq!(
-            e.reason,
-            Some(Ineligible::Taint {
+            e.reason.as_deref(),
+            Some(&Ineligible::Taint {
                 taint: taint("b", "", TaintEffect::NoExecute)
             })
         );
@@ -424,8 +463,8 @@ mod tests {
         ]);
         let e = evaluate(&ds(json!({})), &n, &Policy::default());
         assert_eq!(
-            e.reason,
-            Some(Ineligible::Taint {
+            e.reason.as_deref(),
+            Some(&Ineligible::Taint {
                 taint: taint("z", "", TaintEffect::NoSchedule)
             })
         );

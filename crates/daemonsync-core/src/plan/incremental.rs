@@ -120,8 +120,8 @@ impl Changes {
 struct Entry {
     /// Its spec, compiled from the desired DaemonSet alone (what eligibility reads).
     spec: DaemonSetSpec,
-    /// Its eligibility on every node, in [`Incremental::nodes`] order.
-    eligibility: Vec<Eligibility>,
+    /// Its eligibility on every node, in the kept node order.
+    eligibility: Arc<[Eligibility]>,
     /// It names a readiness taint.
     gated: bool,
     /// The nodes where its plan would create a pod (missing or out of date): what the
@@ -134,7 +134,7 @@ struct Entry {
 /// One DaemonSet re-planned, before the readiness gates are joined.
 struct Planned {
     spec: DaemonSetSpec,
-    eligibility: Vec<Eligibility>,
+    eligibility: Arc<[Eligibility]>,
     gated: bool,
     plan: DaemonSetPlan,
     gate: Option<readiness::Gate>,
@@ -473,6 +473,8 @@ impl Incremental {
                 .collect(),
             None => vec![None; ctx.nodes.order.len()],
         };
+        // No node changed: each kept eligibility row is re-used as it is.
+        let unchanged = previous.iter().enumerate().all(|(i, p)| *p == Some(i));
         let policy = &self.policy;
         let work: Vec<(&Desired, Option<&Entry>)> = desired
             .iter()
@@ -488,31 +490,38 @@ impl Incremental {
             .into_par_iter()
             .map(|(d, kept)| {
                 let (spec, live) = ctx.spec(d);
-                let eligibility: Vec<Eligibility> = match kept {
-                    Some(e) => ctx
-                        .nodes
-                        .order
-                        .iter()
-                        .zip(&previous)
-                        .map(|(&i, prev)| match prev.and_then(|p| e.eligibility.get(p)) {
-                            Some(el) => el.clone(),
-                            None => eligibility::evaluate(
-                                &e.spec,
-                                &ctx.observed.nodes[i as usize],
-                                policy,
-                            ),
-                        })
-                        .collect(),
+                let eligibility: Arc<[Eligibility]> = match kept {
+                    Some(e) if unchanged && e.eligibility.len() == previous.len() => {
+                        Arc::clone(&e.eligibility)
+                    }
+                    Some(e) => {
+                        let mut last = None;
+                        ctx.nodes
+                            .order
+                            .iter()
+                            .zip(&previous)
+                            .map(|(&i, prev)| match prev.and_then(|p| e.eligibility.get(p)) {
+                                Some(el) => el.clone(),
+                                None => eligibility::evaluate_shared(
+                                    &e.spec,
+                                    &ctx.observed.nodes[i as usize],
+                                    policy,
+                                    &mut last,
+                                ),
+                            })
+                            .collect()
+                    }
                     None => ctx
                         .eligibility(std::slice::from_ref(&spec), policy)
                         .pop()
-                        .unwrap_or_default(),
+                        .unwrap_or_default()
+                        .into(),
                 };
                 let compiled = match kept {
                     Some(e) => e.spec.clone(),
                     None => DaemonSetSpec::compile(&d.daemonset),
                 };
-                let (plan, gate) = ctx.plan_one(d, spec, live, eligibility.clone(), now, false);
+                let (plan, gate) = ctx.plan_one(d, spec, live, &eligibility, now, false);
                 Planned {
                     spec: compiled,
                     eligibility,

@@ -118,7 +118,7 @@ pub fn plan_builtin(
         &desired,
         spec,
         (LiveComparison::None, None),
-        eligibility,
+        &eligibility,
         now,
         false,
     )
@@ -174,7 +174,7 @@ fn plan_in(
         .collect();
     let mut planned: Vec<(DaemonSetPlan, Option<readiness::Gate>)> = work
         .into_par_iter()
-        .map(|(((d, spec), live), elig)| ctx.plan_one(d, spec, live, elig, now, rolling_only))
+        .map(|(((d, spec), live), elig)| ctx.plan_one(d, spec, live, &elig, now, rolling_only))
         .collect();
     planned.sort_by(|(a, _), (b, _)| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     let (mut daemonsets, gates): (Vec<_>, Vec<_>) = planned.into_iter().unzip();
@@ -201,11 +201,11 @@ impl Context<'_> {
         desired: &Desired,
         spec: DaemonSetSpec,
         (comparison, live_diff): (LiveComparison, Option<LiveDiff>),
-        eligibility: Vec<Eligibility>,
+        eligibility: &[Eligibility],
         now: Timestamp,
         rolling_only: bool,
     ) -> (DaemonSetPlan, Option<readiness::Gate>) {
-        let (d, mut slots) = self.prepare(desired, spec, &eligibility, now);
+        let (d, mut slots) = self.prepare(desired, spec, eligibility, now);
         let config_changes = self.config_changes(&d, &slots);
         let mut warnings = Vec::new();
         // What the annotations ask for: nodes held back, pods patched in place, images pulled
@@ -250,7 +250,6 @@ impl Context<'_> {
             pre_pull_cleanup,
         );
         let gate = self.gate(&d, &slots, frozen.is_none());
-        // Last, so that each node's reason can take its eligibility explanation without a copy.
         let nodes = self.nodes(&d, &slots, eligibility, &node_rollouts, &node_updates);
         let risks = self.risks(&d, &nodes, &step, &ownership);
         let stalled = self

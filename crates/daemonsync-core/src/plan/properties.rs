@@ -160,7 +160,7 @@ proptest! {
         prop_assert_eq!(st.updated_number_scheduled, st.desired_number_scheduled);
         prop_assert_eq!(st.number_available, st.desired_number_scheduled);
         prop_assert_eq!(st.current_number_scheduled, st.desired_number_scheduled);
-        for e in &plan.nodes {
+        for e in plan.nodes.iter() {
             prop_assert!(
                 matches!(e.state, crate::plan::NodeState::UpToDate | crate::plan::NodeState::Ineligible | crate::plan::NodeState::Blocked),
                 "{} is {} ({})", e.node, e.state, e.reason

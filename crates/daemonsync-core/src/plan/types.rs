@@ -152,7 +152,7 @@ pub struct DaemonSetPlan {
     /// Status counters (Kubernetes `DaemonSetStatus` field names).
     pub status: Status,
     /// Every node, sorted by name, then vanished nodes that still have pods.
-    pub nodes: Vec<NodeEntry>,
+    pub nodes: std::sync::Arc<[NodeEntry]>,
     /// The next reconcile step.
     pub step: Step,
     /// Projected waves until converged, assuming each new pod becomes available.

@@ -353,7 +353,7 @@ pub fn unavailable_and_surging(plan: &DaemonSetPlan, c: &Cluster) -> (usize, usi
     let mut surging = 0;
     let surge = plan.budgets.max_surge > 0;
     let min_ready = plan.strategy.min_ready_seconds;
-    for entry in &plan.nodes {
+    for entry in plan.nodes.iter() {
         let pods: Vec<_> = c
             .pods
             .iter()
