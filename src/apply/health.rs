@@ -43,12 +43,15 @@ impl Health {
                 .collect(),
             ..Health::default()
         };
-        // Built when a pod first needs it: most passes judge only ready pods.
-        let nodes: std::cell::OnceCell<rustc_hash::FxHashSet<&str>> = std::cell::OnceCell::new();
-        let on_a_node = |name: &str| {
-            nodes
-                .get_or_init(|| observed.nodes.iter().map(|n| n.name.as_str()).collect())
-                .contains(name)
+        // Whether a node is in the cluster: a plan has a row for every observed node, in name
+        // order, before the vanished nodes that still hold its pods.
+        let on_a_node = |ds: &crate::plan::DaemonSetPlan, name: &str| {
+            let observed = ds
+                .nodes
+                .partition_point(|r| !matches!(r.reason, crate::plan::Reason::NodeGone));
+            ds.nodes[..observed]
+                .binary_search_by(|r| (*r.node).cmp(name))
+                .is_ok()
         };
         let wake = |t: Timestamp, h: &mut Health| {
             if t > now {
@@ -123,7 +126,7 @@ impl Health {
                 {
                     continue;
                 }
-                let Some(node) = pod.target_node.as_deref().filter(|n| on_a_node(n)) else {
+                let Some(node) = pod.target_node.as_deref().filter(|n| on_a_node(ds, n)) else {
                     continue;
                 };
                 let entry = |reason: String| FailedNode {
@@ -332,4 +335,58 @@ fn restarted_too_often(pod: &Pod, started: Timestamp, policy: &FailurePolicy) ->
             policy.restart_window
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use daemonsync_core::testkit::fixtures::{daemonset, now, pod, revision, worker};
+
+    /// A pod of the current revision that never became ready, created long before `now`,
+    /// on `node`, beside the workers w1 and w2.
+    fn judged(node: &str) -> Health {
+        let d = daemonset("infra", "agent", serde_json::json!({"type": "OnDelete"}));
+        let mut observed = Observed {
+            nodes: vec![worker("w1"), worker("w2")].into(),
+            ..Observed::default()
+        };
+        let mut p = pod("infra", "agent", node, &revision(&d), false);
+        p.waiting_reason = None;
+        observed.pods = vec![p].into();
+        let plan = crate::plan::plan(
+            std::slice::from_ref(&d),
+            &observed,
+            &Default::default(),
+            now(),
+        );
+        let specs = BTreeMap::from([(
+            ("infra".to_string(), "agent".to_string()),
+            (&d, DaemonSetSpec::compile(&d.daemonset)),
+        )]);
+        Health::assess(
+            &plan,
+            &specs,
+            &observed,
+            now(),
+            SignedDuration::from_mins(5),
+        )
+    }
+
+    #[test]
+    fn a_pod_not_ready_past_the_deadline_fails_on_a_node_of_the_cluster_only() {
+        let there = judged("w2");
+        assert_eq!(
+            there
+                .failed
+                .iter()
+                .map(|f| f.node.as_str())
+                .collect::<Vec<_>>(),
+            ["w2"],
+            "{there:?}"
+        );
+        // The same pod bound to a node that has left is the planner's to delete, not a failure.
+        let gone = judged("w9");
+        assert!(gone.failed.is_empty(), "{gone:?}");
+        assert!(gone.node_problems.is_empty(), "{gone:?}");
+    }
 }
