@@ -147,9 +147,6 @@ pub struct Incremental {
     /// The last update's nodes in name order (where each node's eligibility is kept), re-used
     /// while their names stay the same.
     order: Option<Arc<NodeOrder>>,
-    /// The shared node list the last update read: while an observation hands the same one,
-    /// the order is re-used without comparing names.
-    listed: Option<crate::model::Nodes>,
     entries: BTreeMap<Key, Entry>,
     /// No update yet: the first one plans everything.
     fresh: bool,
@@ -267,7 +264,6 @@ impl Incremental {
         Incremental {
             policy,
             order: None,
-            listed: None,
             entries: BTreeMap::new(),
             fresh: true,
         }
@@ -436,15 +432,10 @@ impl Incremental {
         }
         // The nodes' order is kept while their names stay the same.
         let last = self.order.take();
-        let same_list = self
-            .listed
-            .as_ref()
-            .is_some_and(|l| l.ptr_eq(&observed.nodes));
         let order = match &last {
-            Some(o) if same_list || o.indexes(&observed.nodes) => Arc::clone(o),
+            Some(o) if o.indexes(&observed.nodes) => Arc::clone(o),
             _ => Arc::new(NodeOrder::of(&observed.nodes)),
         };
-        self.listed = Some(observed.nodes.clone());
         let same_nodes = last.as_ref().is_some_and(|o| Arc::ptr_eq(o, &order));
         self.order = Some(Arc::clone(&order));
         let mut ctx = Context::with_nodes(observed, order);
