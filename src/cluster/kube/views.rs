@@ -214,12 +214,10 @@ impl PodView {
         }
         // Each candidate with whether its slot alone makes the scope concern it: all but
         // the namespace's loose pods, which only a planned selector may match.
-        let mut found: Vec<(&ByKey, bool)> = Vec::new();
-        let mut runs = 0;
+        let mut runs: Vec<Vec<(&ByKey, bool)>> = Vec::new();
         let mut take = |slot: &Slot, sure: bool| {
             if let Some(pods) = self.index.get(slot) {
-                found.extend(pods.iter().map(|p| (p, sure)));
-                runs += 1;
+                runs.push(pods.iter().map(|p| (p, sure)).collect());
             }
         };
         take(&Slot::Terminating, true);
@@ -240,25 +238,52 @@ impl PodView {
             if let Slot::Record((ns, name)) = slot
                 && !scope.is_desired(ns, name)
             {
-                found.extend(pods.iter().map(|p| (p, true)));
-                runs += 1;
+                runs.push(pods.iter().map(|p| (p, true)).collect());
             }
         }
-        if runs > 1 {
-            // A stable sort merges the sorted runs in about one pass.
-            found.sort_by(|a, b| a.0.cmp(b.0));
-            found.dedup_by(|later, kept| {
-                let same = Arc::ptr_eq(&later.0.0, &kept.0.0);
-                kept.1 |= same && later.1;
-                same
-            });
-        }
-        found
+        merge(runs)
             .into_iter()
             .filter(|(p, sure)| *sure || scope.concerns(&p.0))
             .map(|(p, _)| Arc::clone(&p.0))
             .collect()
     }
+}
+
+/// Sorted runs of candidates merged into one in key order, a pod in several runs once (made
+/// sure if any run is sure of it). A scope's runs are mostly one DaemonSet's pods and a few
+/// others (terminating, loose): the few are sorted and placed into the largest run by binary
+/// search, so the largest run's keys are not compared one by one.
+fn merge(mut runs: Vec<Vec<(&ByKey, bool)>>) -> Vec<(&ByKey, bool)> {
+    let Some(largest) = (0..runs.len()).max_by_key(|&i| runs[i].len()) else {
+        return Vec::new();
+    };
+    let big = runs.swap_remove(largest);
+    let mut few: Vec<(&ByKey, bool)> = runs.into_iter().flatten().collect();
+    if few.is_empty() {
+        return big;
+    }
+    few.sort_by(|a, b| a.0.cmp(b.0));
+    few.dedup_by(|later, kept| {
+        let same = Arc::ptr_eq(&later.0.0, &kept.0.0);
+        kept.1 |= same && later.1;
+        same
+    });
+    let mut out = Vec::with_capacity(big.len() + few.len());
+    let mut rest = &big[..];
+    for (pod, sure) in few {
+        let at = rest.partition_point(|(b, _)| *b < pod);
+        out.extend_from_slice(&rest[..at]);
+        rest = &rest[at..];
+        match rest.first() {
+            Some(&(b, b_sure)) if Arc::ptr_eq(&b.0, &pod.0) => {
+                out.push((b, b_sure || sure));
+                rest = &rest[1..];
+            }
+            _ => out.push((pod, sure)),
+        }
+    }
+    out.extend_from_slice(rest);
+    out
 }
 
 #[cfg(test)]
@@ -307,6 +332,38 @@ mod tests {
             }
         }
         (desired, pods)
+    }
+
+    #[test]
+    fn runs_merge_in_key_order_with_a_pod_of_several_runs_once_and_sure_if_any_is() {
+        let pod = |name: &str| {
+            ByKey(Arc::new(Pod {
+                namespace: "ns".into(),
+                name: name.into(),
+                ..Pod::default()
+            }))
+        };
+        let (a, b, c, d, e) = (pod("a"), pod("b"), pod("c"), pod("d"), pod("e"));
+        let merged = merge(vec![
+            vec![(&b, false), (&e, true)],
+            vec![(&a, true), (&b, false), (&c, false), (&d, false)],
+            vec![(&d, true)],
+        ]);
+        let got: Vec<(&str, bool)> = merged
+            .iter()
+            .map(|(p, s)| (p.0.name.as_str(), *s))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", true),
+                ("b", false),
+                ("c", false),
+                ("d", true),
+                ("e", true)
+            ]
+        );
+        assert!(merge(Vec::new()).is_empty());
     }
 
     #[test]
