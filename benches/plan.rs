@@ -17,7 +17,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use daemonsync::apply::{ApplyOptions, Executor};
 use daemonsync::cluster::ClusterState;
 use daemonsync::plan::incremental::{Changes, Incremental, PodTouch};
-use daemonsync::plan::{Policy, plan};
+use daemonsync::plan::{Desired, Observed, Policy, plan};
 use daemonsync_core::testkit::synthetic::{fleet, fleet_now};
 use std::collections::BTreeSet;
 use std::hint::black_box;
@@ -70,6 +70,47 @@ fn scaling(c: &mut Criterion) {
     group.finish();
 }
 
+/// One incremental pass as `sync` makes it: `changes` re-planned from `observed`, then the
+/// assessment of the woken plans, benchmarked as `pass/{name}`.
+struct Pass<'a> {
+    name: &'a str,
+    samples: usize,
+    seconds: u64,
+}
+
+impl Pass<'_> {
+    fn bench(
+        &self,
+        c: &mut Criterion,
+        desired: &[Desired],
+        mut inc: Incremental,
+        changes: &Changes,
+        observed: Observed,
+    ) {
+        let state = ClusterState {
+            observed,
+            records: Vec::new(),
+            config_copies: Vec::new(),
+            now: fleet_now(),
+        };
+        let executor = Executor::default();
+        let opts = ApplyOptions::default();
+        let mut group = c.benchmark_group("pass");
+        group
+            .sample_size(self.samples)
+            .measurement_time(Duration::from_secs(self.seconds));
+        group.bench_function(self.name, |b| {
+            b.iter(|| {
+                let w = inc.update(desired, &state.observed, changes, state.now);
+                let plan = inc.plan_of(&w.daemonsets, state.now);
+                black_box(executor.assess_plan(desired, &state, &opts, plan));
+            })
+        });
+        group.finish();
+    }
+}
+
+/// A pod of one DaemonSet changed: that DaemonSet re-planned from the pods of its scope.
 fn pod_event(c: &mut Criterion) {
     let (desired, observed) = fleet(5_000, DAEMONSETS, SEED);
     let mut inc = Incremental::new(Policy::default());
@@ -93,27 +134,12 @@ fn pod_event(c: &mut Criterion) {
     let scope = inc.scope(&desired, &woken);
     let mut scoped = observed.clone();
     scoped.pods.retain(|p| scope.concerns(p));
-    let state = ClusterState {
-        observed: scoped,
-        records: Vec::new(),
-        config_copies: Vec::new(),
-        now: fleet_now(),
+    let pass = Pass {
+        name: "pod_event/5000x20",
+        samples: 50,
+        seconds: 8,
     };
-    let executor = Executor::default();
-    let opts = ApplyOptions::default();
-    let mut group = c.benchmark_group("pass");
-    group
-        .sample_size(50)
-        .measurement_time(Duration::from_secs(8));
-    group.bench_function("pod_event/5000x20", |b| {
-        b.iter(|| {
-            let w = inc.update(&desired, &state.observed, &changes, state.now);
-            let keys: BTreeSet<_> = w.daemonsets;
-            let plan = inc.plan_of(&keys, state.now);
-            black_box(executor.assess_plan(&desired, &state, &opts, plan));
-        })
-    });
-    group.finish();
+    pass.bench(c, &desired, inc, &changes, scoped);
 }
 
 /// A node changed: every DaemonSet is woken and re-planned (re-using the other nodes'
@@ -128,26 +154,12 @@ fn node_event(c: &mut Criterion) {
     };
     let woken = inc.woken(&desired, &changes);
     assert_eq!(woken.len(), DAEMONSETS, "a node wakes every DaemonSet");
-    let state = ClusterState {
-        observed,
-        records: Vec::new(),
-        config_copies: Vec::new(),
-        now: fleet_now(),
+    let pass = Pass {
+        name: "node_event/5000x20",
+        samples: 20,
+        seconds: 10,
     };
-    let executor = Executor::default();
-    let opts = ApplyOptions::default();
-    let mut group = c.benchmark_group("pass");
-    group
-        .sample_size(20)
-        .measurement_time(Duration::from_secs(10));
-    group.bench_function("node_event/5000x20", |b| {
-        b.iter(|| {
-            let w = inc.update(&desired, &state.observed, &changes, state.now);
-            let plan = inc.plan_of(&w.daemonsets, state.now);
-            black_box(executor.assess_plan(&desired, &state, &opts, plan));
-        })
-    });
-    group.finish();
+    pass.bench(c, &desired, inc, &changes, observed);
 }
 
 criterion_group!(benches, full, scaling, pod_event, node_event);
