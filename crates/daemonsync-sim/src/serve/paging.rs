@@ -80,14 +80,15 @@ pub fn decode(token: &str, namespace: Option<&str>) -> Result<Resume, ApiError> 
     if token.start.is_empty() {
         return Err(invalid("encoded start key empty (version meta.k8s.io/v1)"));
     }
-    // Upstream cleans the key as a path and refuses one that changes (`..`, `//`).
+    // Upstream cleans the key as a path and refuses one that changes (`..`, `//`), naming
+    // the key it was given.
     let key = token.start.strip_suffix('\u{0}').unwrap_or(&token.start);
     if key.is_empty()
         || key
             .split('/')
             .any(|part| part.is_empty() || part == "." || part == "..")
     {
-        return Err(invalid(""));
+        return Err(invalid(&token.start));
     }
     let after = match (namespace, key.split_once('/')) {
         (Some(ns), None) => (ns.to_string(), key.to_string()),
@@ -179,7 +180,7 @@ mod tests {
             ),
             (
                 token(r#"{"v":"meta.k8s.io/v1","rv":1,"start":"../etc\u0000"}"#),
-                "invalid continue token: continue key is not valid",
+                "invalid continue token: continue key is not valid: ../etc\u{0}",
             ),
         ] {
             let e = decode(&t, None).unwrap_err();
