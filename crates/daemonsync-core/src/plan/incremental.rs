@@ -473,8 +473,9 @@ impl Incremental {
                 .collect(),
             None => vec![None; ctx.nodes.order.len()],
         };
-        // No node changed: each kept eligibility row is re-used as it is.
-        let unchanged = previous.iter().enumerate().all(|(i, p)| *p == Some(i));
+        // The same nodes, none changed: each kept eligibility row is re-used as it is (its
+        // length is checked too: a row kept from before the nodes last changed is rebuilt).
+        let unchanged = same_nodes && previous.iter().all(Option::is_some);
         let policy = &self.policy;
         let work: Vec<(&Desired, Option<&Entry>)> = desired
             .iter()
