@@ -149,10 +149,20 @@ impl<'a> Context<'a> {
         self.observed.pods.get(id as usize)
     }
 
+    /// The observed node at `pos` in name order.
+    pub(super) fn node_at(&self, pos: u32) -> &'a crate::model::Node {
+        &self.observed.nodes[self.nodes.order[pos as usize] as usize]
+    }
+
+    /// The name of the node at `pos` in name order.
+    pub(super) fn name_at(&self, pos: u32) -> Name {
+        self.nodes.names[self.nodes.order[pos as usize] as usize].clone()
+    }
+
     /// The name of a slot's node (a vanished node's too).
     pub(super) fn slot_name(&self, slot: &Slot) -> Name {
         match slot.node {
-            Some(pos) => self.nodes.names[self.nodes.order[pos as usize] as usize].clone(),
+            Some(pos) => self.name_at(pos),
             None => Name::from(self.gone_node(slot)),
         }
     }

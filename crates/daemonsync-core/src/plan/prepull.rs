@@ -71,7 +71,7 @@ impl Context<'_> {
                 // an updated node has its images.
                 continue;
             }
-            let node = &self.observed.nodes[self.nodes.order[pos as usize] as usize];
+            let node = self.node_at(pos);
             let present = images
                 .iter()
                 .all(|img| node.images.binary_search(img).is_ok());

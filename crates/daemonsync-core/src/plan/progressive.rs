@@ -668,10 +668,7 @@ impl Context<'_> {
         let (rollout, targets) = decide(
             &inputs,
             slots,
-            |s| {
-                s.node
-                    .map(|pos| &self.observed.nodes[self.nodes.order[pos as usize] as usize])
-            },
+            |s| s.node.map(|pos| self.node_at(pos)),
             |s| self.slot_name(s),
         );
         for (slot, t) in slots.iter_mut().zip(&targets) {

@@ -117,7 +117,7 @@ impl Context<'_> {
         policy: &Policy,
         now: Timestamp,
     ) -> Option<bool> {
-        let node = &self.observed.nodes[self.nodes.order[pos as usize] as usize];
+        let node = self.node_at(pos);
         if !eligibility::evaluate(spec, node, policy).should_run {
             return None;
         }
@@ -213,7 +213,7 @@ pub(super) fn settle_among(
             .nodes
             .iter()
             .map(|&(pos, _)| TaintedNode {
-                node: ctx.nodes.names[ctx.nodes.order[pos as usize] as usize].clone(),
+                node: ctx.name_at(pos),
                 waiting_for: waits
                     .get(&(g.key.clone(), pos))
                     .into_iter()

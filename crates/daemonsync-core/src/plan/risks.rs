@@ -313,7 +313,7 @@ impl Context<'_> {
             let Some(&i) = self.nodes.position.get(&*entry.node) else {
                 continue;
             };
-            let node = &self.observed.nodes[self.nodes.order[i as usize] as usize];
+            let node = self.node_at(i);
             let (Some(allocatable), Some(requested)) = (&node.allocatable, &node.requested) else {
                 continue;
             };
