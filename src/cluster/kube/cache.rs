@@ -549,7 +549,12 @@ impl State {
     fn speaks_for(&self, i: usize, pod: &CachedPod) -> bool {
         let managed =
             pod.pod.labels.get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY_VALUE);
-        !managed || self.managed.is_none_or(|m| m == i)
+        !managed || self.speaks_for_managed(i)
+    }
+
+    /// Whether pod feed `i` speaks for managed pods: the managed feed, or any while none is.
+    fn speaks_for_managed(&self, i: usize) -> bool {
+        self.managed.is_none_or(|m| m == i)
     }
 
     /// A pod by key, from the feed that speaks for it.
@@ -782,7 +787,7 @@ pub fn watch_more_pods(
             s.pods.push(Feed::default());
             s.pods.len() - 1
         };
-        let managed_too = cache.lock().managed.is_none_or(|m| m == i);
+        let managed_too = cache.lock().speaks_for_managed(i);
         follow_pods(watchers, cache, client, (i, managed_too), selector);
     }
 }
@@ -854,9 +859,8 @@ pub fn start(
         |s| &mut s.nodes,
         (note_node, false),
     );
-    let managed = cache.lock().managed;
     for (i, selector) in pod_selectors.iter().enumerate() {
-        let managed_too = managed.is_none_or(|m| m == i);
+        let managed_too = cache.lock().speaks_for_managed(i);
         follow_pods(watchers, &cache, client, (i, managed_too), selector);
     }
     follow_usage(watchers, &cache, client);
