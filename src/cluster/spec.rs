@@ -210,6 +210,13 @@ impl Cluster for AnyCluster {
         forward!(self, c => c.create_pod(pod))
     }
 
+    async fn create_pods(
+        &mut self,
+        pods: Vec<k8s_openapi::api::core::v1::Pod>,
+    ) -> Vec<Result<String, ClusterError>> {
+        forward!(self, c => c.create_pods(pods))
+    }
+
     async fn delete_pod(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
         forward!(self, c => c.delete_pod(namespace, name))
     }

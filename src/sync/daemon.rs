@@ -517,6 +517,22 @@ impl Cluster for Gated<'_, '_> {
         result
     }
 
+    async fn create_pods(&mut self, pods: Vec<Pod>) -> Vec<Result<String, ClusterError>> {
+        if let Err(e) = self.gate.check() {
+            // Nothing is sent: each create is stopped for the same reason.
+            let why = e.to_string();
+            return pods
+                .iter()
+                .map(|_| Err(ClusterError::Stopped(why.clone())))
+                .collect();
+        }
+        let results = self.inner.create_pods(pods).await;
+        for r in &results {
+            self.gate.metrics.pod_write(PodVerb::Create, r.is_ok());
+        }
+        results
+    }
+
     async fn delete_pod(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
         self.gate.check()?;
         let result = self.inner.delete_pod(namespace, name).await;

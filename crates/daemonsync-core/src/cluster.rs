@@ -357,6 +357,23 @@ pub trait Cluster: Send {
         pod: k8s_openapi::api::core::v1::Pod,
     ) -> impl Future<Output = Result<String, ClusterError>> + Send;
 
+    /// Creates several pods as one batch, as the built-in controller sends a slow-start
+    /// batch: every create is sent, and the results come back in the order of `pods`. A
+    /// backend that can have requests in flight together sends them so; the default sends
+    /// them one after another.
+    fn create_pods(
+        &mut self,
+        pods: Vec<k8s_openapi::api::core::v1::Pod>,
+    ) -> impl Future<Output = Vec<Result<String, ClusterError>>> + Send {
+        async move {
+            let mut results = Vec::with_capacity(pods.len());
+            for pod in pods {
+                results.push(self.create_pod(pod).await);
+            }
+            results
+        }
+    }
+
     /// Deletes a pod (graceful: it terminates first). [`ClusterError::NotFound`] when absent.
     fn delete_pod(
         &mut self,

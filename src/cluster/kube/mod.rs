@@ -35,6 +35,7 @@ use crate::plan::incremental::Scope;
 use crate::plan::{Observed, RECORD_API_VERSION, RECORD_KIND};
 use cache::{Cache, Key};
 use events::Recorder;
+use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
@@ -51,6 +52,10 @@ pub const EXPECTATION_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Retries of a request answered 500 or 502 (kube-rs itself retries 429, 503 and 504).
 const SERVER_ERROR_RETRIES: u32 = 4;
+
+/// At most this many creates of one batch are in flight together (a slow-start batch holds
+/// up to [`crate::plan::BURST_REPLICAS`]).
+const CREATES_IN_FLIGHT: usize = 32;
 
 /// Which cluster, as people name it: the kubeconfig context and the server URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -683,6 +688,43 @@ impl KubeCluster {
             .get(&(namespace.to_string(), name.to_string()))
             .map(|r| r.record.uid.clone())
     }
+
+    /// A pod to create, in its namespace, with its record's uid filled in.
+    fn pod_to_create(&self, mut pod: Pod) -> Result<(String, Pod), ClusterError> {
+        let namespace = pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        for owner in pod.metadata.owner_references.iter_mut().flatten() {
+            if owner.kind == RECORD_KIND && owner.uid.is_empty() {
+                owner.uid = self.record_uid(&namespace, &owner.name).ok_or_else(|| {
+                    ClusterError::Rejected(format!(
+                        "no record {namespace}/{} to own the pod yet",
+                        owner.name
+                    ))
+                })?;
+            }
+        }
+        Ok((namespace, pod))
+    }
+
+    /// Sends one create; returns the name the server gave the pod.
+    async fn send_create(&self, namespace: &str, pod: Pod) -> Result<String, ClusterError> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let target = self.target.clone();
+        self.run(async move { requests::create_pod(&api, &pod, &target).await })
+            .await
+    }
+
+    /// Notes a pod this client created: its appearance in the cache is the write's echo,
+    /// which the plan counted on.
+    fn created(&mut self, namespace: String, name: &str) {
+        self.cache
+            .lock()
+            .expect_echo((namespace.clone(), name.to_string()));
+        self.expected.creates.push((namespace, name.to_string()));
+    }
 }
 
 /// The feed of [`cache::State::copies`] that holds copies of `kind`.
@@ -961,33 +1003,36 @@ impl Cluster for KubeCluster {
         .await
     }
 
-    async fn create_pod(&mut self, mut pod: Pod) -> Result<String, ClusterError> {
-        let namespace = pod
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        for owner in pod.metadata.owner_references.iter_mut().flatten() {
-            if owner.kind == RECORD_KIND && owner.uid.is_empty() {
-                owner.uid = self.record_uid(&namespace, &owner.name).ok_or_else(|| {
-                    ClusterError::Rejected(format!(
-                        "no record {namespace}/{} to own the pod yet",
-                        owner.name
-                    ))
-                })?;
-            }
-        }
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
-        let target = self.target.clone();
-        let name = self
-            .run(async move { requests::create_pod(&api, &pod, &target).await })
-            .await?;
-        // Its appearance in the cache is this write's echo: the plan counted on it.
-        self.cache
-            .lock()
-            .expect_echo((namespace.clone(), name.clone()));
-        self.expected.creates.push((namespace, name.clone()));
+    async fn create_pod(&mut self, pod: Pod) -> Result<String, ClusterError> {
+        let (namespace, pod) = self.pod_to_create(pod)?;
+        let name = self.send_create(&namespace, pod).await?;
+        self.created(namespace, &name);
         Ok(name)
+    }
+
+    async fn create_pods(&mut self, pods: Vec<Pod>) -> Vec<Result<String, ClusterError>> {
+        let this = &*self;
+        let sent = pods.into_iter().map(|pod| {
+            let pod = this.pod_to_create(pod);
+            async move {
+                let (namespace, pod) = pod?;
+                let name = this.send_create(&namespace, pod).await?;
+                Ok((namespace, name))
+            }
+        });
+        let results: Vec<Result<(String, String), ClusterError>> = futures::stream::iter(sent)
+            .buffered(CREATES_IN_FLIGHT)
+            .collect()
+            .await;
+        results
+            .into_iter()
+            .map(|r| {
+                r.map(|(namespace, name)| {
+                    self.created(namespace, &name);
+                    name
+                })
+            })
+            .collect()
     }
 
     async fn delete_pod(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
