@@ -80,7 +80,9 @@ struct Target<'a> {
 }
 
 /// Executes one step: the handovers of the active DaemonSets, then the pod writes of every
-/// other active DaemonSet ([`write_daemonset`]), then the prune deletes.
+/// other active DaemonSet — each one's writes up to its creates ([`write_before_creates`]),
+/// the creates of all of them together ([`create_pods`]), then each one's taints and events
+/// ([`write_after_creates`]) — then the prune deletes.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn execute<C: Cluster>(
     cluster: &mut C,
@@ -103,6 +105,7 @@ pub(super) async fn execute<C: Cluster>(
     if write_handovers(&mut w, a, state).await.is_err() {
         return Ok(Executed::Interrupted);
     }
+    let mut prepared = Vec::new();
     for ds in written_steps(a) {
         if ds.step.is_empty()
             || a.handovers
@@ -131,9 +134,19 @@ pub(super) async fn execute<C: Cluster>(
             continue;
         }
         let copies = a.config.get(&key).map_or(&[][..], |c| c.create.as_slice());
-        if let Executed::Interrupted =
-            write_daemonset(&mut w, state, ds, (desired, spec, copies), refusals).await?
-        {
+        let Ok(before) = write_before_creates(&mut w, state, ds, (desired, spec, copies)).await
+        else {
+            return Ok(Executed::Interrupted);
+        };
+        prepared.push(before);
+    }
+    // The creates of every DaemonSet go out together, batch by batch: a node that joins
+    // gets all its daemon pods at once, not one DaemonSet after another.
+    let Ok(created) = create_pods(&mut w, state, &prepared, refusals).await else {
+        return Ok(Executed::Interrupted);
+    };
+    for (before, created) in prepared.into_iter().zip(created) {
+        if let Executed::Interrupted = write_after_creates(&mut w, before, created).await? {
             return Ok(Executed::Interrupted);
         }
     }
@@ -202,20 +215,32 @@ async fn write_handovers<C: Cluster>(
     Ok(())
 }
 
-/// Writes one DaemonSet's step, in order: readiness gates opened, pre-pulls cleaned up and
-/// started, pods updated in place, pods deleted, pods created in slow-start batches; then the
-/// events saying so.
-async fn write_daemonset<C: Cluster>(
+/// One DaemonSet's step, written up to its creates: what it did so far, for its events.
+struct Before<'a> {
+    t: Target<'a>,
+    /// The built-in controller creates its pods.
+    native: bool,
+    /// Its revision's config copies are all written: its pods may be created.
+    copied: bool,
+    updated: Vec<String>,
+    deleted: Vec<String>,
+    failed_pods: Vec<String>,
+}
+
+/// Writes one DaemonSet's step up to its creates, in order: readiness gates opened,
+/// pre-pulls cleaned up and started, pods updated in place, pods deleted, its revision's
+/// config copies written. Its creates ([`create_pods`]), taints and events
+/// ([`write_after_creates`]) follow.
+async fn write_before_creates<'a, C: Cluster>(
     w: &mut Writes<'_, '_, C>,
     state: &ClusterState,
-    ds: &plan::DaemonSetPlan,
+    ds: &'a plan::DaemonSetPlan,
     (desired, spec, copies): (
-        &Desired,
-        &DaemonSetSpec,
-        &[crate::manifest::config::ConfigCopy],
+        &'a Desired,
+        &'a DaemonSetSpec,
+        &'a [crate::manifest::config::ConfigCopy],
     ),
-    refusals: &mut BTreeMap<Key, (String, String)>,
-) -> Result<Executed, ClusterError> {
+) -> Result<Before<'a>, Interrupted> {
     tracing::info!(
         daemonset = %format!("{}/{}", ds.namespace, ds.name),
         revision = %ds.revision,
@@ -250,24 +275,27 @@ async fn write_daemonset<C: Cluster>(
     open_gates(w, ds).await;
     clean_up_pre_pulls(w, &t).await;
     pre_pull(w, &t).await;
-    let Ok(updated) = update_pods_in_place(w, &t, state, native).await else {
-        return Ok(Executed::Interrupted);
-    };
-    let Ok((deleted, failed_pods)) = delete_pods(w, &t, controller_rolls).await else {
-        return Ok(Executed::Interrupted);
-    };
-    let Ok(copied) = write_revision_copies(w, &t, native).await else {
-        return Ok(Executed::Interrupted);
-    };
-    let created = if copied {
-        create_pods(w, &t, state, native, refusals).await
-    } else {
-        Ok((Vec::new(), None))
-    };
-    let Ok((created, create_error)) = created else {
-        return Ok(Executed::Interrupted);
-    };
-    let Ok(untainted) = remove_taints(w, &t).await else {
+    let updated = update_pods_in_place(w, &t, state, native).await?;
+    let (deleted, failed_pods) = delete_pods(w, &t, controller_rolls).await?;
+    let copied = write_revision_copies(w, &t, native).await?;
+    Ok(Before {
+        t,
+        native,
+        copied,
+        updated,
+        deleted,
+        failed_pods,
+    })
+}
+
+/// Ends one DaemonSet's step after its creates: readiness taints removed, then the events
+/// saying what the step wrote.
+async fn write_after_creates<C: Cluster>(
+    w: &mut Writes<'_, '_, C>,
+    before: Before<'_>,
+    (created, create_error): (Vec<String>, Option<String>),
+) -> Result<Executed, ClusterError> {
+    let Ok(untainted) = remove_taints(w, &before.t).await else {
         return Ok(Executed::Interrupted);
     };
     let events = [
@@ -275,13 +303,13 @@ async fn write_daemonset<C: Cluster>(
             EventType::Warning,
             "FailedDaemonPod",
             "found failed daemon pod(s), deleted",
-            failed_pods,
+            before.failed_pods,
         ),
         (
             EventType::Normal,
             "SuccessfulDelete",
             "deleted pod(s)",
-            deleted,
+            before.deleted,
         ),
         (
             EventType::Normal,
@@ -293,7 +321,7 @@ async fn write_daemonset<C: Cluster>(
             EventType::Normal,
             "SuccessfulUpdate",
             "updated pod(s) in place",
-            updated,
+            before.updated,
         ),
         (
             EventType::Warning,
@@ -308,7 +336,7 @@ async fn write_daemonset<C: Cluster>(
             untainted,
         ),
     ];
-    announce_writes(w.cluster, ds, events).await?;
+    announce_writes(w.cluster, before.t.ds, events).await?;
     Ok(Executed::Done)
 }
 
@@ -472,100 +500,172 @@ async fn delete_pods<C: Cluster>(
     Ok((deleted, failed_pods))
 }
 
-/// Creates the step's new pods (none in native mode: the built-in controller does), and on
-/// the nodes a rollout policy holds back the stable revision's, in slow-start batches 1, 2,
-/// 4, 8, …: the batches stop at the first failed create. A refusal by the cluster's
-/// admission halts the DaemonSet for its revision (`refusals`). Returns the pods created and
+/// One DaemonSet's creates under way, in slow-start batches.
+struct Creating<'a> {
+    /// The nodes to create a pod on, each with whether it is of the stable revision.
+    nodes: Vec<(&'a plan::Name, bool)>,
+    /// The stable revision's DaemonSet, tolerating the readiness taint, and its spec.
+    stable: Option<(k8s_openapi::api::apps::v1::DaemonSet, DaemonSetSpec)>,
+    owner: plan::render::PodOwner,
+    /// The first node not yet sent, and the size of the next batch.
+    next: usize,
+    batch: usize,
+    /// A create failed: its batches stop.
+    stopped: bool,
+    created: Vec<String>,
+    error: Option<String>,
+}
+
+impl<'a> Creating<'a> {
+    /// The creates of a DaemonSet's step: its revision's pods, then on the nodes a rollout
+    /// policy holds back the stable revision's; none in native mode (the built-in
+    /// controller creates them) or while its config copies are not all written.
+    fn of(before: &Before<'a>, state: &ClusterState) -> Self {
+        let (ds, t) = (before.t.ds, &before.t);
+        // The stable revision's pods tolerate the readiness taint their node may have
+        // joined with, even when that revision predates the annotation (its revision stays
+        // the stable one's).
+        let stable = plan::stable_daemonset(&state.observed, &ds.namespace, &ds.name).map(|d| {
+            let spec = DaemonSetSpec::compile(d);
+            let mut d = d.clone();
+            if let Some(key) = readiness_taint(&t.desired.daemonset) {
+                tolerate_taint(&mut d, key);
+            }
+            (d, spec)
+        });
+        let nodes = if before.native || !before.copied {
+            Vec::new()
+        } else {
+            let stable_nodes = ds.step.create_stable.iter().filter(|_| stable.is_some());
+            ds.step
+                .create
+                .iter()
+                .map(|n| (n, false))
+                .chain(stable_nodes.map(|n| (n, true)))
+                .collect()
+        };
+        Creating {
+            nodes,
+            stable,
+            owner: plan::render::PodOwner::record(&t.spec.name),
+            next: 0,
+            batch: 1,
+            stopped: false,
+            created: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// The template and spec of the pod on the `k`-th node.
+    fn template(
+        &self,
+        t: &'a Target<'_>,
+        k: usize,
+    ) -> (&k8s_openapi::api::apps::v1::DaemonSet, &DaemonSetSpec) {
+        match (&self.stable, self.nodes[k].1) {
+            (Some((d, spec)), true) => (d, spec),
+            _ => (&t.desired.daemonset, t.spec),
+        }
+    }
+}
+
+/// Creates the steps' new pods, and on the nodes a rollout policy holds back the stable
+/// revision's, in slow-start batches 1, 2, 4, 8, … per DaemonSet. The batches of every
+/// DaemonSet go out together, round by round, as one [`Cluster::create_pods`]. A
+/// DaemonSet's batches stop at its first failed create; a refusal by the cluster's
+/// admission halts it for its revision (`refusals`), the others go on; a forbidden or
+/// stopped write stops them all. Returns, per DaemonSet of `prepared`, the pods created and
 /// the first failed create.
 async fn create_pods<C: Cluster>(
     w: &mut Writes<'_, '_, C>,
-    t: &Target<'_>,
     state: &ClusterState,
-    native: bool,
+    prepared: &[Before<'_>],
     refusals: &mut BTreeMap<Key, (String, String)>,
-) -> Result<(Vec<String>, Option<String>), Interrupted> {
-    let (ds, spec) = (t.ds, t.spec);
-    let mut created = Vec::new();
-    let mut create_error = None;
-    let owner = plan::render::PodOwner::record(&spec.name);
-    // Nodes a rollout policy holds back get the stable revision's pod. It tolerates the
-    // readiness taint its node may have joined with, even when that revision predates the
-    // annotation (its revision stays the stable one's).
-    let stable = plan::stable_daemonset(&state.observed, &ds.namespace, &ds.name).map(|d| {
-        let spec = DaemonSetSpec::compile(d);
-        let mut d = d.clone();
-        if let Some(key) = readiness_taint(&t.desired.daemonset) {
-            tolerate_taint(&mut d, key);
+) -> Result<Vec<(Vec<String>, Option<String>)>, Interrupted> {
+    let mut creating: Vec<Creating> = prepared.iter().map(|b| Creating::of(b, state)).collect();
+    while !w.first_error.as_ref().is_some_and(ClusterError::stops_step) {
+        // This round: the next batch of every DaemonSet still creating, within what fault
+        // injection allows.
+        let mut allowed = w
+            .opts
+            .stop_after_writes
+            .map(|n| n.saturating_sub(w.counts.writes()));
+        let mut round = Vec::new();
+        for (i, c) in creating.iter().enumerate() {
+            if c.stopped {
+                continue;
+            }
+            let mut end = (c.next + c.batch).min(c.nodes.len());
+            if let Some(left) = allowed.as_mut() {
+                end = end.min(c.next + *left);
+                *left -= end - c.next;
+            }
+            if end > c.next {
+                round.push((i, c.next..end));
+            }
         }
-        (d, spec)
-    });
-    let creates: Vec<(
-        &plan::Name,
-        &k8s_openapi::api::apps::v1::DaemonSet,
-        &DaemonSetSpec,
-    )> = ds
-        .step
-        .create
-        .iter()
-        .map(|n| (n, &t.desired.daemonset, spec))
-        .chain(
-            stable
-                .iter()
-                .flat_map(|(d, s)| ds.step.create_stable.iter().map(move |n| (n, d, s))),
-        )
-        .filter(|_| !native)
-        .collect();
-    let mut batch = 1;
-    let mut next = 0;
-    let refused = w.first_error.as_ref().is_some_and(ClusterError::stops_step);
-    'batches: while !refused && next < creates.len() {
-        let end = (next + batch).min(creates.len());
-        let mut failed = false;
-        for &(node, template, template_spec) in &creates[next..end] {
-            let pod = plan::render::pod_for_node(template, template_spec, node, &owner);
-            match w.cluster.create_pod(pod).await {
-                Ok(name) => {
-                    w.counts.creates += 1;
-                    w.log.push(
-                        "create",
-                        &t.daemonset,
-                        &name,
-                        node,
-                        template_spec.revision.clone(),
-                        &t.phase,
-                    );
-                    created.push(name);
-                }
-                Err(e) => {
-                    failed = true;
-                    create_error.get_or_insert_with(|| e.to_string());
-                    if let ClusterError::Refused(why) = &e {
-                        // The DaemonSet's pods are at fault, not the client: it halts,
-                        // the others go on.
-                        refusals.insert(
-                            (ds.namespace.clone(), ds.name.clone()),
-                            (ds.revision.clone(), admission_hint(why, &ds.namespace)),
+        if round.is_empty() {
+            break;
+        }
+        let pods = round
+            .iter()
+            .flat_map(|(i, sent)| {
+                let (c, t) = (&creating[*i], &prepared[*i].t);
+                sent.clone().map(move |k| {
+                    let (template, spec) = c.template(t, k);
+                    plan::render::pod_for_node(template, spec, c.nodes[k].0, &c.owner)
+                })
+            })
+            .collect();
+        let mut results = w.cluster.create_pods(pods).await.into_iter();
+        for (i, sent) in round {
+            let t = &prepared[i].t;
+            let ds = t.ds;
+            for k in sent.clone() {
+                let Some(result) = results.next() else {
+                    break;
+                };
+                let c = &mut creating[i];
+                match result {
+                    Ok(name) => {
+                        w.counts.creates += 1;
+                        let revision = c.template(t, k).1.revision.clone();
+                        w.log.push(
+                            "create",
+                            &t.daemonset,
+                            &name,
+                            c.nodes[k].0,
+                            revision,
+                            &t.phase,
                         );
-                        break 'batches;
+                        c.created.push(name);
                     }
-                    let forbidden = e.stops_step();
-                    keep_forbidden(&mut w.first_error, e);
-                    if forbidden {
-                        break 'batches;
+                    Err(e) => {
+                        c.stopped = true;
+                        c.error.get_or_insert_with(|| e.to_string());
+                        match &e {
+                            // The DaemonSet's pods are at fault, not the client: it halts,
+                            // the others go on.
+                            ClusterError::Refused(why) => {
+                                refusals.insert(
+                                    (ds.namespace.clone(), ds.name.clone()),
+                                    (ds.revision.clone(), admission_hint(why, &ds.namespace)),
+                                );
+                            }
+                            _ => keep_forbidden(&mut w.first_error, e),
+                        }
                     }
                 }
             }
-            if w.interrupted() {
-                return Err(Interrupted);
-            }
+            let c = &mut creating[i];
+            c.next = sent.end;
+            c.batch *= 2;
         }
-        if failed {
-            break 'batches;
+        if w.interrupted() {
+            return Err(Interrupted);
         }
-        next = end;
-        batch *= 2;
     }
-    Ok((created, create_error))
+    Ok(creating.into_iter().map(|c| (c.created, c.error)).collect())
 }
 
 /// Removes the readiness taints the step lets go (each once, whichever DaemonSet naming its

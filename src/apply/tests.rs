@@ -673,6 +673,8 @@ struct Faulty {
     /// Creates are refused with 403, as a cluster whose RBAC does not grant them.
     forbid_creates: bool,
     create_attempts: usize,
+    /// Each batch of creates sent, as the DaemonSets (`app` labels) of its pods.
+    batches: Vec<Vec<String>>,
 }
 
 impl Cluster for Faulty {
@@ -691,6 +693,24 @@ impl Cluster for Faulty {
             return Err(ClusterError::Forbidden("create forbidden".into()));
         }
         self.sim.create_pod(pod).await
+    }
+    async fn create_pods(
+        &mut self,
+        pods: Vec<k8s_openapi::api::core::v1::Pod>,
+    ) -> Vec<Result<String, ClusterError>> {
+        let app = |p: &k8s_openapi::api::core::v1::Pod| {
+            p.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("app").cloned())
+                .unwrap_or_default()
+        };
+        self.batches.push(pods.iter().map(app).collect());
+        let mut results = Vec::new();
+        for pod in pods {
+            results.push(self.create_pod(pod).await);
+        }
+        results
     }
     async fn delete_pod(&mut self, namespace: &str, name: &str) -> Result<(), ClusterError> {
         self.sim.delete_pod(namespace, name).await
@@ -811,6 +831,7 @@ fn m30_sync_errors_take_precedence_over_status_errors() {
             fail_status,
             forbid_creates: false,
             create_attempts: 0,
+            batches: Vec::new(),
         };
         let r = block_on(apply(
             &mut c,
@@ -842,6 +863,7 @@ fn a_forbidden_write_stops_the_rollout_at_once_without_retrying() {
         fail_status: false,
         forbid_creates: true,
         create_attempts: 0,
+        batches: Vec::new(),
     };
     let r = block_on(apply(
         &mut c,
@@ -855,6 +877,36 @@ fn a_forbidden_write_stops_the_rollout_at_once_without_retrying() {
     );
     assert_eq!(c.create_attempts, 1, "no second create after the refusal");
     assert!(c.sim.observed().pods.is_empty());
+}
+
+#[test]
+fn the_creates_of_every_daemonset_go_out_together_in_slow_start_batches() {
+    let mut c = Faulty {
+        sim: sim(&fleet(7, "")),
+        fail_creates: false,
+        fail_status: false,
+        forbid_creates: false,
+        create_attempts: 0,
+        batches: Vec::new(),
+    };
+    let new = desired(&agent_and_logs("agent:1", "logs:1"));
+    let r = block_on(apply(
+        &mut c,
+        &new,
+        &ApplyOptions::default(),
+        &mut NoProgress,
+    ))
+    .expect("apply");
+    assert_eq!(r.outcome, Outcome::Converged);
+    // Seven nodes without pods: batches of 1, 2 and 4 pods of each DaemonSet, the two
+    // DaemonSets' batches sent together.
+    let both = |n: usize| {
+        let mut b = vec!["agent".to_string(); n];
+        b.extend(vec!["logs".to_string(); n]);
+        b
+    };
+    assert_eq!(c.batches, [both(1), both(2), both(4)]);
+    assert_eq!(c.sim.observed().pods.len(), 14);
 }
 
 /// DaemonSets `agent` and `logs` at the given images, each replacing up to two nodes at once.
