@@ -171,10 +171,7 @@ pub(crate) fn classify(
         let taint_blocked = matches!(*why, Ineligible::Taint { .. });
         return match (first.is_none(), taint_blocked && slot.should_continue) {
             (true, _) if terminating_only => (NodeState::Terminating, Reason::Ineligible(why)),
-            (true, _) if taint_blocked => {
-                (NodeState::Blocked, Reason::Blocked { why, kept: false })
-            }
-            (true, _) => (NodeState::Ineligible, Reason::Ineligible(why)),
+            (true, _) => unoccupied(why),
             (false, true) => (NodeState::Blocked, Reason::Blocked { why, kept: true }),
             (false, false) => (NodeState::Misscheduled, Reason::Ineligible(why)),
         };
@@ -207,6 +204,26 @@ pub(crate) fn classify(
         }
         _ => (NodeState::Duplicate, Reason::Pods(live_count)),
     }
+}
+
+/// The state of a node a DaemonSet should not run on and where none of its pods is: blocked
+/// by a taint it does not tolerate, or ineligible.
+pub(crate) fn unoccupied(why: std::sync::Arc<Ineligible>) -> (NodeState, Reason) {
+    if matches!(*why, Ineligible::Taint { .. }) {
+        (NodeState::Blocked, Reason::Blocked { why, kept: false })
+    } else {
+        (NodeState::Ineligible, Reason::Ineligible(why))
+    }
+}
+
+/// Whether a row is of a node its DaemonSet should not run on and where none of its pods is
+/// (what [`unoccupied`] gives).
+pub(crate) fn is_unoccupied(row: &NodeEntry) -> bool {
+    matches!(
+        (row.state, &row.reason),
+        (NodeState::Ineligible, Reason::Ineligible(_))
+            | (NodeState::Blocked, Reason::Blocked { kept: false, .. })
+    )
 }
 
 impl Context<'_> {

@@ -10,7 +10,9 @@
 //!   DaemonSet its pre-pull label names; each version of a changed pod is given (a relabelled
 //!   or re-owned pod wakes whom it left as well as whom it joined);
 //! - a node: every DaemonSet (every plan lists every node), re-evaluating only that node's
-//!   eligibility;
+//!   eligibility; a DaemonSet that should not run on the node, before or after, and has no
+//!   pod there only has the node's row redone, and is not planned again (a node that
+//!   registers not ready, a pool its selector leaves out);
 //! - a DaemonSet of the source: that DaemonSet; one added or removed: itself;
 //! - a record or a live `apps/v1` DaemonSet: the DaemonSet of that name;
 //! - a namespace's labels or a ControllerRevision: the DaemonSets of that namespace;
@@ -27,13 +29,14 @@
 //! test holds it, `plan::incremental::tests`), provided the changes are reported: a change
 //! missed leaves a plan stale. A daemon therefore compares the two now and then.
 
+use super::classify::{is_unoccupied, unoccupied};
 use super::context::{Context, NodeOrder};
 use super::eligibility::{self, Eligibility};
 use super::pods::{PodIndex, RECORD_KIND, is_daemonset_controller};
 use super::readiness;
 use super::render::PRE_PULL_LABEL;
 use super::{DaemonSetPlan, DaemonSetSpec, Desired, Name, Observed, PLAN_API_VERSION, Plan};
-use super::{NodeState, Policy, Timestamp};
+use super::{NodeEntry, NodeState, Policy, Reason, Timestamp};
 use crate::manifest::policy::readiness_taint;
 use crate::model::{LabelSelector, Labels, Pod};
 use rayon::prelude::*;
@@ -131,6 +134,85 @@ struct Entry {
     plan: DaemonSetPlan,
 }
 
+/// What an update does for one woken DaemonSet.
+enum Work<'e> {
+    /// Plan it (re-using its kept entry, if any).
+    Plan(Option<&'e Entry>),
+    /// Only nodes it does not run on changed, and none holds a pod of it: its last plan with
+    /// these rows of the changed nodes still in the cluster.
+    Rows(&'e Entry, Vec<NodeEntry>),
+}
+
+impl Entry {
+    /// The new rows of the `changed` nodes (`None`: gone from the cluster), when they are all
+    /// this DaemonSet's plan needs: each is, and was, a node it should not run on, and none
+    /// holds a pod of it — such a node counts in no status, step, wave or risk. `None` when
+    /// it must be planned again (also when it names a readiness taint or follows a rollout
+    /// policy, whose plans read every node).
+    fn rows_only(
+        &self,
+        changed: &[(&str, Option<&crate::model::Node>)],
+        policy: &Policy,
+    ) -> Option<Vec<NodeEntry>> {
+        if self.gated || self.plan.rollout.is_some() {
+            return None;
+        }
+        let rows = &self.plan.nodes;
+        let observed = observed_rows(rows);
+        let mut new = Vec::new();
+        for &(name, node) in changed {
+            match rows[..observed].binary_search_by(|r| (*r.node).cmp(name)) {
+                Ok(i) if !is_unoccupied(&rows[i]) => return None,
+                Ok(_) => {}
+                // A pod of it on a node the cluster did not have, which it now may.
+                Err(_) if rows[observed..].iter().any(|r| &*r.node == name) => return None,
+                Err(_) => {}
+            }
+            if let Some(node) = node {
+                let why = eligibility::evaluate(&self.spec, node, policy).reason?;
+                let (state, reason) = unoccupied(why);
+                new.push(NodeEntry {
+                    node: Name::from(name),
+                    state,
+                    reason,
+                    rollout: None,
+                    update: None,
+                });
+            }
+        }
+        Some(new)
+    }
+}
+
+/// How many of a plan's rows are of nodes in the cluster: they come first, in name order,
+/// before the rows of vanished nodes that still hold its pods.
+fn observed_rows(rows: &[NodeEntry]) -> usize {
+    rows.partition_point(|r| !matches!(r.reason, Reason::NodeGone))
+}
+
+/// `plan` with the rows of the `changed` nodes replaced by `new`, in name order.
+fn with_rows(
+    plan: &DaemonSetPlan,
+    changed: &BTreeSet<String>,
+    new: Vec<NodeEntry>,
+) -> DaemonSetPlan {
+    let observed = observed_rows(&plan.nodes);
+    let mut rows: Vec<NodeEntry> = plan.nodes[..observed]
+        .iter()
+        .filter(|r| !changed.contains(&*r.node))
+        .cloned()
+        .collect();
+    for row in new {
+        let at = rows.partition_point(|r| *r.node < *row.node);
+        rows.insert(at, row);
+    }
+    rows.extend(plan.nodes[observed..].iter().cloned());
+    DaemonSetPlan {
+        nodes: rows.into(),
+        ..plan.clone()
+    }
+}
+
 /// One DaemonSet re-planned, before the readiness gates are joined.
 struct Planned {
     spec: DaemonSetSpec,
@@ -138,6 +220,8 @@ struct Planned {
     gated: bool,
     plan: DaemonSetPlan,
     gate: Option<readiness::Gate>,
+    /// Only its changed nodes' rows were brought up to date ([`Work::Rows`]).
+    rows_only: bool,
 }
 
 /// The planner's state between changes: per desired DaemonSet what can be re-used, and its
@@ -448,7 +532,6 @@ impl Incremental {
                 removed,
             };
         }
-        ctx.pods = PodIndex::new(&observed.pods, &ctx.nodes.position);
         // Where each node was in the last update's order (`None`: new, or changed).
         let full = self.fresh || changes.everything;
         let sorted = || {
@@ -476,42 +559,86 @@ impl Incremental {
         // The same nodes, none changed: each kept eligibility row is re-used as it is (its
         // length is checked too: a row kept from before the nodes last changed is rebuilt).
         let unchanged = same_nodes && previous.iter().all(Option::is_some);
+        // The DaemonSets only nodes woke: the changed nodes, each as the cluster has it now.
+        let by_nodes_alone: BTreeSet<Key> = if full || changes.nodes.is_empty() {
+            BTreeSet::new()
+        } else {
+            let others = Changes {
+                nodes: BTreeSet::new(),
+                ..changes.clone()
+            };
+            let otherwise = self.woken(desired, &others);
+            woken.difference(&otherwise).cloned().collect()
+        };
+        let changed: Vec<(&str, Option<&crate::model::Node>)> = changes
+            .nodes
+            .iter()
+            .map(|n| {
+                let node = ctx.nodes.position.get(n.as_str()).map(|&p| ctx.node_at(p));
+                (n.as_str(), node)
+            })
+            .collect();
         let policy = &self.policy;
-        let work: Vec<(&Desired, Option<&Entry>)> = desired
+        let work: Vec<(&Desired, Work)> = desired
             .iter()
             .filter(|d| woken.contains(&key_of(d)))
             .map(|d| {
                 let key = key_of(d);
                 let reuse = !full && !changes.daemonsets.contains(&key);
-                (d, self.entries.get(&key).filter(|_| reuse))
+                let kept = self.entries.get(&key).filter(|_| reuse);
+                let rows = kept
+                    .filter(|_| by_nodes_alone.contains(&key))
+                    .and_then(|e| Some((e, e.rows_only(&changed, policy)?)));
+                match rows {
+                    Some((e, rows)) => (d, Work::Rows(e, rows)),
+                    None => (d, Work::Plan(kept)),
+                }
             })
             .collect();
+        if work.iter().any(|(_, w)| matches!(w, Work::Plan(_))) {
+            ctx.pods = PodIndex::new(&observed.pods, &ctx.nodes.position);
+        }
         let ctx = &ctx;
+        // A kept eligibility row, brought up to the nodes as they are now.
+        let kept_row = |e: &Entry| -> Arc<[Eligibility]> {
+            if unchanged && e.eligibility.len() == previous.len() {
+                return Arc::clone(&e.eligibility);
+            }
+            let mut last = None;
+            ctx.nodes
+                .order
+                .iter()
+                .zip(&previous)
+                .map(|(&i, prev)| match prev.and_then(|p| e.eligibility.get(p)) {
+                    Some(el) => el.clone(),
+                    None => eligibility::evaluate_shared(
+                        &e.spec,
+                        &ctx.observed.nodes[i as usize],
+                        policy,
+                        &mut last,
+                    ),
+                })
+                .collect()
+        };
         let planned: Vec<Planned> = work
             .into_par_iter()
-            .map(|(d, kept)| {
+            .map(|(d, work)| {
+                let kept = match work {
+                    Work::Rows(e, rows) => {
+                        return Planned {
+                            spec: e.spec.clone(),
+                            eligibility: kept_row(e),
+                            gated: e.gated,
+                            plan: with_rows(&e.plan, &changes.nodes, rows),
+                            gate: None,
+                            rows_only: true,
+                        };
+                    }
+                    Work::Plan(kept) => kept,
+                };
                 let (spec, live) = ctx.spec(d);
                 let eligibility: Arc<[Eligibility]> = match kept {
-                    Some(e) if unchanged && e.eligibility.len() == previous.len() => {
-                        Arc::clone(&e.eligibility)
-                    }
-                    Some(e) => {
-                        let mut last = None;
-                        ctx.nodes
-                            .order
-                            .iter()
-                            .zip(&previous)
-                            .map(|(&i, prev)| match prev.and_then(|p| e.eligibility.get(p)) {
-                                Some(el) => el.clone(),
-                                None => eligibility::evaluate_shared(
-                                    &e.spec,
-                                    &ctx.observed.nodes[i as usize],
-                                    policy,
-                                    &mut last,
-                                ),
-                            })
-                            .collect()
-                    }
+                    Some(e) => kept_row(e),
                     None => ctx
                         .eligibility(std::slice::from_ref(&spec), policy)
                         .pop()
@@ -529,13 +656,19 @@ impl Incremental {
                     gated: readiness_taint(&d.daemonset).is_some(),
                     plan,
                     gate,
+                    rows_only: false,
                 }
             })
             .collect();
         let mut plans = Vec::with_capacity(planned.len());
         let mut gates = Vec::with_capacity(planned.len());
         let mut kept = Vec::with_capacity(planned.len());
+        let mut rows_only = Vec::new();
         for p in planned {
+            if p.rows_only {
+                rows_only.push(p);
+                continue;
+            }
             plans.push(p.plan);
             gates.push(p.gate);
             kept.push((p.spec, p.eligibility, p.gated));
@@ -561,6 +694,16 @@ impl Incremental {
                 plan,
             };
             self.entries.insert(key, entry);
+        }
+        // Those only their rows changed for are not planned: nothing else of theirs changed.
+        let mut woken = woken;
+        for p in rows_only {
+            let key = (p.plan.namespace.clone(), p.plan.name.clone());
+            if let Some(e) = self.entries.get_mut(&key) {
+                e.eligibility = p.eligibility;
+                e.plan = p.plan;
+            }
+            woken.remove(&key);
         }
         self.fresh = false;
         Woken {

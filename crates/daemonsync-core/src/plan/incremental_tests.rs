@@ -1,14 +1,14 @@
 //! Incremental planning against the full plan: across random event sequences on synthetic
 //! fleets, every DaemonSet's incremental plan is its full plan, and a DaemonSet the change did
-//! not wake has the plan it had.
+//! not wake has the plan it had (but for the rows of nodes it does not run on).
 
 use super::{Changes, Incremental, Key, PodTouch};
 use crate::manifest::policy::{READINESS_TAINT, tolerate_readiness_taint};
 use crate::model::{Node, Pod, PodPhase, ReadyCondition, Taint, TaintEffect};
-use crate::plan::{Desired, Observed, Policy, plan};
+use crate::plan::{Desired, NodeState, Observed, Policy, plan};
 use crate::testkit::synthetic::{fleet, fleet_now};
 use proptest::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 const READINESS_KEY: &str = "example.com/agent-not-ready";
 
@@ -23,7 +23,11 @@ enum Event {
     PodTerminating(usize),
     /// The pod loses its `app` label: released by its DaemonSet.
     PodRelabelled(usize),
-    NodeAdded,
+    /// A ready Linux node, a Windows one, or (`Joining`) one registering: not ready yet, with
+    /// the `node.kubernetes.io/not-ready:NoSchedule` taint a kubelet registers it with.
+    NodeAdded(Joining),
+    /// The node turns Ready: its not-ready taints go.
+    NodeReady(usize),
     NodeRemoved(usize),
     /// `kubernetes.io/os` and `pool` change.
     NodeRelabelled(usize, bool),
@@ -39,6 +43,17 @@ enum Event {
     /// The selector narrows to a label no pod has, or widens back.
     Selector(usize, bool),
 }
+
+/// How an added node comes.
+#[derive(Debug, Clone, Copy)]
+enum Joining {
+    Linux,
+    Windows,
+    NotReady,
+}
+
+/// The taint of a node that is not ready.
+const NOT_READY: &str = "node.kubernetes.io/not-ready";
 
 fn phase() -> impl Strategy<Value = PodPhase> {
     prop_oneof![
@@ -58,7 +73,13 @@ fn event() -> impl Strategy<Value = Event> {
         3 => (i(), any::<bool>()).prop_map(|(p, r)| Event::PodReady(p, r)),
         1 => i().prop_map(Event::PodTerminating),
         1 => i().prop_map(Event::PodRelabelled),
-        1 => Just(Event::NodeAdded),
+        1 => prop_oneof![
+            Just(Joining::Linux),
+            Just(Joining::Windows),
+            Just(Joining::NotReady)
+        ]
+        .prop_map(Event::NodeAdded),
+        1 => i().prop_map(Event::NodeReady),
         1 => i().prop_map(Event::NodeRemoved),
         1 => (i(), any::<bool>()).prop_map(|(n, b)| Event::NodeRelabelled(n, b)),
         1 => (i(), any::<bool>()).prop_map(|(n, b)| Event::NodeTainted(n, b)),
@@ -176,14 +197,32 @@ fn apply(event: &Event, desired: &mut [Desired], o: &mut Observed, counter: &mut
                 pod.labels_mut().remove("app");
             });
         }
-        Event::NodeAdded => {
+        Event::NodeAdded(joining) => {
             *counter += 1;
             let mut node = Node::named(format!("added-{counter:03}"));
-            node.ready = Some(true);
-            node.labels
-                .insert("kubernetes.io/os".into(), "linux".into());
+            let os = match joining {
+                Joining::Windows => "windows",
+                _ => "linux",
+            };
+            node.labels.insert("kubernetes.io/os".into(), os.into());
+            node.ready = Some(!matches!(joining, Joining::NotReady));
+            if let Joining::NotReady = joining {
+                node.taints.push(Taint {
+                    key: NOT_READY.into(),
+                    value: String::new(),
+                    effect: TaintEffect::NoSchedule,
+                });
+            }
             changes.nodes.insert(node.name.clone());
             o.nodes.push(node);
+        }
+        Event::NodeReady(n) => {
+            if let Some(name) = node_name(o, *n) {
+                let node = o.nodes.iter_mut().find(|x| x.name == name).unwrap();
+                node.ready = Some(true);
+                node.taints.retain(|t| t.key != NOT_READY);
+                changes.nodes.insert(name);
+            }
         }
         Event::NodeRemoved(n) => {
             if !o.nodes.is_empty() {
@@ -226,7 +265,7 @@ fn apply(event: &Event, desired: &mut [Desired], o: &mut Observed, counter: &mut
                 let node = o.nodes.iter_mut().find(|x| x.name == name).unwrap();
                 node.ready = Some(false);
                 node.taints.push(Taint {
-                    key: "node.kubernetes.io/not-ready".into(),
+                    key: NOT_READY.into(),
                     value: String::new(),
                     effect: TaintEffect::NoExecute,
                 });
@@ -319,14 +358,17 @@ fn incremental_equals_full(
         desired.len(),
         "the first update plans all"
     );
-    let mut previous = by_key(plan(&desired, &observed, &policy, now).daemonsets.iter());
-    prop_assert_eq!(&by_key(inc.plans()), &previous);
+    let first_plan = plan(&desired, &observed, &policy, now);
+    prop_assert_eq!(&by_key(inc.plans()), &by_key(first_plan.daemonsets.iter()));
+    let mut previous = occupied(first_plan.daemonsets.iter());
     let mut counter = 0;
     for (step, e) in events.iter().enumerate() {
         let changes = apply(e, &mut desired, &mut observed, &mut counter);
         let seen = observation(&inc, &desired, &observed, &changes, scoped);
         let woken = inc.update(&desired, &seen, &changes, now);
-        let full = by_key(plan(&desired, &observed, &policy, now).daemonsets.iter());
+        let full_plan = plan(&desired, &observed, &policy, now);
+        let full = by_key(full_plan.daemonsets.iter());
+        let full_occupied = occupied(full_plan.daemonsets.iter());
         let ours = by_key(inc.plans());
         for (k, f) in &full {
             prop_assert_eq!(
@@ -338,10 +380,11 @@ fn incremental_equals_full(
                 k.0,
                 k.1
             );
+            // Not re-planned: nothing changed but the rows of nodes it does not run on.
             if !woken.daemonsets.contains(k) {
                 prop_assert_eq!(
                     previous.get(k),
-                    Some(f),
+                    full_occupied.get(k),
                     "step {} ({:?}): {}/{} was not woken but its plan changed",
                     step,
                     e,
@@ -355,9 +398,28 @@ fn incremental_equals_full(
             inc.compare(&plan(&desired, &observed, &policy, now))
                 .is_empty()
         );
-        previous = full;
+        previous = full_occupied;
     }
     Ok(())
+}
+
+/// Each DaemonSet's plan in its JSON form, by key, without the rows of the nodes it should
+/// not run on and where none of its pods is.
+fn occupied<'a>(
+    plans: impl Iterator<Item = &'a crate::plan::DaemonSetPlan>,
+) -> BTreeMap<Key, String> {
+    let plans: Vec<crate::plan::DaemonSetPlan> = plans
+        .map(|p| crate::plan::DaemonSetPlan {
+            nodes: p
+                .nodes
+                .iter()
+                .filter(|r| !crate::plan::classify::is_unoccupied(r))
+                .cloned()
+                .collect(),
+            ..p.clone()
+        })
+        .collect();
+    by_key(plans.iter())
 }
 
 fn fleet_shape() -> impl Strategy<Value = (usize, usize, u64, bool)> {
@@ -420,6 +482,67 @@ fn a_pod_event_wakes_only_its_daemonset() {
                 .iter()
                 .all(|n| Some(&*n.node) != pod.target_node.as_deref()),
         "the node that lost its pod gets one"
+    );
+}
+
+#[test]
+fn a_node_registering_not_ready_only_adds_its_row_until_it_is_ready() {
+    let (desired, mut observed) = fleet(8, 4, 7);
+    let now = fleet_now();
+    let mut inc = Incremental::new(Policy::default());
+    inc.update(&desired, &observed, &Changes::default(), now);
+    // A kubelet registers its node not ready, tainted so that nothing is scheduled there.
+    let mut node = Node::named("joining");
+    node.labels
+        .insert("kubernetes.io/os".into(), "linux".into());
+    node.ready = Some(false);
+    node.taints.push(Taint {
+        key: NOT_READY.into(),
+        value: String::new(),
+        effect: TaintEffect::NoSchedule,
+    });
+    observed.nodes.push(node);
+    let changes = Changes {
+        nodes: BTreeSet::from(["joining".to_string()]),
+        ..Changes::default()
+    };
+    // A DaemonSet tolerating every taint (as a CNI does) is to run there now, and is planned
+    // again; the others have the node's row, and nothing else of theirs changed.
+    let woken = inc.update(&desired, &observed, &changes, now);
+    let runs_there = |inc: &Incremental| -> BTreeSet<Key> {
+        inc.plans()
+            .filter(|d| {
+                let row = d.nodes.iter().find(|r| &*r.node == "joining");
+                !crate::plan::classify::is_unoccupied(row.expect("its row"))
+            })
+            .map(|d| (d.namespace.clone(), d.name.clone()))
+            .collect()
+    };
+    assert_eq!(woken.daemonsets, runs_there(&inc));
+    assert!(woken.daemonsets.len() < desired.len(), "{woken:?}");
+    assert!(
+        inc.compare(&plan(&desired, &observed, &Policy::default(), now))
+            .is_empty()
+    );
+    // Ready: the DaemonSets it suits are planned again, to run there; the rest are not.
+    let before = woken.daemonsets.len();
+    let node = observed
+        .nodes
+        .iter_mut()
+        .find(|n| n.name == "joining")
+        .unwrap();
+    node.ready = Some(true);
+    node.taints.clear();
+    let woken = inc.update(&desired, &observed, &changes, now);
+    assert_eq!(woken.daemonsets, runs_there(&inc));
+    assert!(woken.daemonsets.len() > before, "{woken:?}");
+    for d in inc.plans() {
+        let row = d.nodes.iter().find(|r| &*r.node == "joining").unwrap();
+        assert_ne!(row.state, NodeState::Blocked, "{}", d.name);
+    }
+    assert!(
+        inc.compare(&plan(&desired, &observed, &Policy::default(), now))
+            .is_empty()
     );
 }
 
