@@ -25,6 +25,15 @@ pub struct Health {
     pub next_deadline: Option<Timestamp>,
 }
 
+/// A planned DaemonSet whose pods are being judged.
+struct Judging<'p> {
+    ds: &'p crate::plan::DaemonSetPlan,
+    spec: &'p DaemonSetSpec,
+    policy: FailurePolicy,
+    /// Whether the label map last read is of its new revision.
+    current: crate::model::LastLabels<bool>,
+}
+
 impl Health {
     /// Judges the new-revision pods of every planned DaemonSet.
     pub(crate) fn assess(
@@ -43,39 +52,42 @@ impl Health {
                 .collect(),
             ..Health::default()
         };
-        // Whether a node is in the cluster: a plan has a row for every observed node, in name
-        // order, before the vanished nodes that still hold its pods.
-        let on_a_node = |ds: &crate::plan::DaemonSetPlan, name: &str| {
-            let observed = ds
-                .nodes
-                .partition_point(|r| !matches!(r.reason, crate::plan::Reason::NodeGone));
-            ds.nodes[..observed]
-                .binary_search_by(|r| (*r.node).cmp(name))
-                .is_ok()
-        };
-        let wake = |t: Timestamp, h: &mut Health| {
-            if t > now {
-                h.next_deadline = Some(h.next_deadline.map_or(t, |d| d.min(t)));
-            }
-        };
         // Nodes where a pod is on its way out: its resources come free, so a new pod the
-        // scheduler cannot place there yet may still fit.
-        let freeing: BTreeSet<&str> = observed
-            .pods
+        // scheduler cannot place there yet may still fit. Read only when such a pod is seen.
+        let freeing: std::cell::OnceCell<BTreeSet<&str>> = std::cell::OnceCell::new();
+        let freeing = || {
+            freeing.get_or_init(|| {
+                observed
+                    .pods
+                    .iter()
+                    .filter(|p| p.is_terminating())
+                    .filter_map(|p| p.node_name.as_deref())
+                    .collect()
+            })
+        };
+        // Each planned DaemonSet, as its pods are judged.
+        let mut judged: Vec<Option<Judging>> = plan
+            .daemonsets
             .iter()
-            .filter(|p| p.is_terminating())
-            .filter_map(|p| p.node_name.as_deref())
+            .map(|ds| {
+                let (desired, spec) = specs.get(&(ds.namespace.clone(), ds.name.clone()))?;
+                Some(Judging {
+                    ds,
+                    spec,
+                    policy: FailurePolicy::of(&desired.daemonset),
+                    current: crate::model::LastLabels::default(),
+                })
+            })
             .collect();
-        // The pods of each planned DaemonSet, in one pass. Pods come in key order, so a
-        // DaemonSet's pods mostly follow one another: the last owner looked up is compared
-        // first.
         let planned: rustc_hash::FxHashMap<(&str, &str), usize> = plan
             .daemonsets
             .iter()
             .enumerate()
             .map(|(i, ds)| ((ds.namespace.as_str(), ds.name.as_str()), i))
             .collect();
-        let mut owned: Vec<Vec<&Pod>> = vec![Vec::new(); plan.daemonsets.len()];
+        // The pods of the planned DaemonSets, in one pass. Pods come in key order, so a
+        // DaemonSet's pods mostly follow one another: the last owner looked up is compared
+        // first.
         let mut last: Option<((&str, &str), Option<usize>)> = None;
         for pod in &observed.pods {
             let Some(c) = &pod.controller else {
@@ -93,106 +105,127 @@ impl Health {
                     at
                 }
             };
-            if let Some(i) = at {
-                owned[i].push(pod);
-            }
-        }
-        for (ds, pods) in plan.daemonsets.iter().zip(&owned) {
-            let Some((desired, spec)) = specs.get(&(ds.namespace.clone(), ds.name.clone())) else {
-                continue;
-            };
-            let policy = FailurePolicy::of(&desired.daemonset);
-            // Pods of one revision share their label map: it is judged once per run.
-            let mut current = crate::model::LastLabels::default();
-            for &pod in pods {
-                if !current.of(&pod.labels, |_| {
-                    pod.revision_hash() == Some(ds.revision.as_str())
-                }) {
-                    continue;
-                }
-                // A ready pod that has not restarted too often, with no minReadySeconds to
-                // wait out, needs nothing more: the common case, judged without its node.
-                let created = || {
-                    // An in-place update is judged from when it began, not from the pod's birth.
-                    pod.creation_timestamp
-                        .into_iter()
-                        .chain(pod.detail.as_ref().and_then(|d| d.updating_since()))
-                        .max()
-                        .unwrap_or(now)
-                };
-                if pod.is_ready()
-                    && spec.min_ready_seconds == 0
-                    && restarted_too_often(pod, created(), &policy).is_none()
-                {
-                    continue;
-                }
-                let Some(node) = pod.target_node.as_deref().filter(|n| on_a_node(ds, n)) else {
-                    continue;
-                };
-                let entry = |reason: String| FailedNode {
-                    namespace: ds.namespace.clone(),
-                    daemonset: ds.name.clone(),
-                    node: node.to_string(),
-                    pod: pod.name.clone(),
-                    reason,
-                };
-                let created = created();
-                // A pod that crashes after passing readiness fails as soon as it restarted
-                // too often, ready or not at this instant.
-                if !h.not_ready.contains(node)
-                    && let Some(why) = restarted_too_often(pod, created, &policy)
-                {
-                    h.failed.push(entry(why));
-                    continue;
-                }
-                if pod.is_ready() {
-                    if let Some(t) = pod.ready.and_then(|r| r.last_transition)
-                        && spec.min_ready_seconds > 0
-                    {
-                        wake(
-                            crate::model::later(
-                                t,
-                                SignedDuration::from_secs(i64::from(spec.min_ready_seconds)),
-                            ),
-                            &mut h,
-                        );
-                    }
-                    continue;
-                }
-                if h.not_ready.contains(node) {
-                    h.node_problems
-                        .push(entry("node problem: the node is NotReady".into()));
-                    continue;
-                }
-                // A definitive start failure, or a pod the scheduler cannot place where nothing
-                // is leaving: failed now, not at the deadline.
-                if let Some(why) = start_failure(pod)
-                    .or_else(|| unschedulable(pod).filter(|_| !freeing.contains(node)))
-                {
-                    h.failed.push(entry(why));
-                    continue;
-                }
-                let expires = crate::model::later(created, deadline);
-                if expires <= now {
-                    let reason = match &pod.waiting_reason {
-                        Some(r) => format!("{r} (not ready after {deadline:#})"),
-                        None => format!("not ready after {deadline:#}"),
-                    };
-                    h.failed.push(entry(reason));
-                } else {
-                    wake(expires, &mut h);
-                    if pod.waiting_reason.is_some() {
-                        *h.failing_now
-                            .entry((ds.namespace.clone(), ds.name.clone()))
-                            .or_default() += 1;
-                    }
-                }
+            if let Some(j) = at.and_then(|i| judged[i].as_mut()) {
+                h.judge(j, pod, (now, deadline), &freeing);
             }
         }
         let order = |f: &FailedNode| (f.namespace.clone(), f.daemonset.clone(), f.node.clone());
         h.failed.sort_by_key(order);
         h.node_problems.sort_by_key(order);
         h
+    }
+
+    /// Judges one pod of a planned DaemonSet: of its new revision, failing (on a Ready node)
+    /// or a node problem (on a NotReady one), or to be looked at again when a deadline falls.
+    fn judge<'a>(
+        &mut self,
+        j: &mut Judging<'_>,
+        pod: &Pod,
+        (now, deadline): (Timestamp, SignedDuration),
+        freeing: &impl Fn() -> &'a BTreeSet<&'a str>,
+    ) {
+        let (ds, spec, policy) = (j.ds, j.spec, &j.policy);
+        // Pods of one revision share their label map: it is judged once per run.
+        if !j.current.of(&pod.labels, |_| {
+            pod.revision_hash() == Some(ds.revision.as_str())
+        }) {
+            return;
+        }
+        // A ready pod that has not restarted too often, with no minReadySeconds to wait out,
+        // needs nothing more: the common case, judged without its node.
+        let created = || {
+            // An in-place update is judged from when it began, not from the pod's birth.
+            pod.creation_timestamp
+                .into_iter()
+                .chain(pod.detail.as_ref().and_then(|d| d.updating_since()))
+                .max()
+                .unwrap_or(now)
+        };
+        if pod.is_ready()
+            && spec.min_ready_seconds == 0
+            && restarted_too_often(pod, created(), policy).is_none()
+        {
+            return;
+        }
+        // Whether the node is in the cluster: a plan has a row for every observed node, in
+        // name order, before the vanished nodes that still hold its pods.
+        let on_a_node = |name: &str| {
+            let observed = ds
+                .nodes
+                .partition_point(|r| !matches!(r.reason, crate::plan::Reason::NodeGone));
+            ds.nodes[..observed]
+                .binary_search_by(|r| (*r.node).cmp(name))
+                .is_ok()
+        };
+        let Some(node) = pod.target_node.as_deref().filter(|n| on_a_node(n)) else {
+            return;
+        };
+        let entry = |reason: String| FailedNode {
+            namespace: ds.namespace.clone(),
+            daemonset: ds.name.clone(),
+            node: node.to_string(),
+            pod: pod.name.clone(),
+            reason,
+        };
+        let created = created();
+        // A pod that crashes after passing readiness fails as soon as it restarted too often,
+        // ready or not at this instant.
+        if !self.not_ready.contains(node)
+            && let Some(why) = restarted_too_often(pod, created, policy)
+        {
+            self.failed.push(entry(why));
+            return;
+        }
+        if pod.is_ready() {
+            if let Some(t) = pod.ready.and_then(|r| r.last_transition)
+                && spec.min_ready_seconds > 0
+            {
+                self.wake(
+                    crate::model::later(
+                        t,
+                        SignedDuration::from_secs(i64::from(spec.min_ready_seconds)),
+                    ),
+                    now,
+                );
+            }
+            return;
+        }
+        if self.not_ready.contains(node) {
+            self.node_problems
+                .push(entry("node problem: the node is NotReady".into()));
+            return;
+        }
+        // A definitive start failure, or a pod the scheduler cannot place where nothing is
+        // leaving: failed now, not at the deadline.
+        if let Some(why) =
+            start_failure(pod).or_else(|| unschedulable(pod).filter(|_| !freeing().contains(node)))
+        {
+            self.failed.push(entry(why));
+            return;
+        }
+        let expires = crate::model::later(created, deadline);
+        if expires <= now {
+            let reason = match &pod.waiting_reason {
+                Some(r) => format!("{r} (not ready after {deadline:#})"),
+                None => format!("not ready after {deadline:#}"),
+            };
+            self.failed.push(entry(reason));
+        } else {
+            self.wake(expires, now);
+            if pod.waiting_reason.is_some() {
+                *self
+                    .failing_now
+                    .entry((ds.namespace.clone(), ds.name.clone()))
+                    .or_default() += 1;
+            }
+        }
+    }
+
+    /// Notes `t` as the next instant to look again, if it is the first still to come.
+    fn wake(&mut self, t: Timestamp, now: Timestamp) {
+        if t > now {
+            self.next_deadline = Some(self.next_deadline.map_or(t, |d| d.min(t)));
+        }
     }
 
     /// Per-DaemonSet progress counts for display.
