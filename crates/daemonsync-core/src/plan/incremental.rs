@@ -220,8 +220,18 @@ struct Planned {
     gated: bool,
     plan: DaemonSetPlan,
     gate: Option<readiness::Gate>,
-    /// Only its changed nodes' rows were brought up to date ([`Work::Rows`]).
-    rows_only: bool,
+}
+
+/// One DaemonSet whose changed nodes' rows alone were brought up to date ([`Work::Rows`]).
+struct Rows {
+    eligibility: Arc<[Eligibility]>,
+    plan: DaemonSetPlan,
+}
+
+/// What an update did for one woken DaemonSet.
+enum Done {
+    Planned(Box<Planned>),
+    Rows(Box<Rows>),
 }
 
 /// The planner's state between changes: per desired DaemonSet what can be re-used, and its
@@ -620,19 +630,15 @@ impl Incremental {
                 })
                 .collect()
         };
-        let planned: Vec<Planned> = work
+        let planned: Vec<Done> = work
             .into_par_iter()
             .map(|(d, work)| {
                 let kept = match work {
                     Work::Rows(e, rows) => {
-                        return Planned {
-                            spec: e.spec.clone(),
+                        return Done::Rows(Box::new(Rows {
                             eligibility: kept_row(e),
-                            gated: e.gated,
                             plan: with_rows(&e.plan, &changes.nodes, rows),
-                            gate: None,
-                            rows_only: true,
-                        };
+                        }));
                     }
                     Work::Plan(kept) => kept,
                 };
@@ -650,14 +656,13 @@ impl Incremental {
                     None => DaemonSetSpec::compile(&d.daemonset),
                 };
                 let (plan, gate) = ctx.plan_one(d, spec, live, &eligibility, now, false);
-                Planned {
+                Done::Planned(Box::new(Planned {
                     spec: compiled,
                     eligibility,
                     gated: readiness_taint(&d.daemonset).is_some(),
                     plan,
                     gate,
-                    rows_only: false,
-                }
+                }))
             })
             .collect();
         let mut plans = Vec::with_capacity(planned.len());
@@ -665,10 +670,13 @@ impl Incremental {
         let mut kept = Vec::with_capacity(planned.len());
         let mut rows_only = Vec::new();
         for p in planned {
-            if p.rows_only {
-                rows_only.push(p);
-                continue;
-            }
+            let p = match p {
+                Done::Planned(p) => *p,
+                Done::Rows(rows) => {
+                    rows_only.push(rows);
+                    continue;
+                }
+            };
             plans.push(p.plan);
             gates.push(p.gate);
             kept.push((p.spec, p.eligibility, p.gated));
