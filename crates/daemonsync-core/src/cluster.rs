@@ -340,6 +340,32 @@ pub struct Event {
     pub message: String,
 }
 
+/// A pod to create, with its namespace (`default` when it names none) and the uid of the
+/// record that owns it filled in from `record_uid` (namespace, name): a managed pod's owner
+/// reference names its record, whose uid only the cluster knows. Refused while the record
+/// does not exist yet.
+pub fn pod_to_create(
+    mut pod: k8s_openapi::api::core::v1::Pod,
+    record_uid: impl Fn(&str, &str) -> Option<String>,
+) -> Result<(String, k8s_openapi::api::core::v1::Pod), ClusterError> {
+    let namespace = pod
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
+    for owner in pod.metadata.owner_references.iter_mut().flatten() {
+        if owner.kind == crate::plan::RECORD_KIND && owner.uid.is_empty() {
+            owner.uid = record_uid(&namespace, &owner.name).ok_or_else(|| {
+                ClusterError::Rejected(format!(
+                    "no record {namespace}/{} to own the pod yet",
+                    owner.name
+                ))
+            })?;
+        }
+    }
+    Ok((namespace, pod))
+}
+
 /// A cluster the executor can observe and change. Every method may fail; writes are
 /// individually idempotent from the executor's point of view (it re-observes after each step
 /// and never trusts its memory of what it did).

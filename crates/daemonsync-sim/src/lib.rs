@@ -442,23 +442,10 @@ impl Cluster for Sim {
 
     async fn create_pod(
         &mut self,
-        mut pod: k8s_openapi::api::core::v1::Pod,
+        pod: k8s_openapi::api::core::v1::Pod,
     ) -> Result<String, ClusterError> {
-        let namespace = pod
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        for owner in pod.metadata.owner_references.iter_mut().flatten() {
-            if owner.kind == crate::plan::RECORD_KIND && owner.uid.is_empty() {
-                owner.uid = self.record_uid(&namespace, &owner.name).ok_or_else(|| {
-                    ClusterError::Rejected(format!(
-                        "no record {namespace}/{} to own the pod yet",
-                        owner.name
-                    ))
-                })?;
-            }
-        }
+        let (namespace, pod) =
+            daemonsync_core::cluster::pod_to_create(pod, |ns, name| self.record_uid(ns, name))?;
         let body = serde_json::to_value(&pod)
             .map_err(|e| ClusterError::Rejected(format!("the pod is not valid JSON: {e}")))?;
         let kind = self.pods_kind();

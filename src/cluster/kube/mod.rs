@@ -690,23 +690,8 @@ impl KubeCluster {
     }
 
     /// A pod to create, in its namespace, with its record's uid filled in.
-    fn pod_to_create(&self, mut pod: Pod) -> Result<(String, Pod), ClusterError> {
-        let namespace = pod
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        for owner in pod.metadata.owner_references.iter_mut().flatten() {
-            if owner.kind == RECORD_KIND && owner.uid.is_empty() {
-                owner.uid = self.record_uid(&namespace, &owner.name).ok_or_else(|| {
-                    ClusterError::Rejected(format!(
-                        "no record {namespace}/{} to own the pod yet",
-                        owner.name
-                    ))
-                })?;
-            }
-        }
-        Ok((namespace, pod))
+    fn pod_to_create(&self, pod: Pod) -> Result<(String, Pod), ClusterError> {
+        daemonsync_core::cluster::pod_to_create(pod, |ns, name| self.record_uid(ns, name))
     }
 
     /// Sends one create; returns the name the server gave the pod.
