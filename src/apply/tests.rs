@@ -677,6 +677,20 @@ struct Faulty {
     batches: Vec<Vec<String>>,
 }
 
+impl Faulty {
+    /// `sim` with no fault injected.
+    fn new(sim: Sim) -> Self {
+        Faulty {
+            sim,
+            fail_creates: false,
+            fail_status: false,
+            forbid_creates: false,
+            create_attempts: 0,
+            batches: Vec::new(),
+        }
+    }
+}
+
 impl Cluster for Faulty {
     async fn observe(&mut self) -> Result<crate::cluster::ClusterState, ClusterError> {
         self.sim.observe().await
@@ -826,12 +840,9 @@ fn m30_sync_errors_take_precedence_over_status_errors() {
     let new = desired(&ds_yaml("agent", "agent:1", UNAVAILABLE_1, ""));
     let run = |fail_creates, fail_status| {
         let mut c = Faulty {
-            sim: sim(&fleet(1, "")),
             fail_creates,
             fail_status,
-            forbid_creates: false,
-            create_attempts: 0,
-            batches: Vec::new(),
+            ..Faulty::new(sim(&fleet(1, "")))
         };
         let r = block_on(apply(
             &mut c,
@@ -858,12 +869,8 @@ fn m30_sync_errors_take_precedence_over_status_errors() {
 fn a_forbidden_write_stops_the_rollout_at_once_without_retrying() {
     let new = desired(&ds_yaml("agent", "agent:1", UNAVAILABLE_1, ""));
     let mut c = Faulty {
-        sim: sim(&fleet(4, "")),
-        fail_creates: false,
-        fail_status: false,
         forbid_creates: true,
-        create_attempts: 0,
-        batches: Vec::new(),
+        ..Faulty::new(sim(&fleet(4, "")))
     };
     let r = block_on(apply(
         &mut c,
@@ -881,14 +888,7 @@ fn a_forbidden_write_stops_the_rollout_at_once_without_retrying() {
 
 #[test]
 fn the_creates_of_every_daemonset_go_out_together_in_slow_start_batches() {
-    let mut c = Faulty {
-        sim: sim(&fleet(7, "")),
-        fail_creates: false,
-        fail_status: false,
-        forbid_creates: false,
-        create_attempts: 0,
-        batches: Vec::new(),
-    };
+    let mut c = Faulty::new(sim(&fleet(7, "")));
     let new = desired(&agent_and_logs("agent:1", "logs:1"));
     let r = block_on(apply(
         &mut c,

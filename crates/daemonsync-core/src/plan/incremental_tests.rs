@@ -55,6 +55,15 @@ enum Joining {
 /// The taint of a node that is not ready.
 const NOT_READY: &str = "node.kubernetes.io/not-ready";
 
+/// A taint of `key` with no value.
+fn taint(key: &str, effect: TaintEffect) -> Taint {
+    Taint {
+        key: key.into(),
+        value: String::new(),
+        effect,
+    }
+}
+
 fn phase() -> impl Strategy<Value = PodPhase> {
     prop_oneof![
         Just(PodPhase::Pending),
@@ -207,11 +216,7 @@ fn apply(event: &Event, desired: &mut [Desired], o: &mut Observed, counter: &mut
             node.labels.insert("kubernetes.io/os".into(), os.into());
             node.ready = Some(!matches!(joining, Joining::NotReady));
             if let Joining::NotReady = joining {
-                node.taints.push(Taint {
-                    key: NOT_READY.into(),
-                    value: String::new(),
-                    effect: TaintEffect::NoSchedule,
-                });
+                node.taints.push(taint(NOT_READY, TaintEffect::NoSchedule));
             }
             changes.nodes.insert(node.name.clone());
             o.nodes.push(node);
@@ -252,11 +257,7 @@ fn apply(event: &Event, desired: &mut [Desired], o: &mut Observed, counter: &mut
                 } else {
                     "example.com/dedicated"
                 };
-                node.taints.push(Taint {
-                    key: key.into(),
-                    value: String::new(),
-                    effect: TaintEffect::NoSchedule,
-                });
+                node.taints.push(taint(key, TaintEffect::NoSchedule));
                 changes.nodes.insert(name);
             }
         }
@@ -264,11 +265,7 @@ fn apply(event: &Event, desired: &mut [Desired], o: &mut Observed, counter: &mut
             if let Some(name) = node_name(o, *n) {
                 let node = o.nodes.iter_mut().find(|x| x.name == name).unwrap();
                 node.ready = Some(false);
-                node.taints.push(Taint {
-                    key: NOT_READY.into(),
-                    value: String::new(),
-                    effect: TaintEffect::NoExecute,
-                });
+                node.taints.push(taint(NOT_READY, TaintEffect::NoExecute));
                 changes.nodes.insert(name);
             }
         }
@@ -447,12 +444,22 @@ proptest! {
     }
 }
 
-#[test]
-fn a_pod_event_wakes_only_its_daemonset() {
-    let (desired, mut observed) = fleet(8, 4, 7);
+/// A synthetic fleet, and an incremental planner that planned it at `now`.
+fn planned(
+    nodes: usize,
+    daemonsets: usize,
+    seed: u64,
+) -> (Vec<Desired>, Observed, Incremental, crate::model::Timestamp) {
+    let (desired, observed) = fleet(nodes, daemonsets, seed);
     let now = fleet_now();
     let mut inc = Incremental::new(Policy::default());
     inc.update(&desired, &observed, &Changes::default(), now);
+    (desired, observed, inc, now)
+}
+
+#[test]
+fn a_pod_event_wakes_only_its_daemonset() {
+    let (desired, mut observed, mut inc, now) = planned(8, 4, 7);
     let i = observed
         .pods
         .iter()
@@ -487,20 +494,13 @@ fn a_pod_event_wakes_only_its_daemonset() {
 
 #[test]
 fn a_node_registering_not_ready_only_adds_its_row_until_it_is_ready() {
-    let (desired, mut observed) = fleet(8, 4, 7);
-    let now = fleet_now();
-    let mut inc = Incremental::new(Policy::default());
-    inc.update(&desired, &observed, &Changes::default(), now);
+    let (desired, mut observed, mut inc, now) = planned(8, 4, 7);
     // A kubelet registers its node not ready, tainted so that nothing is scheduled there.
     let mut node = Node::named("joining");
     node.labels
         .insert("kubernetes.io/os".into(), "linux".into());
     node.ready = Some(false);
-    node.taints.push(Taint {
-        key: NOT_READY.into(),
-        value: String::new(),
-        effect: TaintEffect::NoSchedule,
-    });
+    node.taints.push(taint(NOT_READY, TaintEffect::NoSchedule));
     observed.nodes.push(node);
     let changes = Changes {
         nodes: BTreeSet::from(["joining".to_string()]),
@@ -548,10 +548,7 @@ fn a_node_registering_not_ready_only_adds_its_row_until_it_is_ready() {
 
 #[test]
 fn a_missed_change_shows_as_a_mismatch_naming_what_differs() {
-    let (desired, mut observed) = fleet(6, 2, 3);
-    let now = fleet_now();
-    let mut inc = Incremental::new(Policy::default());
-    inc.update(&desired, &observed, &Changes::default(), now);
+    let (desired, mut observed, mut inc, now) = planned(6, 2, 3);
     let pod = observed
         .pods
         .iter()
@@ -572,10 +569,7 @@ fn a_missed_change_shows_as_a_mismatch_naming_what_differs() {
 
 #[test]
 fn a_removed_daemonset_is_forgotten_and_a_new_one_planned() {
-    let (mut desired, observed) = fleet(5, 3, 1);
-    let now = fleet_now();
-    let mut inc = Incremental::new(Policy::default());
-    inc.update(&desired, &observed, &Changes::default(), now);
+    let (mut desired, observed, mut inc, now) = planned(5, 3, 1);
     let gone = desired.remove(1);
     let woken = inc.update(&desired, &observed, &Changes::default(), now);
     assert!(woken.daemonsets.is_empty());
