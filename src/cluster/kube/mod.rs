@@ -122,7 +122,7 @@ pub struct KubeCluster {
     seen: u64,
     /// What changed in the caches up to the last observation, since [`KubeCluster::take_changes`]
     /// was last called (an observation of everything takes the caches' changes too).
-    changes: crate::plan::incremental::Changes,
+    changes: Pending,
     /// The (namespace, label selector) of every pod watch.
     watched: Vec<(Option<String>, String)>,
     /// The version `GET /version` reported when connecting.
@@ -316,7 +316,7 @@ impl KubeCluster {
             expected: Expectations::default(),
             recorder,
             seen: 0,
-            changes: crate::plan::incremental::Changes::everything(),
+            changes: Pending::default(),
             watched,
             version,
         })
@@ -483,8 +483,8 @@ impl KubeCluster {
         self.await_expectations().await;
         let mut s = self.cache.lock();
         self.seen = s.version;
-        self.changes.merge(s.take_changes());
-        std::mem::take(&mut self.changes)
+        self.changes.keep(s.take_changes());
+        self.changes.take()
     }
 
     /// An observation holding only the pods `scope` concerns (every node, record and live
@@ -712,6 +712,40 @@ impl KubeCluster {
     }
 }
 
+/// The changes an observation took from the caches, kept for [`KubeCluster::take_changes`].
+/// Until the first take they are everything, which holds whatever is kept meanwhile: a client
+/// that never takes them (`apply`, `sync --reconcile full`, which observe everything every
+/// time) keeps nothing, rather than every pod change since it connected.
+#[derive(Debug)]
+struct Pending {
+    taken: bool,
+    changes: crate::plan::incremental::Changes,
+}
+
+impl Default for Pending {
+    fn default() -> Self {
+        Pending {
+            taken: false,
+            changes: crate::plan::incremental::Changes::everything(),
+        }
+    }
+}
+
+impl Pending {
+    /// Keeps `changes` for the next take.
+    fn keep(&mut self, changes: crate::plan::incremental::Changes) {
+        if self.taken {
+            self.changes.merge(changes);
+        }
+    }
+
+    /// Everything kept since the last take (everything, at the first).
+    fn take(&mut self) -> crate::plan::incremental::Changes {
+        self.taken = true;
+        std::mem::take(&mut self.changes)
+    }
+}
+
 /// The feed of [`cache::State::copies`] that holds copies of `kind`.
 fn copy_feed(kind: ConfigKind) -> usize {
     match kind {
@@ -855,7 +889,7 @@ impl Cluster for KubeCluster {
         {
             let mut s = self.cache.lock();
             self.seen = s.version;
-            self.changes.merge(s.take_changes());
+            self.changes.keep(s.take_changes());
         }
         Ok(self.observe_scoped(&Scope::everything(), Timestamp::now()))
     }

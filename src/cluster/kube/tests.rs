@@ -379,3 +379,39 @@ fn server_urls_are_shown_without_credentials() {
         .unwrap();
     assert_eq!(display_server(&url), "https://k8s.example.com:6443");
 }
+
+/// A pod change as the caches report it.
+fn pod_change(name: &str) -> crate::plan::incremental::Changes {
+    crate::plan::incremental::Changes {
+        pods: vec![crate::plan::incremental::PodTouch {
+            namespace: "ns".into(),
+            controller: Some(name.into()),
+            labels: Default::default(),
+        }],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn changes_are_kept_for_a_client_that_takes_them_and_not_for_one_that_never_does() {
+    // Observing everything time after time (apply, a full re-plan) keeps nothing: the
+    // changes are "everything" until first taken, however many come meanwhile.
+    let mut pending = Pending::default();
+    for i in 0..1000 {
+        pending.keep(pod_change(&format!("agent-{i}")));
+    }
+    let first = pending.take();
+    assert!(first.everything);
+    assert!(
+        first.pods.is_empty(),
+        "{} pod changes kept",
+        first.pods.len()
+    );
+    // Once taken, what an observation takes in between is kept for the next take.
+    pending.keep(pod_change("agent-1"));
+    pending.keep(pod_change("agent-2"));
+    let next = pending.take();
+    assert!(!next.everything);
+    assert_eq!(next.pods.len(), 2);
+    assert!(pending.take().is_empty());
+}
