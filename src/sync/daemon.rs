@@ -1048,6 +1048,11 @@ impl Reconciler {
             inc.planner.scope(&effect.desired, &woken)
         };
         let mut state = cluster.observe_scoped(&scope, now);
+        if scope.everything {
+            // What reached the caches since the changes were taken is in this observation:
+            // planned with it (a resync then compares plans of the same changes).
+            changes.merge(cluster.observed_changes());
+        }
         let expired = self.expired_leases(cluster, &state).await;
         let inc = self.incremental.as_mut()?;
         if expired != inc.expired {
@@ -1056,6 +1061,7 @@ impl Reconciler {
             changes.everything = true;
             if !scope.everything {
                 state = cluster.observe_scoped(&Scope::everything(), now);
+                changes.merge(cluster.observed_changes());
             }
         }
         opts.expired_leases = expired;

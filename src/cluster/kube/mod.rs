@@ -487,11 +487,22 @@ impl KubeCluster {
         self.changes.take()
     }
 
+    /// The changes the observations of everything took since [`KubeCluster::take_changes`]:
+    /// changes that reached the caches after it, which those observations show.
+    pub fn observed_changes(&mut self) -> crate::plan::incremental::Changes {
+        self.changes.take()
+    }
+
     /// An observation holding only the pods `scope` concerns (every node, record and live
-    /// DaemonSet), at `now`: what planning the DaemonSets of the scope reads. Takes no
-    /// changes; [`KubeCluster::take_changes`] does.
+    /// DaemonSet), at `now`: what planning the DaemonSets of the scope reads. An observation
+    /// of everything takes the changes it shows with it, under the same lock
+    /// ([`KubeCluster::observed_changes`]); a scoped one takes none, they wake the next pass.
     pub fn observe_scoped(&mut self, scope: &Scope, now: Timestamp) -> ClusterState {
         let mut s = self.cache.lock();
+        if scope.everything {
+            self.seen = s.version;
+            self.changes.keep(s.take_changes());
+        }
         let records: Vec<Record> = s.records.items.values().map(|r| r.record.clone()).collect();
         let observed = Observed {
             nodes: s.observed_nodes(),
