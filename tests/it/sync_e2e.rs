@@ -1054,6 +1054,84 @@ fn a_rollout_held_by_not_ready_nodes_is_marked_stalled_on_its_record_and_in_the_
 }
 
 #[test]
+fn a_node_joining_not_ready_gets_its_pods_once_ready_and_resyncs_find_no_mismatch() {
+    if !git_available() {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    // A node registers NotReady (the node lifecycle controller taints it
+    // node.kubernetes.io/not-ready:NoSchedule, which daemon pods do not tolerate), then turns
+    // Ready. While it waits, the DaemonSets only have its row redone; a resync every 2 s
+    // compares that with full plans.
+    let running = format!(
+        "{}---\n{}",
+        daemonset("agent", "agent:1"),
+        daemonset("logger", "logger:1")
+    );
+    let churn = "churn:
+  - {at: 8s, add: {name: 'joining-{i}', count: 1, labels: {kubernetes.io/os: linux}, ready: false}}
+  - {at: 16s, ready: {node: joining-1, ready: true}}
+";
+    let world = World::with(&running, churn);
+    let sync = world.start(&["--reconcile", "incremental", "--resync", "2s"]);
+    let on_joining = |app: &str| {
+        world
+            .api
+            .pods(app)
+            .iter()
+            .filter(|p| p["spec"]["nodeName"] == "joining-1" || {
+                let terms = &p["spec"]["affinity"]["nodeAffinity"]
+                    ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+                terms.to_string().contains("\"joining-1\"")
+            })
+            .count()
+    };
+    // Whether joining-1 is Ready (`None`: not there yet).
+    let ready = || {
+        let nodes = world.api.items("/api/v1/nodes");
+        let node = nodes.iter().find(|n| name(n) == "joining-1")?;
+        let conditions = node["status"]["conditions"].as_array()?;
+        let ready = conditions.iter().find(|c| c["type"] == "Ready")?;
+        Some(ready["status"] == "True")
+    };
+    // While it is not ready, no pod goes there. The pods are read first: a node not ready
+    // after them was not ready when they were read.
+    let mut seen_not_ready = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let pods = on_joining("agent") + on_joining("logger");
+        match ready() {
+            Some(false) => {
+                assert_eq!(pods, 0, "a pod on a node not ready: {}", sync.tail());
+                seen_not_ready += 1;
+            }
+            Some(true) => break,
+            None => {}
+        }
+        assert!(Instant::now() < deadline, "joining-1 never turned Ready");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(seen_not_ready > 0, "joining-1 was never seen not ready");
+    // Ready: both DaemonSets run there.
+    wait_converged(&world, &sync, "agent", "agent:1");
+    wait_converged(&world, &sync, "logger", "logger:1");
+    assert_eq!((on_joining("agent"), on_joining("logger")), (1, 1));
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        sync.log()
+            .contains("resync: every DaemonSet planned afresh"),
+        "{}",
+        sync.tail()
+    );
+    assert_eq!(
+        sync.metric("daemonsync_incremental_mismatch_total"),
+        Some(0.0),
+        "{}",
+        sync.tail()
+    );
+}
+
+#[test]
 fn a_deleted_pod_is_replaced_by_an_incremental_pass_and_a_forced_resync_finds_no_mismatch() {
     if !git_available() {
         eprintln!("skipped: git is not installed");
