@@ -80,16 +80,18 @@ pub fn decode(token: &str, namespace: Option<&str>) -> Result<Resume, ApiError> 
     if token.start.is_empty() {
         return Err(invalid("encoded start key empty (version meta.k8s.io/v1)"));
     }
-    // Upstream cleans the key as a path and refuses one that changes (`..`, `//`), naming
-    // the key it was given.
-    let key = token.start.strip_suffix('\u{0}').unwrap_or(&token.start);
-    if key.is_empty()
-        || key
+    // Upstream (`storage.DecodeContinue`) roots the key (a `/` before it unless it has one),
+    // cleans it as a path and refuses a key the cleaning changes (`.`, `..`, `//`, a trailing
+    // `/`), naming the key it was given.
+    let rooted = token.start.strip_prefix('/').unwrap_or(&token.start);
+    if !rooted.is_empty()
+        && rooted
             .split('/')
             .any(|part| part.is_empty() || part == "." || part == "..")
     {
         return Err(invalid(&token.start));
     }
+    let key = rooted.strip_suffix('\u{0}').unwrap_or(rooted);
     let after = match (namespace, key.split_once('/')) {
         (Some(ns), None) => (ns.to_string(), key.to_string()),
         (None, Some((ns, name))) => (ns.to_string(), name.to_string()),
@@ -155,6 +157,15 @@ mod tests {
     }
 
     #[test]
+    fn a_start_key_given_rooted_is_read_as_upstream_roots_it() {
+        let token = |json: &str| URL_SAFE_NO_PAD.encode(json);
+        let rooted = token(r#"{"v":"meta.k8s.io/v1","rv":7,"start":"/kube-system/pod-a\u0000"}"#);
+        let r = decode(&rooted, None).unwrap();
+        assert_eq!(r.after, ("kube-system".to_string(), "pod-a".to_string()));
+        assert_eq!(r.rv, Some(7));
+    }
+
+    #[test]
     fn a_token_the_server_would_not_accept_is_a_bad_request() {
         let token = |json: &str| URL_SAFE_NO_PAD.encode(json);
         for (t, message) in [
@@ -181,6 +192,14 @@ mod tests {
             (
                 token(r#"{"v":"meta.k8s.io/v1","rv":1,"start":"../etc\u0000"}"#),
                 "invalid continue token: continue key is not valid: ../etc\u{0}",
+            ),
+            (
+                token(r#"{"v":"meta.k8s.io/v1","rv":1,"start":"a//b\u0000"}"#),
+                "invalid continue token: continue key is not valid: a//b\u{0}",
+            ),
+            (
+                token(r#"{"v":"meta.k8s.io/v1","rv":1,"start":"a/"}"#),
+                "invalid continue token: continue key is not valid: a/",
             ),
         ] {
             let e = decode(&t, None).unwrap_err();
