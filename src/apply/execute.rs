@@ -522,18 +522,21 @@ impl<'a> Creating<'a> {
     /// controller creates them) or while its config copies are not all written.
     fn of(before: &Before<'a>, state: &ClusterState) -> Self {
         let (ds, t) = (before.t.ds, &before.t);
+        let creates = !before.native && before.copied;
         // The stable revision's pods tolerate the readiness taint their node may have
         // joined with, even when that revision predates the annotation (its revision stays
-        // the stable one's).
-        let stable = plan::stable_daemonset(&state.observed, &ds.namespace, &ds.name).map(|d| {
-            let spec = DaemonSetSpec::compile(d);
-            let mut d = d.clone();
-            if let Some(key) = readiness_taint(&t.desired.daemonset) {
-                tolerate_taint(&mut d, key);
-            }
-            (d, spec)
-        });
-        let nodes = if before.native || !before.copied {
+        // the stable one's). Compiled only when some are to be created.
+        let stable = plan::stable_daemonset(&state.observed, &ds.namespace, &ds.name)
+            .filter(|_| creates && !ds.step.create_stable.is_empty())
+            .map(|d| {
+                let spec = DaemonSetSpec::compile(d);
+                let mut d = d.clone();
+                if let Some(key) = readiness_taint(&t.desired.daemonset) {
+                    tolerate_taint(&mut d, key);
+                }
+                (d, spec)
+            });
+        let nodes = if !creates {
             Vec::new()
         } else {
             let stable_nodes = ds.step.create_stable.iter().filter(|_| stable.is_some());
