@@ -190,22 +190,27 @@ fn observed_rows(rows: &[NodeEntry]) -> usize {
     rows.partition_point(|r| !matches!(r.reason, Reason::NodeGone))
 }
 
-/// `plan` with the rows of the `changed` nodes replaced by `new`, in name order.
+/// `plan` with the rows of the `changed` nodes replaced by `new`, in name order: the kept
+/// rows and the new ones merged in one pass, however many nodes changed.
 fn with_rows(
     plan: &DaemonSetPlan,
     changed: &BTreeSet<String>,
-    new: Vec<NodeEntry>,
+    mut new: Vec<NodeEntry>,
 ) -> DaemonSetPlan {
     let observed = observed_rows(&plan.nodes);
-    let mut rows: Vec<NodeEntry> = plan.nodes[..observed]
+    new.sort_by(|a, b| a.node.cmp(&b.node));
+    let mut new = new.into_iter().peekable();
+    let mut rows: Vec<NodeEntry> = Vec::with_capacity(plan.nodes.len() + new.len());
+    for kept in plan.nodes[..observed]
         .iter()
         .filter(|r| !changed.contains(&*r.node))
-        .cloned()
-        .collect();
-    for row in new {
-        let at = rows.partition_point(|r| *r.node < *row.node);
-        rows.insert(at, row);
+    {
+        while let Some(row) = new.next_if(|r| r.node < kept.node) {
+            rows.push(row);
+        }
+        rows.push(kept.clone());
     }
+    rows.extend(new);
     rows.extend(plan.nodes[observed..].iter().cloned());
     DaemonSetPlan {
         nodes: rows.into(),

@@ -495,15 +495,19 @@ fn a_pod_event_wakes_only_its_daemonset() {
 #[test]
 fn a_node_registering_not_ready_only_adds_its_row_until_it_is_ready() {
     let (desired, mut observed, mut inc, now) = planned(8, 4, 7);
-    // A kubelet registers its node not ready, tainted so that nothing is scheduled there.
-    let mut node = Node::named("joining");
-    node.labels
-        .insert("kubernetes.io/os".into(), "linux".into());
-    node.ready = Some(false);
-    node.taints.push(taint(NOT_READY, TaintEffect::NoSchedule));
-    observed.nodes.push(node);
+    // Kubelets register their nodes not ready, tainted so that nothing is scheduled there:
+    // three at once, named to sort before, among and after the fleet's.
+    let joining = ["a-joining", "joining", "zz-joining"];
+    for name in joining {
+        let mut node = Node::named(name);
+        node.labels
+            .insert("kubernetes.io/os".into(), "linux".into());
+        node.ready = Some(false);
+        node.taints.push(taint(NOT_READY, TaintEffect::NoSchedule));
+        observed.nodes.push(node);
+    }
     let changes = Changes {
-        nodes: BTreeSet::from(["joining".to_string()]),
+        nodes: joining.iter().map(|n| n.to_string()).collect(),
         ..Changes::default()
     };
     // A DaemonSet tolerating every taint (as a CNI does) is to run there now, and is planned
