@@ -705,21 +705,19 @@ impl KubeCluster {
         daemonsync_core::cluster::pod_to_create(pod, |ns, name| self.record_uid(ns, name))
     }
 
-    /// Sends one create; returns the name the server gave the pod.
+    /// Sends one create; returns the name the server gave the pod, whose appearance in the
+    /// cache is then awaited as this write's echo (the plan counted on it), as soon as the
+    /// answer comes.
     async fn send_create(&self, namespace: &str, pod: Pod) -> Result<String, ClusterError> {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let target = self.target.clone();
-        self.run(async move { requests::create_pod(&api, &pod, &target).await })
-            .await
-    }
-
-    /// Notes a pod this client created: its appearance in the cache is the write's echo,
-    /// which the plan counted on.
-    fn created(&mut self, namespace: String, name: &str) {
+        let name = self
+            .run(async move { requests::create_pod(&api, &pod, &target).await })
+            .await?;
         self.cache
             .lock()
-            .expect_echo((namespace.clone(), name.to_string()));
-        self.expected.creates.push((namespace, name.to_string()));
+            .expect_echo((namespace.to_string(), name.clone()));
+        Ok(name)
     }
 }
 
@@ -1036,7 +1034,7 @@ impl Cluster for KubeCluster {
     async fn create_pod(&mut self, pod: Pod) -> Result<String, ClusterError> {
         let (namespace, pod) = self.pod_to_create(pod)?;
         let name = self.send_create(&namespace, pod).await?;
-        self.created(namespace, &name);
+        self.expected.creates.push((namespace, name.clone()));
         Ok(name)
     }
 
@@ -1058,7 +1056,7 @@ impl Cluster for KubeCluster {
             .into_iter()
             .map(|r| {
                 r.map(|(namespace, name)| {
-                    self.created(namespace, &name);
+                    self.expected.creates.push((namespace, name.clone()));
                     name
                 })
             })
