@@ -147,17 +147,8 @@ impl Health {
         {
             return;
         }
-        // Whether the node is in the cluster: a plan has a row for every observed node, in
-        // name order, before the vanished nodes that still hold its pods.
-        let on_a_node = |name: &str| {
-            let observed = ds
-                .nodes
-                .partition_point(|r| !matches!(r.reason, crate::plan::Reason::NodeGone));
-            ds.nodes[..observed]
-                .binary_search_by(|r| (*r.node).cmp(name))
-                .is_ok()
-        };
-        let Some(node) = pod.target_node.as_deref().filter(|n| on_a_node(n)) else {
+        // On a node of the cluster: a plan has a row for every observed node.
+        let Some(node) = pod.target_node.as_deref().filter(|n| ds.row(n).is_some()) else {
             return;
         };
         let entry = |reason: String| FailedNode {

@@ -36,7 +36,7 @@ use super::pods::{PodIndex, RECORD_KIND, is_daemonset_controller};
 use super::readiness;
 use super::render::PRE_PULL_LABEL;
 use super::{DaemonSetPlan, DaemonSetSpec, Desired, Name, Observed, PLAN_API_VERSION, Plan};
-use super::{NodeEntry, NodeState, Policy, Reason, Timestamp};
+use super::{NodeEntry, NodeState, Policy, Timestamp};
 use crate::manifest::policy::readiness_taint;
 use crate::model::{LabelSelector, Labels, Pod};
 use rayon::prelude::*;
@@ -157,16 +157,15 @@ impl Entry {
         if self.gated || self.plan.rollout.is_some() {
             return None;
         }
-        let rows = &self.plan.nodes;
-        let observed = observed_rows(rows);
+        let gone = &self.plan.nodes[self.plan.observed_rows().len()..];
         let mut new = Vec::new();
         for &(name, node) in changed {
-            match rows[..observed].binary_search_by(|r| (*r.node).cmp(name)) {
-                Ok(i) if !is_unoccupied(&rows[i]) => return None,
-                Ok(_) => {}
+            match self.plan.row(name) {
+                Some(row) if !is_unoccupied(row) => return None,
+                Some(_) => {}
                 // A pod of it on a node the cluster did not have, which it now may.
-                Err(_) if rows[observed..].iter().any(|r| &*r.node == name) => return None,
-                Err(_) => {}
+                None if gone.iter().any(|r| &*r.node == name) => return None,
+                None => {}
             }
             if let Some(node) = node {
                 let why = eligibility::evaluate(&self.spec, node, policy).reason?;
@@ -184,12 +183,6 @@ impl Entry {
     }
 }
 
-/// How many of a plan's rows are of nodes in the cluster: they come first, in name order,
-/// before the rows of vanished nodes that still hold its pods.
-fn observed_rows(rows: &[NodeEntry]) -> usize {
-    rows.partition_point(|r| !matches!(r.reason, Reason::NodeGone))
-}
-
 /// `plan` with the rows of the `changed` nodes replaced by `new`, in name order: the kept
 /// rows and the new ones merged in one pass, however many nodes changed.
 fn with_rows(
@@ -197,21 +190,18 @@ fn with_rows(
     changed: &BTreeSet<String>,
     mut new: Vec<NodeEntry>,
 ) -> DaemonSetPlan {
-    let observed = observed_rows(&plan.nodes);
+    let observed = plan.observed_rows();
     new.sort_by(|a, b| a.node.cmp(&b.node));
     let mut new = new.into_iter().peekable();
     let mut rows: Vec<NodeEntry> = Vec::with_capacity(plan.nodes.len() + new.len());
-    for kept in plan.nodes[..observed]
-        .iter()
-        .filter(|r| !changed.contains(&*r.node))
-    {
+    for kept in observed.iter().filter(|r| !changed.contains(&*r.node)) {
         while let Some(row) = new.next_if(|r| r.node < kept.node) {
             rows.push(row);
         }
         rows.push(kept.clone());
     }
     rows.extend(new);
-    rows.extend(plan.nodes[observed..].iter().cloned());
+    rows.extend(plan.nodes[observed.len()..].iter().cloned());
     DaemonSetPlan {
         nodes: rows.into(),
         ..plan.clone()

@@ -274,6 +274,23 @@ pub struct InPlacePlan {
 }
 
 impl DaemonSetPlan {
+    /// The rows of the nodes in the cluster, in name order: they come before the rows of
+    /// vanished nodes that still hold its pods.
+    pub fn observed_rows(&self) -> &[NodeEntry] {
+        let observed = self
+            .nodes
+            .partition_point(|r| !matches!(r.reason, super::Reason::NodeGone));
+        &self.nodes[..observed]
+    }
+
+    /// The row of `node`, a node in the cluster.
+    pub fn row(&self, node: &str) -> Option<&NodeEntry> {
+        let rows = self.observed_rows();
+        rows.binary_search_by(|r| (*r.node).cmp(node))
+            .ok()
+            .map(|i| &rows[i])
+    }
+
     /// The rollout phase, for a DaemonSet with a rollout policy.
     pub fn phase(&self) -> Option<&Phase> {
         self.rollout.as_ref().map(|r| &r.phase)
