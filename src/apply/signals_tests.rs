@@ -293,12 +293,12 @@ fn judge_beside(
         .into_iter()
         .collect::<crate::model::Labels>()
         .into(),
-        controller: Some(crate::model::OwnerRef {
+        controller: Some(crate::model::shared_owner(crate::model::OwnerRef {
             api_version: "daemonsync.io/v1alpha1".into(),
             kind: crate::plan::RECORD_KIND.into(),
             name: "agent".into(),
             uid: "u".into(),
-        }),
+        })),
         node_name: Some("n-1".into()),
         target_node: Some("n-1".into()),
         phase: crate::model::PodPhase::Running,

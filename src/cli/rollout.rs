@@ -608,11 +608,11 @@ mod tests {
             .insert(crate::model::REVISION_HASH_LABEL.into(), rev.into());
         p.node_name = Some(node.into());
         p.target_node = Some(node.into());
-        p.controller = Some(OwnerRef {
+        p.controller = Some(crate::model::shared_owner(OwnerRef {
             kind: RECORD_KIND.into(),
             name: owner.into(),
             ..OwnerRef::default()
-        });
+        }));
         p
     }
 

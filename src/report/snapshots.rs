@@ -205,12 +205,12 @@ fn live_daemonset_differs() {
     let mut o = running(2, "old");
     // The built-in controller runs them.
     for p in &mut o.pods {
-        p.controller = Some(crate::model::OwnerRef {
+        p.controller = Some(crate::model::shared_owner(crate::model::OwnerRef {
             api_version: "apps/v1".into(),
             kind: "DaemonSet".into(),
             name: "agent".into(),
             uid: "uid-live".into(),
-        });
+        }));
     }
     o.daemonsets.push(live);
     // Taken over: the step is the rollout that follows the take-over.

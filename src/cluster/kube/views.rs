@@ -6,7 +6,7 @@
 use crate::model::resources::Resources;
 use crate::model::{Node, Nodes, Pod, Pods};
 use crate::plan::RECORD_KIND;
-use crate::plan::incremental::Scope;
+use crate::plan::incremental::{Scope, selectable};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -99,9 +99,11 @@ fn with_usage(n: &Node, requested: &impl Fn(&str) -> Option<Resources>) -> Node 
 enum Slot {
     /// By the namespace and name its controller reference gives.
     Controller(Key),
-    /// Without a controller, or of the built-in controller: by namespace (a selector may
-    /// adopt or overlap it).
-    Loose(String),
+    /// Without a controller, or of the built-in controller: by namespace and label map (a
+    /// selector may adopt or overlap it, and pods labelled alike share one map, so a scope
+    /// matches its selectors once per map, not once per pod). The map is named by its
+    /// address, which stays its own while a pod of the slot holds it.
+    Loose(String, usize),
     /// By the DaemonSet its pre-pull label names.
     PrePull(Key),
     /// Of daemonsync's record kind: by the record's namespace and name.
@@ -112,17 +114,15 @@ enum Slot {
 
 fn slots(pod: &Pod) -> Vec<Slot> {
     let mut slots = Vec::with_capacity(3);
-    match &pod.controller {
-        Some(c) => {
-            slots.push(Slot::Controller((pod.namespace.clone(), c.name.clone())));
-            if c.kind == "DaemonSet" {
-                slots.push(Slot::Loose(pod.namespace.clone()));
-            }
-            if c.kind == RECORD_KIND {
-                slots.push(Slot::Record((pod.namespace.clone(), c.name.clone())));
-            }
+    if let Some(c) = &pod.controller {
+        slots.push(Slot::Controller((pod.namespace.clone(), c.name.clone())));
+        if c.kind == RECORD_KIND {
+            slots.push(Slot::Record((pod.namespace.clone(), c.name.clone())));
         }
-        None => slots.push(Slot::Loose(pod.namespace.clone())),
+    }
+    if selectable(pod) {
+        let labels = Arc::as_ptr(&pod.labels) as usize;
+        slots.push(Slot::Loose(pod.namespace.clone(), labels));
     }
     if let Some(ds) = pod.labels.get(crate::plan::render::PRE_PULL_LABEL) {
         slots.push(Slot::PrePull((pod.namespace.clone(), ds.clone())));
@@ -206,31 +206,34 @@ impl PodView {
         }
     }
 
-    /// The pods `scope` concerns, in key order: those the index files where the scope looks
-    /// (runs already in key order, merged), kept when [`Scope::concerns`] says so.
+    /// The pods `scope` concerns, in key order: the runs the index files where the scope
+    /// looks (each already in key order), merged.
     fn select(&self, scope: &Scope) -> Pods {
         if scope.everything {
             return self.pods.values().cloned().collect();
         }
-        // Each candidate with whether its slot alone makes the scope concern it: all but
-        // the namespace's loose pods, which only a planned selector may match.
-        let mut runs: Vec<Vec<(&ByKey, bool)>> = Vec::new();
-        let mut take = |slot: &Slot, sure: bool| {
-            if let Some(pods) = self.index.get(slot) {
-                runs.push(pods.iter().map(|p| (p, sure)).collect());
-            }
-        };
-        take(&Slot::Terminating, true);
+        let mut runs: Vec<&BTreeSet<ByKey>> = Vec::new();
+        let mut take = |slot: &Slot| runs.extend(self.index.get(slot));
+        take(&Slot::Terminating);
         let mut namespaces = BTreeSet::new();
         for (ns, name) in scope.planned() {
             let key = (ns.to_string(), name.to_string());
-            take(&Slot::Controller(key.clone()), true);
-            take(&Slot::PrePull(key), true);
+            take(&Slot::Controller(key.clone()));
+            take(&Slot::PrePull(key));
             namespaces.insert(ns);
         }
+        // The namespace's loose pods a planned selector matches, one label map at a time.
         for ns in namespaces {
-            take(&Slot::Loose(ns.to_string()), false);
+            let (first, last) = (
+                Slot::Loose(ns.into(), 0),
+                Slot::Loose(ns.into(), usize::MAX),
+            );
+            runs.extend(self.index.range(first..=last).filter_map(|(_, pods)| {
+                let p = &pods.first()?.0;
+                scope.selects(&p.namespace, &p.labels).then_some(pods)
+            }));
         }
+        // Managed pods whose record no desired DaemonSet has: orphans to prune.
         let records = self
             .index
             .range(Slot::Record((String::new(), String::new()))..Slot::Terminating);
@@ -238,48 +241,57 @@ impl PodView {
             if let Slot::Record((ns, name)) = slot
                 && !scope.is_desired(ns, name)
             {
-                runs.push(pods.iter().map(|p| (p, true)).collect());
+                runs.push(pods);
             }
         }
-        merge(runs)
-            .into_iter()
-            .filter(|(p, sure)| *sure || scope.concerns(&p.0))
-            .map(|(p, _)| Arc::clone(&p.0))
-            .collect()
+        merge(runs).into_iter().map(|p| Arc::clone(&p.0)).collect()
     }
 }
 
-/// Sorted runs of candidates merged into one in key order, a pod in several runs once (made
-/// sure if any run is sure of it). A scope's runs are mostly one DaemonSet's pods and a few
-/// others (terminating, loose): the few are sorted and placed into the largest run by binary
-/// search, so the largest run's keys are not compared one by one.
-fn merge(mut runs: Vec<Vec<(&ByKey, bool)>>) -> Vec<(&ByKey, bool)> {
+/// Sorted runs merged into one in key order, a pod in several runs once. A scope's runs are
+/// mostly one DaemonSet's pods and a few others (terminating, loose): the few are sorted and
+/// placed into the largest run by binary search, so the largest run's keys are not compared
+/// one by one; as many (the built-in controller's pods of the DaemonSet, filed under their
+/// controller and as loose) are merged side by side, the same pod known by its address.
+fn merge<'a>(mut runs: Vec<&'a BTreeSet<ByKey>>) -> Vec<&'a ByKey> {
     let Some(largest) = (0..runs.len()).max_by_key(|&i| runs[i].len()) else {
         return Vec::new();
     };
-    let big = runs.swap_remove(largest);
-    let mut few: Vec<(&ByKey, bool)> = runs.into_iter().flatten().collect();
+    let big: Vec<&ByKey> = runs.swap_remove(largest).iter().collect();
+    let mut few: Vec<&ByKey> = runs.into_iter().flatten().collect();
     if few.is_empty() {
         return big;
     }
-    few.sort_by(|a, b| a.0.cmp(b.0));
-    few.dedup_by(|later, kept| {
-        let same = Arc::ptr_eq(&later.0.0, &kept.0.0);
-        kept.1 |= same && later.1;
-        same
-    });
+    few.sort();
+    few.dedup_by(|later, kept| Arc::ptr_eq(&later.0, &kept.0));
     let mut out = Vec::with_capacity(big.len() + few.len());
     let mut rest = &big[..];
-    for (pod, sure) in few {
-        let at = rest.partition_point(|(b, _)| *b < pod);
-        out.extend_from_slice(&rest[..at]);
-        rest = &rest[at..];
-        match rest.first() {
-            Some(&(b, b_sure)) if Arc::ptr_eq(&b.0, &pod.0) => {
-                out.push((b, b_sure || sure));
+    if few.len() * 16 >= big.len() {
+        let mut few = &few[..];
+        while let (Some(&a), Some(&b)) = (rest.first(), few.first()) {
+            let order = if Arc::ptr_eq(&a.0, &b.0) {
+                std::cmp::Ordering::Equal
+            } else {
+                a.cmp(b)
+            };
+            out.push(if order.is_gt() { b } else { a });
+            if order.is_le() {
                 rest = &rest[1..];
             }
-            _ => out.push((pod, sure)),
+            if order.is_ge() {
+                few = &few[1..];
+            }
+        }
+        out.extend_from_slice(few);
+    } else {
+        for pod in few {
+            let at = rest.partition_point(|b| *b < pod);
+            out.extend_from_slice(&rest[..at]);
+            rest = &rest[at..];
+            if rest.first().is_some_and(|b| Arc::ptr_eq(&b.0, &pod.0)) {
+                rest = &rest[1..];
+            }
+            out.push(pod);
         }
     }
     out.extend_from_slice(rest);
@@ -304,20 +316,37 @@ mod tests {
                 1 => p.controller = None,
                 2 => p.deletion_timestamp = Some(crate::model::Timestamp::UNIX_EPOCH),
                 3 => {
-                    p.controller = Some(OwnerRef {
+                    p.controller = Some(crate::model::shared_owner(OwnerRef {
                         api_version: "apps/v1".into(),
                         kind: "ReplicaSet".into(),
                         name: "web".into(),
                         uid: "rs".into(),
-                    })
+                    }))
                 }
                 4 => {
-                    p.controller = Some(OwnerRef {
+                    p.controller = Some(crate::model::shared_owner(OwnerRef {
                         api_version: crate::plan::RECORD_API_VERSION.into(),
                         kind: RECORD_KIND.into(),
                         name: "gone-from-git".into(),
                         uid: "r".into(),
-                    })
+                    }))
+                }
+                // The built-in controller's pods, of the DaemonSet of the same name (loose:
+                // a selector may overlap them) and of another controller's DaemonSet kind
+                // (never loose).
+                6 | 7 => {
+                    let name = p.controller.as_ref().map(|c| c.name.clone());
+                    p.controller = Some(crate::model::shared_owner(OwnerRef {
+                        api_version: if i % 11 == 6 {
+                            "apps/v1"
+                        } else {
+                            "apps.kruise.io/v1alpha1"
+                        }
+                        .into(),
+                        kind: "DaemonSet".into(),
+                        name: name.unwrap_or_default(),
+                        uid: "native".into(),
+                    }))
                 }
                 5 => {
                     let ds = p.controller.as_ref().map(|c| c.name.clone());
@@ -335,7 +364,7 @@ mod tests {
     }
 
     #[test]
-    fn runs_merge_in_key_order_with_a_pod_of_several_runs_once_and_sure_if_any_is() {
+    fn runs_merge_in_key_order_with_a_pod_of_several_runs_once() {
         let pod = |name: &str| {
             ByKey(Arc::new(Pod {
                 namespace: "ns".into(),
@@ -344,25 +373,27 @@ mod tests {
             }))
         };
         let (a, b, c, d, e) = (pod("a"), pod("b"), pod("c"), pod("d"), pod("e"));
-        let merged = merge(vec![
-            vec![(&b, false), (&e, true)],
-            vec![(&a, true), (&b, false), (&c, false), (&d, false)],
-            vec![(&d, true)],
-        ]);
-        let got: Vec<(&str, bool)> = merged
-            .iter()
-            .map(|(p, s)| (p.0.name.as_str(), *s))
-            .collect();
-        assert_eq!(
-            got,
-            [
-                ("a", true),
-                ("b", false),
-                ("c", false),
-                ("d", true),
-                ("e", true)
-            ]
-        );
+        let run =
+            |pods: &[&ByKey]| -> BTreeSet<ByKey> { pods.iter().map(|&p| p.clone()).collect() };
+        let runs = [run(&[&b, &e]), run(&[&a, &b, &c, &d]), run(&[&d])];
+        let merged = merge(runs.iter().collect());
+        let got: Vec<&str> = merged.iter().map(|p| p.0.name.as_str()).collect();
+        assert_eq!(got, ["a", "b", "c", "d", "e"]);
+        // A few pods placed into many, and as many merged side by side.
+        let many: Vec<ByKey> = (0..100).map(|i| pod(&format!("p{i:03}"))).collect();
+        let many = run(&many.iter().collect::<Vec<_>>());
+        let odd: Vec<&ByKey> = many.iter().skip(1).step_by(2).collect();
+        let extra = pod("p050x");
+        for few in [
+            run(&[&extra, &odd[3]]),
+            run(&[&[&extra][..], &odd[..]].concat()),
+        ] {
+            let merged = merge(vec![&many, &few]);
+            let got: Vec<&str> = merged.iter().map(|p| p.0.name.as_str()).collect();
+            let mut expected: Vec<&str> = many.iter().map(|p| p.0.name.as_str()).collect();
+            expected.insert(51, "p050x");
+            assert_eq!(got, expected);
+        }
         assert!(merge(Vec::new()).is_empty());
     }
 

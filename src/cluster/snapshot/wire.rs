@@ -1054,11 +1054,13 @@ fn pod_from(meta: Meta, spec: Option<PodSpec>, status: Option<PodStatus>) -> Pod
         .unwrap_or_default()
         .into_iter()
         .find(|r| r.controller == Some(true))
-        .map(|r| OwnerRef {
-            api_version: r.api_version.unwrap_or_default(),
-            kind: r.kind.unwrap_or_default(),
-            name: r.name.unwrap_or_default(),
-            uid: r.uid.unwrap_or_default(),
+        .map(|r| {
+            crate::model::shared_owner(OwnerRef {
+                api_version: r.api_version.unwrap_or_default(),
+                kind: r.kind.unwrap_or_default(),
+                name: r.name.unwrap_or_default(),
+                uid: r.uid.unwrap_or_default(),
+            })
         });
     let spec = spec.unwrap_or_default();
     let node_name = spec.node_name.filter(|n| !n.is_empty());

@@ -10,8 +10,9 @@ pub struct Pod {
     /// `metadata.labels`, shared between the pods labelled alike (the pods of one DaemonSet
     /// and revision are; [`super::shared_labels`]): change them with `Arc::make_mut`.
     pub labels: std::sync::Arc<Labels>,
-    /// The controller ownerReference (`controller: true`), if any.
-    pub controller: Option<OwnerRef>,
+    /// The controller ownerReference (`controller: true`), if any, shared between the pods
+    /// naming the same one ([`super::shared_owner`]).
+    pub controller: Option<std::sync::Arc<OwnerRef>>,
     /// `spec.nodeName` (set once the pod is bound).
     pub node_name: Option<String>,
     /// The node this pod is for: `spec.nodeName`, else the single `metadata.name In [X]`
@@ -166,7 +167,7 @@ fn same_image(spec: &str, status: &str) -> bool {
 }
 
 /// An ownerReference, reduced to what ownership decisions need.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct OwnerRef {
     /// `apiVersion` of the owner.
     pub api_version: String,
@@ -270,6 +271,11 @@ impl Pod {
         std::sync::Arc::make_mut(&mut self.labels)
     }
 
+    /// Its controller reference to change (copied first when shared with other pods).
+    pub fn controller_mut(&mut self) -> Option<&mut OwnerRef> {
+        self.controller.as_mut().map(std::sync::Arc::make_mut)
+    }
+
     /// Value of the `controller-revision-hash` label.
     pub fn revision_hash(&self) -> Option<&str> {
         self.labels
@@ -286,11 +292,13 @@ impl Pod {
             .owner_references
             .as_ref()
             .and_then(|refs| refs.iter().find(|r| r.controller == Some(true)))
-            .map(|r| OwnerRef {
-                api_version: r.api_version.clone(),
-                kind: r.kind.clone(),
-                name: r.name.clone(),
-                uid: r.uid.clone(),
+            .map(|r| {
+                super::shared_owner(OwnerRef {
+                    api_version: r.api_version.clone(),
+                    kind: r.kind.clone(),
+                    name: r.name.clone(),
+                    uid: r.uid.clone(),
+                })
             });
         let node_name = spec
             .and_then(|s| s.node_name.clone())

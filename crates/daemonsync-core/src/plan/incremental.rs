@@ -330,15 +330,26 @@ impl Scope {
         {
             return true;
         }
-        let selectable = pod
-            .controller
-            .as_ref()
-            .is_none_or(|c| c.kind == "DaemonSet" && is_daemonset_controller(c));
-        selectable
-            && planned
-                .values()
-                .any(|selector| selector.as_ref().is_some_and(|s| s.matches(&pod.labels)))
+        selectable(pod) && self.selects(&pod.namespace, &pod.labels)
     }
+
+    /// Whether the selector of a DaemonSet of the scope planned in `namespace` matches
+    /// `labels`: a [`selectable`] pod so labelled is one the scope concerns.
+    pub fn selects(&self, namespace: &str, labels: &Labels) -> bool {
+        self.planned.get(namespace).is_some_and(|planned| {
+            planned
+                .values()
+                .any(|selector| selector.as_ref().is_some_and(|s| s.matches(labels)))
+        })
+    }
+}
+
+/// Whether a DaemonSet's selector may claim `pod` (adopt it, or overlap the built-in
+/// controller's): it has no controller, or the built-in controller is its controller.
+pub fn selectable(pod: &Pod) -> bool {
+    pod.controller
+        .as_ref()
+        .is_none_or(|c| c.kind == "DaemonSet" && is_daemonset_controller(c))
 }
 
 /// The key of a desired DaemonSet, as its compiled spec has it.

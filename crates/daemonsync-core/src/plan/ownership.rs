@@ -385,7 +385,8 @@ pub(crate) fn decide(i: &Inputs<'_>) -> Ownership {
     if let Some(live) = live {
         let builtin = i.index.builtin(&i.spec.namespace);
         let theirs = count(
-            &mut selected(i, builtin).filter(|p| p.controller.as_ref().is_some_and(is_builtin)),
+            &mut selected(i, builtin)
+                .filter(|p| p.controller.as_ref().is_some_and(|c| is_builtin(c))),
         );
         let handover = if i.choice.adopt {
             Handover::TakeOver {
@@ -421,7 +422,7 @@ pub(crate) fn decide(i: &Inputs<'_>) -> Ownership {
     // Pods another DaemonSet owns: one of the same name that is gone (the collector has not
     // cleared them yet), or another live one whose pods the selector overlaps.
     let foreign: Vec<&Pod> = selected(i, i.index.builtin(&i.spec.namespace))
-        .filter(|p| p.controller.as_ref().is_some_and(is_builtin))
+        .filter(|p| p.controller.as_ref().is_some_and(|c| is_builtin(c)))
         .collect();
     if let Some(p) = foreign.first() {
         let owner = p.controller.as_ref().map(|o| o.name.as_str()).unwrap_or("");

@@ -858,9 +858,9 @@ fn pods_of_other_controllers_are_never_touched() {
     let d = ds("foo").build();
     let mut c = Cluster::new(nodes(1));
     let foreign = c.pod(&d, "node-0");
-    foreign.controller.as_mut().unwrap().kind = "ReplicaSet".into();
+    foreign.controller_mut().unwrap().kind = "ReplicaSet".into();
     let other_ds = c.pod(&d, "node-0");
-    other_ds.controller.as_mut().unwrap().name = "bar".into();
+    other_ds.controller_mut().unwrap().name = "bar".into();
     let plan = c.plan(&d);
     assert_eq!(plan.step.create.len(), 1, "neither pod counts as foo's");
     assert!(plan.step.delete.is_empty());
@@ -870,7 +870,7 @@ fn pods_of_other_controllers_are_never_touched() {
 fn pods_of_daemonsyncs_record_are_claimed() {
     let d = ds("foo").build();
     let mut c = Cluster::new(nodes(1));
-    let owner = c.pod(&d, "node-0").controller.as_mut().unwrap();
+    let owner = c.pod(&d, "node-0").controller_mut().unwrap();
     owner.kind = crate::plan::RECORD_KIND.into();
     owner.api_version = "daemonsync.io/v1alpha1".into();
     assert_eq!(c.sync(&d), (0, 0));
@@ -880,7 +880,7 @@ fn pods_of_daemonsyncs_record_are_claimed() {
 fn a_daemonset_kind_of_another_api_group_is_another_controller() {
     let d = ds("foo").build();
     let mut c = Cluster::new(nodes(1));
-    c.pod(&d, "node-0").controller.as_mut().unwrap().api_version = "apps.kruise.io/v1alpha1".into();
+    c.pod(&d, "node-0").controller_mut().unwrap().api_version = "apps.kruise.io/v1alpha1".into();
     let plan = c.plan(&d);
     assert_eq!(plan.step.create.len(), 1, "OpenKruise's pod is not ours");
     assert!(plan.step.delete.is_empty(), "and is never touched");

@@ -52,12 +52,12 @@ pub fn pod(ns: &str, ds: &str, node: &str, hash: &str, ready: bool) -> Pod {
         namespace: ns.into(),
         name: format!("{ds}-{node}"),
         labels: labels.into(),
-        controller: Some(OwnerRef {
+        controller: Some(crate::model::shared_owner(OwnerRef {
             api_version: crate::plan::RECORD_API_VERSION.into(),
             kind: crate::plan::RECORD_KIND.into(),
             name: ds.into(),
             uid: "u".into(),
-        }),
+        })),
         node_name: Some(node.into()),
         target_node: Some(node.into()),
         phase: PodPhase::Running,

@@ -210,12 +210,12 @@ impl Cluster {
             namespace: spec.namespace.clone(),
             name: format!("{}-{:05}", spec.name, self.counter),
             labels: labels.into(),
-            controller: Some(OwnerRef {
+            controller: Some(crate::model::shared_owner(OwnerRef {
                 api_version: crate::plan::RECORD_API_VERSION.into(),
                 kind: crate::plan::RECORD_KIND.into(),
                 name: spec.name.clone(),
                 uid: "uid-1".into(),
-            }),
+            })),
             node_name: Some(node.into()),
             target_node: Some(node.into()),
             phase: PodPhase::Running,

@@ -330,11 +330,13 @@ impl DsKind {
         labels.insert("app".into(), self.name.clone());
         labels.insert("tier".into(), "node".into());
         labels.insert(REVISION_HASH_LABEL.into(), hash.to_string());
-        let controller = (state != PodState::Orphan).then(|| OwnerRef {
-            api_version: crate::plan::RECORD_API_VERSION.into(),
-            kind: crate::plan::RECORD_KIND.into(),
-            name: self.name.clone(),
-            uid: format!("uid-{}", self.index),
+        let controller = (state != PodState::Orphan).then(|| {
+            crate::model::shared_owner(OwnerRef {
+                api_version: crate::plan::RECORD_API_VERSION.into(),
+                kind: crate::plan::RECORD_KIND.into(),
+                name: self.name.clone(),
+                uid: format!("uid-{}", self.index),
+            })
         });
         let ready_since = match state {
             PodState::JustReady => ago(5),
@@ -404,12 +406,12 @@ fn other_controller_pod(
         namespace: ds.namespace.clone(),
         name: format!("web-{i}-{:08x}", rng.next_u64() as u32),
         labels: labels.into(),
-        controller: Some(OwnerRef {
+        controller: Some(crate::model::shared_owner(OwnerRef {
             api_version: "apps/v1".into(),
             kind: "ReplicaSet".into(),
             name: format!("web-{}", i % 50),
             uid: format!("rs-{}", i % 50),
-        }),
+        })),
         node_name: Some(n.node.name.clone()),
         target_node: Some(n.node.name.clone()),
         phase: PodPhase::Running,
