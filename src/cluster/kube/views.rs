@@ -253,7 +253,7 @@ impl PodView {
 /// placed into the largest run by binary search, so the largest run's keys are not compared
 /// one by one; as many (the built-in controller's pods of the DaemonSet, filed under their
 /// controller and as loose) are merged side by side, the same pod known by its address.
-fn merge<'a>(mut runs: Vec<&'a BTreeSet<ByKey>>) -> Vec<&'a ByKey> {
+fn merge(mut runs: Vec<&BTreeSet<ByKey>>) -> Vec<&ByKey> {
     let Some(largest) = (0..runs.len()).max_by_key(|&i| runs[i].len()) else {
         return Vec::new();
     };
@@ -385,7 +385,7 @@ mod tests {
         let odd: Vec<&ByKey> = many.iter().skip(1).step_by(2).collect();
         let extra = pod("p050x");
         for few in [
-            run(&[&extra, &odd[3]]),
+            run(&[&extra, odd[3]]),
             run(&[&[&extra][..], &odd[..]].concat()),
         ] {
             let merged = merge(vec![&many, &few]);

@@ -457,6 +457,43 @@ mod tests {
         assert_eq!(*b.labels, labels, "the other pod keeps its labels");
         assert!(crate::model::shared_labels(None).is_empty());
     }
+
+    #[test]
+    fn pods_of_one_controller_share_its_reference_and_a_change_copies_it() {
+        let of = |name: &str, controller: &str| -> Pod {
+            let api: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": "kube-system", "ownerReferences": [
+                    {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": controller,
+                     "uid": format!("uid-{controller}"), "controller": true}
+                ]}
+            }))
+            .expect("pod");
+            Pod::from_k8s(&api)
+        };
+        let (mut a, b, other) = (of("a", "agent"), of("b", "agent"), of("c", "proxy"));
+        let shared = |x: &Pod, y: &Pod| match (&x.controller, &y.controller) {
+            (Some(x), Some(y)) => std::sync::Arc::ptr_eq(x, y),
+            _ => false,
+        };
+        assert!(shared(&a, &b), "one reference for both");
+        assert!(!shared(&a, &other));
+        assert_eq!(
+            other.controller.as_ref().map(|c| c.name.as_str()),
+            Some("proxy")
+        );
+        if let Some(c) = a.controller_mut() {
+            c.kind = "ReplicaSet".into();
+        }
+        assert_eq!(
+            a.controller.as_ref().map(|c| c.kind.as_str()),
+            Some("ReplicaSet")
+        );
+        assert_eq!(
+            b.controller.as_ref().map(|c| c.kind.as_str()),
+            Some("DaemonSet"),
+            "the other pod keeps its controller"
+        );
+    }
     use serde_json::{Value, json};
 
     fn pod(spec: Value) -> k8s_openapi::api::core::v1::Pod {
