@@ -149,6 +149,12 @@ impl PodDetail {
         self.gate == Some(false) || self.image_mismatch
     }
 
+    /// Its in-place readiness condition is closed: set False (daemonsync sets it on every pod
+    /// it updates in place), or named by a readiness gate and not set yet.
+    pub fn gate_closed(&self) -> bool {
+        self.gate == Some(false) || (self.has_gate && self.gate.is_none())
+    }
+
     /// When its in-place update began, while one is under way.
     pub fn updating_since(&self) -> Option<Timestamp> {
         (self.gate == Some(false))

@@ -234,12 +234,11 @@ impl Context<'_> {
         slots
             .iter()
             .flat_map(|s| s.pods.iter().map(move |p| (s, p)))
-            .filter(|(_, p)| !p.terminating && p.id < pods::SYNTHETIC)
+            .filter(|(_, p)| p.gate_closed && !p.terminating && p.id < pods::SYNTHETIC)
             .filter_map(|(s, p)| {
                 let pod = self.pod(p.id)?;
                 let d = pod.detail.as_ref()?;
-                let closed = d.gate == Some(false) || (d.has_gate && d.gate.is_none());
-                (closed && d.containers_ready && !d.image_mismatch).then(|| PodRef {
+                (d.containers_ready && !d.image_mismatch).then(|| PodRef {
                     namespace: pod.namespace.clone(),
                     name: pod.name.clone(),
                     node: self.slot_name(s),

@@ -241,3 +241,48 @@ proptest! {
         prop_assert!(kept >= not_ready.iter().take(n).filter(|d| !**d).count().min(n));
     }
 }
+
+#[test]
+fn a_closed_in_place_gate_opens_once_every_container_is_ready() {
+    let d = old();
+    let mut c = running(5, &d);
+    let detail = |has_gate: bool, gate: Option<bool>, containers_ready: bool| {
+        Some(Box::new(crate::model::PodDetail {
+            has_gate,
+            gate,
+            containers_ready,
+            ..crate::model::PodDetail::default()
+        }))
+    };
+    for (i, d) in [
+        // Named by a readiness gate, not set yet.
+        detail(true, None, true),
+        // Set False on a pod updated in place without a gate.
+        detail(false, Some(false), true),
+        // Closed, but a container is not ready yet.
+        detail(true, Some(false), false),
+        // Open already.
+        detail(true, Some(true), true),
+        // Neither gated nor updated in place.
+        detail(false, None, true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let node = format!("node-{i}");
+        let pod = c
+            .pods
+            .iter_mut()
+            .find(|p| p.target_node.as_deref() == Some(node.as_str()))
+            .expect("a pod on every node");
+        pod.detail = d;
+    }
+    let opened: Vec<String> = c
+        .plan(&d)
+        .step
+        .open_gates
+        .iter()
+        .map(|g| g.node.to_string())
+        .collect();
+    assert_eq!(opened, ["node-0", "node-1"]);
+}

@@ -237,6 +237,10 @@ pub(crate) struct PodInfo {
     pub updated: bool,
     pub ready: bool,
     pub available: bool,
+    /// Its in-place readiness condition is closed ([`crate::model::PodDetail::gate_closed`]):
+    /// one to open once its containers are ready, noted here so the pods without one are
+    /// passed over without being read again.
+    pub gate_closed: bool,
 }
 
 /// Ids at or above this value are pods a projection invented.
@@ -265,7 +269,8 @@ impl PodInfo {
         });
         // A pod restarting on new images (in place) is neither ready nor available, whatever
         // its Ready condition still says.
-        let updating = pod.detail.as_ref().is_some_and(|d| d.updating());
+        let detail = pod.detail.as_deref();
+        let updating = detail.is_some_and(|d| d.updating());
         PodInfo {
             id,
             terminating: pod.is_terminating(),
@@ -275,6 +280,7 @@ impl PodInfo {
             updated,
             ready: pod.is_ready() && !updating,
             available: pod.is_available(ds.min_ready_seconds, now) && !updating,
+            gate_closed: detail.is_some_and(|d| d.gate_closed()),
         }
     }
 

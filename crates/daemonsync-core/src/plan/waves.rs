@@ -94,6 +94,7 @@ pub(crate) fn project_stages(
                 updated: true,
                 ready: true,
                 available: true,
+                gate_closed: false,
             });
             next_id += 1;
         }
@@ -218,6 +219,7 @@ fn apply(slots: &mut [Slot], actions: &Actions, next_id: &mut u32, touched: &mut
             updated: current,
             ready: false,
             available: false,
+            gate_closed: false,
         });
         touched.push(s);
     }
