@@ -895,11 +895,6 @@ fn record_reference(namespace: &str, name: &str, uid: Option<String>) -> ObjectR
 impl Cluster for KubeCluster {
     async fn observe(&mut self) -> Result<ClusterState, ClusterError> {
         self.await_expectations().await;
-        {
-            let mut s = self.cache.lock();
-            self.seen = s.version;
-            self.changes.keep(s.take_changes());
-        }
         Ok(self.observe_scoped(&Scope::everything(), Timestamp::now()))
     }
 
