@@ -767,12 +767,13 @@ fn a_builtin_daemonset_joining_the_source_is_blocked_until_adopted_then_taken_ov
             other => Err(format!("{other:?}")),
         }
     });
-    assert!(
+    // The event follows the status write of the same pass.
+    wait_until("a Blocked event on the record", 30, &[&sync], || {
         api.events()
             .iter()
-            .any(|e| e["reason"] == "Blocked" && e["involvedObject"]["name"] == "logger"),
-        "a Blocked event on the record"
-    );
+            .any(|e| e["reason"] == "Blocked" && e["involvedObject"]["name"] == "logger")
+            .then_some(())
+    });
     assert_eq!(pod_uids(&world, "logger"), before, "no logger pod touched");
     let daemonset_path = format!("/apis/apps/v1/namespaces/{NS}/daemonsets/logger");
     assert_eq!(api.status_of(&daemonset_path), Some(200));
