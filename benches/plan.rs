@@ -122,7 +122,7 @@ fn pod_event(c: &mut Criterion) {
         .find(|p| {
             p.controller
                 .as_ref()
-                .is_some_and(|c| (p.namespace.clone(), c.name.clone()) == desired[0].key())
+                .is_some_and(|c| (p.namespace.to_string(), c.name.clone()) == desired[0].key())
         })
         .expect("the first DaemonSet has pods");
     let changes = Changes {

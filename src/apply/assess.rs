@@ -511,7 +511,7 @@ fn orphans(state: &ClusterState, desired: &BTreeSet<Key>) -> Vec<Orphan> {
             continue;
         };
         // The pods of desired DaemonSets, most of them, are passed over first.
-        let key = (pod.namespace.as_str(), owner.name.as_str());
+        let key = (&*pod.namespace, owner.name.as_str());
         if last == Some(key) || desired.contains(&key) {
             last = Some(key);
             continue;
@@ -524,7 +524,7 @@ fn orphans(state: &ClusterState, desired: &BTreeSet<Key>) -> Vec<Orphan> {
             continue;
         }
         let pods = found
-            .entry((pod.namespace.clone(), owner.name.clone()))
+            .entry((pod.namespace.to_string(), owner.name.clone()))
             .or_default();
         if !pod.is_terminating() {
             pods.push(pod.name.clone());

@@ -75,7 +75,7 @@ pub fn work(ds: &DaemonSetPlan, desired: &Desired, state: &ClusterState) -> Conf
     // Looked at only for a DaemonSet with copies whose rollout is complete.
     let terminating = || {
         state.observed.pods.iter().any(|p| {
-            p.namespace == ds.namespace
+            *p.namespace == *ds.namespace
                 && p.is_terminating()
                 && p.controller.as_ref().is_some_and(|o| {
                     o.name == ds.name && (o.kind == plan::RECORD_KIND || o.kind == "DaemonSet")

@@ -818,7 +818,7 @@ async fn prune_pods<C: Cluster>(
             .observed
             .pods
             .iter()
-            .map(|p| ((p.namespace.as_str(), p.name.as_str()), p))
+            .map(|p| ((&*p.namespace, p.name.as_str()), p))
             .collect()
     };
     for (namespace, name) in prune {

@@ -134,7 +134,7 @@ pub fn work(ds: &DaemonSetPlan, desired: &Desired, observed: &Observed) -> Optio
             let pods = observed
                 .pods
                 .iter()
-                .filter(|p| p.namespace == ds.namespace)
+                .filter(|p| *p.namespace == *ds.namespace)
                 .filter_map(|p| {
                     let o = p.controller.as_ref()?;
                     (o.kind == crate::plan::RECORD_KIND && o.name == ds.name)
@@ -479,7 +479,7 @@ async fn release_round<C: Cluster>(
         .observed
         .pods
         .iter()
-        .filter(|p| p.namespace == namespace && !p.is_terminating())
+        .filter(|p| *p.namespace == *namespace && !p.is_terminating())
         .filter(|p| selector.as_ref().is_some_and(|s| s.matches(&p.labels)))
         .filter(|p| p.controller.as_ref().is_none_or(|o| o.uid != uid))
         .count();

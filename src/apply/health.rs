@@ -96,7 +96,7 @@ impl Health {
             if !(c.kind == RECORD_KIND || c.kind == "DaemonSet") || pod.is_terminating() {
                 continue;
             }
-            let key = (pod.namespace.as_str(), c.name.as_str());
+            let key = (&*pod.namespace, c.name.as_str());
             let at = match last {
                 Some((k, at)) if k == key => at,
                 _ => {

@@ -62,7 +62,7 @@ fn pods(sim: &Sim) -> Vec<(String, String, String)> {
         .filter(|p| !p.is_terminating() && p.controller.as_ref().is_some_and(|c| c.name == "agent"))
         .map(|p| {
             (
-                p.target_node.clone().unwrap_or_default(),
+                p.target_node.as_deref().unwrap_or_default().to_string(),
                 p.name.clone(),
                 p.revision_hash().unwrap_or_default().to_string(),
             )

@@ -78,7 +78,7 @@ pub(super) fn revisions(sim: &Sim, name: &str) -> BTreeMap<String, Vec<String>> 
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for p in sim.observed().pods {
         if !p.is_terminating() && p.controller.as_ref().is_some_and(|c| c.name == name) {
-            out.entry(p.node_name.clone().unwrap_or_default())
+            out.entry(p.node_name.as_deref().unwrap_or_default().to_string())
                 .or_default()
                 .push(p.revision_hash().unwrap_or_default().to_string());
         }

@@ -555,7 +555,7 @@ fn revision_lines<'p>(
     let mut by_revision: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     by_revision.entry(aborted.to_string()).or_default();
     for pod in pods {
-        let owned = pod.namespace == namespace
+        let owned = *pod.namespace == *namespace
             && pod
                 .controller
                 .as_ref()
@@ -563,14 +563,14 @@ fn revision_lines<'p>(
         if !owned || pod.deletion_timestamp.is_some() {
             continue;
         }
-        let Some(node) = pod.target_node.clone().or_else(|| pod.node_name.clone()) else {
+        let Some(node) = pod.target_node.as_deref().or(pod.node_name.as_deref()) else {
             continue;
         };
         let revision = pod.revision_hash().unwrap_or("(no revision label)");
         by_revision
             .entry(revision.to_string())
             .or_default()
-            .insert(node);
+            .insert(node.to_string());
     }
     let mut groups: Vec<(String, BTreeSet<String>)> = by_revision.into_iter().collect();
     groups.sort_by_key(|(rev, nodes)| (rev != aborted, std::cmp::Reverse(nodes.len())));

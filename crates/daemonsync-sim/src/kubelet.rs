@@ -399,7 +399,7 @@ impl NodeSim {
                 if self.nodes.contains_key(&node) {
                     self.bind(&key, &node);
                 } else if let Some(p) = self.pods.get_mut(&key) {
-                    p.pod.node_name = Some(node);
+                    p.pod.node_name = Some(daemonsync_core::model::shared_name(&node));
                 }
             }
             None => {
@@ -413,7 +413,7 @@ impl NodeSim {
     /// then sets it up.
     pub(crate) fn bind(&mut self, key: &PodKey, node: &str) {
         let Some(p) = self.pod_mut(key) else { return };
-        p.pod.node_name = Some(node.to_string());
+        p.pod.node_name = Some(daemonsync_core::model::shared_name(node));
         p.unschedulable = None;
         self.bound
             .entry(node.to_string())
@@ -440,7 +440,7 @@ impl NodeSim {
         let p = self.pods.remove(key)?;
         self.changed_pods.insert(key.clone());
         if let Some(node) = &p.pod.node_name {
-            if let Some(set) = self.bound.get_mut(node) {
+            if let Some(set) = self.bound.get_mut(&**node) {
                 set.remove(key);
             }
             self.retry_pending(Some(&node.clone()));
@@ -473,7 +473,7 @@ impl NodeSim {
     /// containers start.
     fn begin_pulls(&mut self, key: &PodKey) {
         let Some(p) = self.pods.get(key) else { return };
-        let Some(node) = p.pod.node_name.clone() else {
+        let Some(node) = p.pod.node_name.as_deref().map(str::to_string) else {
             return;
         };
         let mut images: Vec<String> = Vec::new();
@@ -986,7 +986,10 @@ impl NodeSim {
         since: Timestamp,
     ) -> Result<String> {
         let pod_namespace = pod.metadata.namespace.clone();
-        if let Some(node) = Pod::from_k8s(&pod).target_node
+        if let Some(node) = Pod::from_k8s(&pod)
+            .target_node
+            .as_deref()
+            .map(str::to_string)
             && self.nodes.contains_key(&node)
         {
             let images = pod

@@ -210,7 +210,7 @@ impl NodeSim {
         };
         let taints: Vec<Taint> = self
             .nodes
-            .get(&node)
+            .get(&*node)
             .map(|n| {
                 n.taints
                     .iter()

@@ -628,7 +628,7 @@ impl NodeSim {
         let nodes = &self.nodes;
         let changed = &mut self.changed_pods;
         self.pods.retain(|k, p| match &p.pod.node_name {
-            Some(n) if !nodes.contains_key(n) => {
+            Some(n) if !nodes.contains_key(&**n) => {
                 changed.insert(k.clone());
                 false
             }

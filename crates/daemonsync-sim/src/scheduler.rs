@@ -348,7 +348,7 @@ impl NodeSim {
         }
         // A daemon pod names its node: when that node takes it, no other is looked at.
         if let Some(target) = pod.pod.target_node.clone()
-            && let Some(node) = self.nodes.get(&target)
+            && let Some(node) = self.nodes.get(&*target)
             && self.filter(pod, node).is_none()
         {
             self.bind(key, &target);

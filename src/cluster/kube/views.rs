@@ -115,17 +115,20 @@ enum Slot {
 fn slots(pod: &Pod) -> Vec<Slot> {
     let mut slots = Vec::with_capacity(3);
     if let Some(c) = &pod.controller {
-        slots.push(Slot::Controller((pod.namespace.clone(), c.name.clone())));
+        slots.push(Slot::Controller((
+            pod.namespace.to_string(),
+            c.name.clone(),
+        )));
         if c.kind == RECORD_KIND {
-            slots.push(Slot::Record((pod.namespace.clone(), c.name.clone())));
+            slots.push(Slot::Record((pod.namespace.to_string(), c.name.clone())));
         }
     }
     if selectable(pod) {
         let labels = Arc::as_ptr(&pod.labels) as usize;
-        slots.push(Slot::Loose(pod.namespace.clone(), labels));
+        slots.push(Slot::Loose(pod.namespace.to_string(), labels));
     }
     if let Some(ds) = pod.labels.get(crate::plan::render::PRE_PULL_LABEL) {
-        slots.push(Slot::PrePull((pod.namespace.clone(), ds.clone())));
+        slots.push(Slot::PrePull((pod.namespace.to_string(), ds.clone())));
     }
     if pod.is_terminating() {
         slots.push(Slot::Terminating);
@@ -403,7 +406,7 @@ mod tests {
         let mut view = PodView::default();
         for p in &pods {
             view.set(
-                (p.namespace.clone(), p.name.clone()),
+                (p.namespace.to_string(), p.name.clone()),
                 Some(Arc::new(p.clone())),
             );
         }
@@ -445,7 +448,7 @@ mod tests {
         }
         // A pod gone, or changed, leaves the index with it.
         let gone = &sorted[0];
-        view.set((gone.namespace.clone(), gone.name.clone()), None);
+        view.set((gone.namespace.to_string(), gone.name.clone()), None);
         let scope = inc.scope(&desired, &keys.iter().cloned().collect());
         assert!(scope.everything, "every DaemonSet woken reads every pod");
         assert!(view.select(&scope).iter().all(|p| p.name != gone.name));
@@ -453,7 +456,7 @@ mod tests {
         assert!(view.select(&scope).iter().all(|p| p.name != gone.name));
         assert!(view.index.values().flatten().all(|p| {
             view.pods
-                .contains_key(&(p.0.namespace.clone(), p.0.name.clone()))
+                .contains_key(&(p.0.namespace.to_string(), p.0.name.clone()))
         }));
     }
 }

@@ -627,11 +627,11 @@ fn first_duplicate(observed: &Observed, placed: &[Vec<Placed>; 3]) -> Option<Sna
         .nodes
         .iter()
         .zip(&placed[0])
-        .map(|(n, p)| (p.namespace.as_str(), n.name.as_str()));
+        .map(|(n, p)| (&*p.namespace, n.name.as_str()));
     let pods = observed
         .pods
         .iter()
-        .map(|p| (p.namespace.as_str(), p.name.as_str()));
+        .map(|p| (&*p.namespace, p.name.as_str()));
     let daemonsets = observed.daemonsets.iter().map(|d| {
         (
             d.metadata.namespace.as_deref().unwrap_or_default(),
@@ -649,7 +649,7 @@ fn first_duplicate(observed: &Observed, placed: &[Vec<Placed>; 3]) -> Option<Sna
         let (namespace, name) = match kind {
             0 => (p.namespace.clone(), observed.nodes[i].name.clone()),
             1 => (
-                observed.pods[i].namespace.clone(),
+                observed.pods[i].namespace.to_string(),
                 observed.pods[i].name.clone(),
             ),
             _ => (
@@ -887,7 +887,7 @@ mod tests {
         let flannel: Vec<&Pod> = o
             .pods
             .iter()
-            .filter(|p| p.namespace == "kube-flannel")
+            .filter(|p| &*p.namespace == "kube-flannel")
             .collect();
         assert_eq!(flannel.len(), 6);
         assert!(flannel.iter().all(|p| {

@@ -1063,7 +1063,10 @@ fn pod_from(meta: Meta, spec: Option<PodSpec>, status: Option<PodStatus>) -> Pod
             })
         });
     let spec = spec.unwrap_or_default();
-    let node_name = spec.node_name.filter(|n| !n.is_empty());
+    let node_name = spec
+        .node_name
+        .filter(|n| !n.is_empty())
+        .map(|n| crate::model::shared_name(&n));
     let status = status.unwrap_or_default();
     let ready = status
         .conditions
@@ -1096,9 +1099,9 @@ fn pod_from(meta: Meta, spec: Option<PodSpec>, status: Option<PodStatus>) -> Pod
         recorded.or_else(|| requests_of(spec.containers, spec.init_containers, spec.overhead));
     let target_node = node_name
         .clone()
-        .or_else(|| target_from_affinity(spec.affinity));
+        .or_else(|| target_from_affinity(spec.affinity).map(|n| crate::model::shared_name(&n)));
     Pod {
-        namespace: meta.namespace.unwrap_or_default(),
+        namespace: crate::model::shared_name(&meta.namespace.unwrap_or_default()),
         name: meta.name.unwrap_or_default(),
         labels: crate::model::shared_labels(meta.labels.map(|l| l.0).as_ref()),
         controller,

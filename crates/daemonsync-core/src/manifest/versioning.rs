@@ -269,7 +269,7 @@ pub fn version(m: &mut Manifests) {
     let mut index: Index<'_> = HashMap::new();
     for c in &m.configs {
         index
-            .entry((c.namespace.as_str(), c.kind, c.name.as_str()))
+            .entry((&*c.namespace, c.kind, c.name.as_str()))
             .or_default()
             .push(c);
     }

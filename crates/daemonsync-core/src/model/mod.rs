@@ -81,30 +81,52 @@ pub fn shared_owner(owner: OwnerRef) -> std::sync::Arc<OwnerRef> {
     SEEN.with(|seen| seen.share(&owner))
 }
 
-/// Values shared by their hash on one thread, forgotten when it holds [`Memo::KEPT`].
-struct Memo<T>(std::cell::RefCell<rustc_hash::FxHashMap<u64, std::sync::Arc<T>>>);
+/// `name` (a namespace, a node's name), shared with the equal names shared before on this
+/// thread: the pods of a namespace, and the pods on one node, name it alike, so a pass over
+/// them reads one string already in cache instead of a string of each pod's own (a memo as
+/// [`shared_labels`]'s, keeping more: a fleet has thousands of nodes).
+pub fn shared_name(name: &str) -> std::sync::Arc<str> {
+    thread_local! {
+        static SEEN: Memo<str> = Memo::default();
+    }
+    SEEN.with(|seen| seen.share_with(name, 1 << 16, |n: &str| std::sync::Arc::from(n)))
+}
 
-impl<T> Default for Memo<T> {
+/// Values shared by their hash on one thread, forgotten when it holds as many as it keeps.
+struct Memo<T: ?Sized>(std::cell::RefCell<rustc_hash::FxHashMap<u64, std::sync::Arc<T>>>);
+
+impl<T: ?Sized> Default for Memo<T> {
     fn default() -> Self {
         Memo(Default::default())
     }
 }
 
 impl<T: std::hash::Hash + Eq + Clone> Memo<T> {
-    const KEPT: usize = 4096;
-
-    /// The value shared for `value`, or `value` shared from now on.
+    /// The value shared for `value`, or `value` shared from now on; 4,096 are kept.
     fn share(&self, value: &T) -> std::sync::Arc<T> {
+        self.share_with(value, 4096, |v| std::sync::Arc::new(v.clone()))
+    }
+}
+
+impl<T: std::hash::Hash + Eq + ?Sized> Memo<T> {
+    /// The value shared for `value`, or `value` shared (made by `make`) from now on; at most
+    /// `kept` are kept.
+    fn share_with(
+        &self,
+        value: &T,
+        kept: usize,
+        make: impl FnOnce(&T) -> std::sync::Arc<T>,
+    ) -> std::sync::Arc<T> {
         use std::hash::BuildHasher;
         let hash = rustc_hash::FxBuildHasher.hash_one(value);
         let mut seen = self.0.borrow_mut();
         if let Some(known) = seen.get(&hash).filter(|k| ***k == *value) {
             return std::sync::Arc::clone(known);
         }
-        if seen.len() == Self::KEPT {
+        if seen.len() >= kept {
             seen.clear();
         }
-        let shared = std::sync::Arc::new(value.clone());
+        let shared = make(value);
         seen.insert(hash, std::sync::Arc::clone(&shared));
         shared
     }

@@ -3,8 +3,9 @@ use super::{Labels, NODE_NAME_FIELD, Timestamp};
 /// A pod as the planner sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Pod {
-    /// `metadata.namespace`.
-    pub namespace: String,
+    /// `metadata.namespace`, shared between the pods of the namespace
+    /// ([`super::shared_name`]).
+    pub namespace: std::sync::Arc<str>,
     /// `metadata.name`.
     pub name: String,
     /// `metadata.labels`, shared between the pods labelled alike (the pods of one DaemonSet
@@ -13,12 +14,14 @@ pub struct Pod {
     /// The controller ownerReference (`controller: true`), if any, shared between the pods
     /// naming the same one ([`super::shared_owner`]).
     pub controller: Option<std::sync::Arc<OwnerRef>>,
-    /// `spec.nodeName` (set once the pod is bound).
-    pub node_name: Option<String>,
+    /// `spec.nodeName` (set once the pod is bound), shared between the pods of the node
+    /// ([`super::shared_name`]).
+    pub node_name: Option<std::sync::Arc<str>>,
     /// The node this pod is for: `spec.nodeName`, else the single `metadata.name In [X]`
     /// matchFields entry of the first required node-affinity term (upstream
     /// `GetTargetNodeName`). `None` when it cannot be determined: such pods are ignored.
-    pub target_node: Option<String>,
+    /// Shared as `node_name` is.
+    pub target_node: Option<std::sync::Arc<str>>,
     /// `status.phase`.
     pub phase: PodPhase,
     /// `metadata.creationTimestamp`.
@@ -307,8 +310,9 @@ impl Pod {
                 })
             });
         let node_name = spec
-            .and_then(|s| s.node_name.clone())
-            .filter(|n| !n.is_empty());
+            .and_then(|s| s.node_name.as_deref())
+            .filter(|n| !n.is_empty())
+            .map(super::shared_name);
         let ready = status
             .and_then(|s| s.conditions.as_ref())
             .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
@@ -385,13 +389,14 @@ impl Pod {
             })
         });
         Pod {
-            namespace: meta.namespace.clone().unwrap_or_default(),
+            namespace: super::shared_name(meta.namespace.as_deref().unwrap_or_default()),
             name: meta.name.clone().unwrap_or_default(),
             labels: super::shared_labels(meta.labels.as_ref()),
             controller,
-            target_node: node_name
-                .clone()
-                .or_else(|| spec.and_then(target_node_from_affinity)),
+            target_node: node_name.clone().or_else(|| {
+                spec.and_then(target_node_from_affinity)
+                    .map(|n| super::shared_name(&n))
+            }),
             node_name,
             phase: PodPhase::parse(status.and_then(|s| s.phase.as_deref())),
             creation_timestamp: meta.creation_timestamp.as_ref().map(|t| t.0),
@@ -499,6 +504,33 @@ mod tests {
             Some("DaemonSet"),
             "the other pod keeps its controller"
         );
+    }
+
+    #[test]
+    fn pods_of_one_namespace_and_node_share_those_names() {
+        let of = |name: &str, namespace: &str, node: &str| -> Pod {
+            let api: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"containers": [], "nodeName": node}
+            }))
+            .expect("pod");
+            Pod::from_k8s(&api)
+        };
+        let (a, b) = (
+            of("a", "kube-system", "node-1"),
+            of("b", "kube-system", "node-1"),
+        );
+        let c = of("c", "monitoring", "node-2");
+        assert!(std::sync::Arc::ptr_eq(&a.namespace, &b.namespace));
+        let node = |p: &Pod| p.target_node.clone().expect("a target node");
+        assert!(std::sync::Arc::ptr_eq(&node(&a), &node(&b)));
+        assert!(std::sync::Arc::ptr_eq(
+            &node(&a),
+            a.node_name.as_ref().expect("bound")
+        ));
+        assert_eq!(&*c.namespace, "monitoring");
+        assert_eq!(&*node(&c), "node-2");
+        assert!(!std::sync::Arc::ptr_eq(&a.namespace, &c.namespace));
     }
     use serde_json::{Value, json};
 

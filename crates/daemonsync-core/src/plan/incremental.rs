@@ -62,7 +62,7 @@ impl PodTouch {
     /// What `pod` says.
     pub fn of(pod: &Pod) -> Self {
         PodTouch {
-            namespace: pod.namespace.clone(),
+            namespace: pod.namespace.to_string(),
             controller: pod.controller.as_ref().map(|c| c.name.clone()),
             labels: pod.labels.clone(),
         }
@@ -316,7 +316,7 @@ impl Scope {
         {
             return true;
         }
-        let Some(planned) = self.planned.get(&pod.namespace) else {
+        let Some(planned) = self.planned.get(&*pod.namespace) else {
             return false;
         };
         if pod

@@ -172,8 +172,8 @@ fn apply(event: &Event, desired: &mut [Desired], o: &mut Observed, counter: &mut
                 let mut pod = o.pods[p % o.pods.len()].clone();
                 *counter += 1;
                 pod.name = format!("new-{counter}");
-                pod.node_name = Some(node.clone());
-                pod.target_node = Some(node);
+                pod.node_name = Some(node.as_str().into());
+                pod.target_node = Some(node.as_str().into());
                 pod.deletion_timestamp = None;
                 changes.pods.push(PodTouch::of(&pod));
                 o.pods.push(pod);
@@ -473,7 +473,7 @@ fn a_pod_event_wakes_only_its_daemonset() {
     let woken = inc.update(&desired, &observed, &changes, now);
     assert_eq!(
         woken.daemonsets.into_iter().collect::<Vec<_>>(),
-        vec![(pod.namespace.clone(), "agent-01".to_string())]
+        vec![(pod.namespace.to_string(), "agent-01".to_string())]
     );
     let full = plan(&desired, &observed, &Policy::default(), now);
     assert!(inc.compare(&full).is_empty());

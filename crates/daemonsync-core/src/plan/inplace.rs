@@ -239,7 +239,7 @@ impl Context<'_> {
                 let pod = self.pod(p.id)?;
                 let d = pod.detail.as_ref()?;
                 (d.containers_ready && !d.image_mismatch).then(|| PodRef {
-                    namespace: pod.namespace.clone(),
+                    namespace: pod.namespace.to_string(),
                     name: pod.name.clone(),
                     node: self.slot_name(s),
                 })

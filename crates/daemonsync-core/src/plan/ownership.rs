@@ -263,7 +263,7 @@ fn display(ds: &DaemonSet) -> String {
 fn selected<'a>(i: &'a Inputs<'_>, ids: &'a [u32]) -> impl Iterator<Item = &'a Pod> + 'a {
     let selector = i.spec.selector.as_ref();
     ids.iter().map(|&id| &i.pods[id as usize]).filter(move |p| {
-        p.namespace == i.spec.namespace
+        *p.namespace == *i.spec.namespace
             && !p.is_terminating()
             && selector.is_some_and(|s| !s.is_empty() && s.matches(&p.labels))
     })
@@ -466,9 +466,9 @@ pub(crate) fn decide(i: &Inputs<'_>) -> Ownership {
     let mut claims: Vec<Claim> = orphans
         .iter()
         .map(|p| Claim {
-            namespace: p.namespace.clone(),
+            namespace: p.namespace.to_string(),
             name: p.name.clone(),
-            node: p.target_node.clone().unwrap_or_default(),
+            node: p.target_node.as_deref().unwrap_or_default().to_string(),
             keep: runs_gits_template(i, p, &hashes),
         })
         .collect();

@@ -119,12 +119,12 @@ impl<'a> PodIndex<'a> {
         };
         let owned = self
             .by_owner
-            .get(&(ds.namespace.as_str(), ds.name.as_str()))
+            .get(&(&*ds.namespace, ds.name.as_str()))
             .into_iter()
             .flatten();
         let orphans = self
             .orphans
-            .get(ds.namespace.as_str())
+            .get(&*ds.namespace)
             .into_iter()
             .flatten()
             .filter(|&&i| !pods[i as usize].is_terminating());
@@ -174,7 +174,7 @@ impl<'a> Part<'a> {
             );
             match &p.controller {
                 Some(c) if is_daemonset_controller(c) => {
-                    let key = (p.namespace.as_str(), c.name.as_str());
+                    let key = (&*p.namespace, c.name.as_str());
                     if owners.get(last).is_none_or(|(k, _)| *k != key) {
                         last = *slot.entry(key).or_insert_with(|| {
                             owners.push((key, Vec::new()));
@@ -183,11 +183,11 @@ impl<'a> Part<'a> {
                     }
                     owners[last].1.push(i);
                     if c.kind == "DaemonSet" {
-                        builtin.entry(p.namespace.as_str()).or_default().push(i);
+                        builtin.entry(&*p.namespace).or_default().push(i);
                     }
                 }
                 Some(_) => {}
-                None => orphans.entry(p.namespace.as_str()).or_default().push(i),
+                None => orphans.entry(&*p.namespace).or_default().push(i),
             }
         }
         Part {

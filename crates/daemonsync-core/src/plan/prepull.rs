@@ -36,7 +36,7 @@ impl Context<'_> {
         images.sort();
         images.dedup();
         let ours = |p: &&Pod| {
-            p.namespace == spec.namespace
+            *p.namespace == *spec.namespace
                 && p.labels.get(render::PRE_PULL_LABEL) == Some(&spec.name)
                 && !p.is_terminating()
         };
@@ -152,7 +152,7 @@ impl Context<'_> {
                         && has_images.get(node).is_none_or(|present| *present))
             })
             .map(|p| PodRef {
-                namespace: p.namespace.clone(),
+                namespace: p.namespace.to_string(),
                 name: p.name.clone(),
                 node: Name::from(p.target_node.as_deref().unwrap_or_default()),
             })

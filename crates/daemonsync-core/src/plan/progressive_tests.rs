@@ -94,7 +94,7 @@ fn current_nodes(c: &Cluster, d: &DaemonSet) -> BTreeSet<String> {
     c.pods
         .iter()
         .filter(|p| p.labels.get(REVISION_HASH_LABEL) == Some(&rev))
-        .filter_map(|p| p.target_node.clone())
+        .filter_map(|p| p.target_node.as_deref().map(str::to_string))
         .collect()
 }
 

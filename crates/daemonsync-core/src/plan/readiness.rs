@@ -186,7 +186,7 @@ pub(super) fn settle_among(
         let Some(key) = readiness_taint(ds).filter(|k| keys.contains(*k)) else {
             continue;
         };
-        if planned.contains(&(record.namespace.as_str(), record.name.as_str())) {
+        if planned.contains(&(&*record.namespace, record.name.as_str())) {
             continue;
         }
         let spec = DaemonSetSpec::compile(ds);

@@ -155,7 +155,7 @@ impl Context<'_> {
                 .map(|&(s, id)| {
                     let pod = &self.observed.pods[id as usize];
                     InPlaceUpdate {
-                        namespace: pod.namespace.clone(),
+                        namespace: pod.namespace.to_string(),
                         name: pod.name.clone(),
                         node: self.slot_name(&slots[s as usize]),
                         images: match in_place.and_then(|p| p.change.as_ref()) {
@@ -182,7 +182,7 @@ impl Context<'_> {
                 .map(|d| {
                     let pod = &self.observed.pods[d.pod as usize];
                     PodDeletion {
-                        namespace: pod.namespace.clone(),
+                        namespace: pod.namespace.to_string(),
                         name: pod.name.clone(),
                         node: self.slot_name(&slots[d.slot as usize]),
                         reason: d.why,

@@ -207,7 +207,7 @@ impl Cluster {
         labels.insert(REVISION_HASH_LABEL.into(), spec.revision.clone());
         self.counter += 1;
         self.pods.push(Pod {
-            namespace: spec.namespace.clone(),
+            namespace: crate::model::shared_name(&spec.namespace),
             name: format!("{}-{:05}", spec.name, self.counter),
             labels: labels.into(),
             controller: Some(crate::model::shared_owner(OwnerRef {
@@ -285,7 +285,7 @@ impl Cluster {
             if let Some(pod) = self
                 .pods
                 .iter_mut()
-                .find(|x| x.namespace == u.namespace && x.name == u.name)
+                .find(|x| *x.namespace == *u.namespace && x.name == u.name)
             {
                 pod.labels_mut()
                     .insert(REVISION_HASH_LABEL.into(), spec.revision.clone());
@@ -294,7 +294,7 @@ impl Cluster {
         }
         for d in &p.step.delete {
             self.pods
-                .retain(|x| !(x.namespace == d.namespace && x.name == d.name));
+                .retain(|x| !(*x.namespace == *d.namespace && x.name == d.name));
         }
         let stable =
             crate::plan::stable_daemonset(&self.observed(), &spec.namespace, &spec.name).cloned();
@@ -417,13 +417,13 @@ pub fn check_step(plan: &DaemonSetPlan, c: &Cluster) -> Result<(), String> {
     }
     let mut deleted = BTreeSet::new();
     for d in &plan.step.delete {
-        if !deleted.insert((&d.namespace, &d.name)) {
+        if !deleted.insert((d.namespace.as_str(), d.name.as_str())) {
             return Err(format!("pod {}/{} deleted twice", d.namespace, d.name));
         }
         if !c
             .pods
             .iter()
-            .any(|p| p.namespace == d.namespace && p.name == d.name)
+            .any(|p| *p.namespace == *d.namespace && p.name == d.name)
         {
             return Err(format!(
                 "deleting {}/{}, which does not exist",
@@ -436,7 +436,7 @@ pub fn check_step(plan: &DaemonSetPlan, c: &Cluster) -> Result<(), String> {
             let survivor = c.pods.iter().find(|p| {
                 p.target_node.as_deref() == Some(&**n)
                     && !p.is_terminating()
-                    && !deleted.contains(&(&p.namespace, &p.name))
+                    && !deleted.contains(&(&*p.namespace, p.name.as_str()))
                     && plan_owns(plan, p)
             });
             if let Some(p) = survivor {
@@ -465,7 +465,7 @@ pub fn check_step(plan: &DaemonSetPlan, c: &Cluster) -> Result<(), String> {
 /// Whether `pod` belongs to the DaemonSet of `plan` (controller reference by name, in its
 /// namespace).
 fn plan_owns(plan: &DaemonSetPlan, pod: &Pod) -> bool {
-    pod.namespace == plan.namespace
+    *pod.namespace == *plan.namespace
         && pod
             .controller
             .as_ref()

@@ -347,13 +347,13 @@ impl DsKind {
             PodState::NotReady | PodState::Failed | PodState::Terminating
         );
         Pod {
-            namespace: self.namespace.clone(),
+            namespace: crate::model::shared_name(&self.namespace),
             name: format!("{}-{}-{k}", self.name, n.node.name),
             // Shared between the pods labelled alike, as the live cache's pods are.
             labels: crate::model::shared_labels(Some(&labels)),
             controller,
-            node_name: Some(n.node.name.clone()),
-            target_node: Some(n.node.name.clone()),
+            node_name: Some(crate::model::shared_name(&n.node.name)),
+            target_node: Some(crate::model::shared_name(&n.node.name)),
             phase: if state == PodState::Failed {
                 PodPhase::Failed
             } else {
@@ -403,7 +403,7 @@ fn other_controller_pod(
     };
     labels.insert("app".into(), app);
     Pod {
-        namespace: ds.namespace.clone(),
+        namespace: crate::model::shared_name(&ds.namespace),
         name: format!("web-{i}-{:08x}", rng.next_u64() as u32),
         labels: labels.into(),
         controller: Some(crate::model::shared_owner(OwnerRef {
@@ -412,8 +412,8 @@ fn other_controller_pod(
             name: format!("web-{}", i % 50),
             uid: format!("rs-{}", i % 50),
         })),
-        node_name: Some(n.node.name.clone()),
-        target_node: Some(n.node.name.clone()),
+        node_name: Some(crate::model::shared_name(&n.node.name)),
+        target_node: Some(crate::model::shared_name(&n.node.name)),
         phase: PodPhase::Running,
         creation_timestamp: Timestamp::from_second(now.as_second() - 600).ok(),
         deletion_timestamp: None,
