@@ -106,14 +106,15 @@ pub fn assess_plan<'d>(
         }
         wanted.insert(key);
     }
-    let health = Health::assess(
+    let mut orphans = Orphans::of(&wanted);
+    let health = Health::assess_with(
         &plan,
         &specs,
         &state.observed,
-        state.now,
-        opts.progress_deadline,
+        (state.now, opts.progress_deadline),
+        |pod| orphans.see(pod),
     );
-    let orphans = orphans(state, &wanted);
+    let orphans = orphans.found();
     // A DaemonSet halts when its new pods failed on more Ready nodes than its halt
     // threshold allows (none, without a policy).
     let mut failures: BTreeMap<Key, usize> = BTreeMap::new();
@@ -496,46 +497,65 @@ pub(super) fn active_steps<'a>(
 
 /// Managed DaemonSets whose pods exist in the cluster but which the source no longer has:
 /// pods labelled managed-by daemonsync whose controller is a record (kind and API group) not
-/// in `desired`.
-fn orphans(state: &ClusterState, desired: &BTreeSet<Key>) -> Vec<Orphan> {
-    let desired: rustc_hash::FxHashSet<(&str, &str)> = desired
-        .iter()
-        .map(|(ns, n)| (ns.as_str(), n.as_str()))
-        .collect();
-    let mut found: BTreeMap<Key, Vec<String>> = BTreeMap::new();
-    // Pods come in key order, a DaemonSet's mostly one after another: the last owner found
-    // desired is compared before the set is asked.
-    let mut last: Option<(&str, &str)> = None;
-    for pod in &state.observed.pods {
+/// in `desired`. Shown the observed pods one by one ([`Orphans::see`]), on the health's pass
+/// over them.
+struct Orphans<'a> {
+    desired: rustc_hash::FxHashSet<(&'a str, &'a str)>,
+    /// The last owner found desired: pods come in key order, a DaemonSet's mostly one after
+    /// another, so it is compared before the set is asked.
+    last: Option<(&'a str, &'a str)>,
+    found: BTreeMap<Key, Vec<String>>,
+}
+
+impl<'a> Orphans<'a> {
+    /// None found yet, of the DaemonSets `desired`.
+    fn of(desired: &'a BTreeSet<Key>) -> Self {
+        Orphans {
+            desired: desired
+                .iter()
+                .map(|(ns, n)| (ns.as_str(), n.as_str()))
+                .collect(),
+            last: None,
+            found: BTreeMap::new(),
+        }
+    }
+
+    /// Notes `pod` if it is a managed DaemonSet's that is not desired.
+    fn see(&mut self, pod: &'a crate::model::Pod) {
         let Some(owner) = &pod.controller else {
-            continue;
+            return;
         };
         // The pods of desired DaemonSets, most of them, are passed over first.
         let key = (&*pod.namespace, owner.name.as_str());
-        if last == Some(key) || desired.contains(&key) {
-            last = Some(key);
-            continue;
+        if self.last == Some(key) || self.desired.contains(&key) {
+            self.last = Some(key);
+            return;
         }
         let group = owner.api_version.split_once('/').map_or("", |(g, _)| g);
         if owner.kind != plan::RECORD_KIND
             || group != plan::RECORD_GROUP
             || pod.labels.get(MANAGED_BY_LABEL).map(String::as_str) != Some(MANAGED_BY_VALUE)
         {
-            continue;
+            return;
         }
-        let pods = found
+        let pods = self
+            .found
             .entry((pod.namespace.to_string(), owner.name.clone()))
             .or_default();
         if !pod.is_terminating() {
             pods.push(pod.name.clone());
         }
     }
-    found
-        .into_iter()
-        .map(|((namespace, name), pods)| Orphan {
-            namespace,
-            name,
-            pods,
-        })
-        .collect()
+
+    /// The orphans found, by namespace and name.
+    fn found(self) -> Vec<Orphan> {
+        self.found
+            .into_iter()
+            .map(|((namespace, name), pods)| Orphan {
+                namespace,
+                name,
+                pods,
+            })
+            .collect()
+    }
 }

@@ -36,12 +36,25 @@ struct Judging<'p> {
 
 impl Health {
     /// Judges the new-revision pods of every planned DaemonSet.
+    #[cfg(test)]
     pub(crate) fn assess(
         plan: &Plan,
         specs: &BTreeMap<(String, String), (&Desired, DaemonSetSpec)>,
         observed: &Observed,
         now: Timestamp,
         deadline: SignedDuration,
+    ) -> Health {
+        Self::assess_with(plan, specs, observed, (now, deadline), |_| {})
+    }
+
+    /// [`Health::assess`], showing every observed pod to `also` on the way: one pass over the
+    /// pods serves the health and whatever else an assessment reads of each (its orphans).
+    pub(crate) fn assess_with<'o>(
+        plan: &Plan,
+        specs: &BTreeMap<(String, String), (&Desired, DaemonSetSpec)>,
+        observed: &'o Observed,
+        (now, deadline): (Timestamp, SignedDuration),
+        mut also: impl FnMut(&'o Pod),
     ) -> Health {
         let mut h = Health {
             not_ready: observed
@@ -90,6 +103,7 @@ impl Health {
         // first.
         let mut last: Option<((&str, &str), Option<usize>)> = None;
         for pod in &observed.pods {
+            also(pod);
             let Some(c) = &pod.controller else {
                 continue;
             };
