@@ -350,7 +350,13 @@ pub(crate) fn decide<'n>(
             .iter()
             .any(|p| p.updated && p.is_running())
     };
-    let settled_first = |v: &mut Vec<u32>| v.sort_by_key(|&i| !updated(i));
+    // A stable partition (the updated ones, then the others, each in name order): what a
+    // stable sort by that one bit gives, in one pass instead of n log n reads of the slots.
+    let settled_first = |v: &mut Vec<u32>| {
+        let (mut first, rest): (Vec<u32>, Vec<u32>) = v.iter().partition(|&&i| updated(i));
+        first.extend(rest);
+        *v = first;
+    };
 
     // Stages: canary, then waves, each in name order (slots are in name order).
     let mut defs: Vec<(StageKind, String, Vec<u32>)> = Vec::new();
