@@ -54,13 +54,51 @@ pub(crate) fn never_ran(reason: &str) -> bool {
         )
 }
 
-/// The kubelet's crash-loop back-off before the `restarts + 1`th start of a container that
-/// exited: 10 s, doubling at each restart, at most 5 minutes (upstream `initialBackOff`,
-/// `MaxContainerBackOff`).
-pub(crate) fn crash_back_off(restarts: u32) -> u64 {
+/// The kubelet's crash-loop back-off of one container (upstream `flowcontrol.Backoff` as the
+/// kubelet's `doBackOff` keeps it per container, with `initialBackOff` 10 s and
+/// `MaxContainerBackOff` 5 minutes): a container that exited is started again at once when it
+/// has no back-off yet, or when its last run began more than twice the maximum (10 minutes)
+/// before it exited (`hasExpired`: the back-off starts over); otherwise once the back-off has
+/// passed since the exit. Each start after an exit doubles the back-off (`Next`), up to the
+/// maximum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BackOff {
+    /// The current back-off, in milliseconds.
+    delay: u64,
+    /// When it was last moved on (`lastUpdate`): the container's last start after an exit.
+    updated: Timestamp,
+}
+
+impl BackOff {
     const INITIAL_MS: u64 = 10_000;
     const MAX_MS: u64 = 300_000;
-    INITIAL_MS.saturating_mul(1 << restarts.min(10)).min(MAX_MS)
+
+    /// How long after exiting at `finished` a container with back-off `b` is started again.
+    pub(crate) fn wait(b: Option<BackOff>, finished: Timestamp) -> u64 {
+        match b {
+            Some(b) if !b.expired(finished) => b.delay,
+            _ => 0,
+        }
+    }
+
+    /// The back-off after a container that exited at `finished` is started again at `now`.
+    pub(crate) fn next(b: Option<BackOff>, finished: Timestamp, now: Timestamp) -> BackOff {
+        let delay = match b {
+            Some(b) if !b.expired(finished) => b.delay.saturating_mul(2).min(Self::MAX_MS),
+            _ => Self::INITIAL_MS,
+        };
+        BackOff {
+            delay,
+            updated: now,
+        }
+    }
+
+    /// The container ran long enough (an exit more than twice the maximum after the last
+    /// update) that the back-off starts over.
+    fn expired(&self, finished: Timestamp) -> bool {
+        finished.duration_since(self.updated)
+            > jiff::SignedDuration::from_millis(2 * Self::MAX_MS as i64)
+    }
 }
 
 fn conflict(name: &str) -> ClusterError {
@@ -339,6 +377,7 @@ impl NodeSim {
                 restarts: 0,
                 state: ContainerState::Creating,
                 last: None,
+                back_off: None,
             })
             .collect();
         let run_to_completion = spec.and_then(|s| s.restart_policy.as_deref()) == Some("Never");
@@ -740,7 +779,7 @@ impl NodeSim {
                     } else {
                         ran(1, "Error")
                     });
-                    restarts.push((c.name.clone(), crash_back_off(c.restarts)));
+                    restarts.push((c.name.clone(), BackOff::wait(c.back_off, now)));
                     ContainerState::Failing(reason, now)
                 }
                 None if c.init || to_completion => ContainerState::Terminated(ran(0, "Completed")),
@@ -812,7 +851,7 @@ impl NodeSim {
             image: c.image.clone(),
         });
         c.state = ContainerState::Failing("CrashLoopBackOff".into(), now);
-        let after = crash_back_off(c.restarts);
+        let after = BackOff::wait(c.back_off, now);
         self.schedule_container(after, key, container.to_string(), epoch, Lifecycle::Restart);
         self.report(key);
     }
@@ -820,6 +859,7 @@ impl NodeSim {
     /// A crashed container's back-off is over: the kubelet starts it again, counting the
     /// restart (on a NotReady node, once the node is back).
     pub(crate) fn container_restart(&mut self, key: &PodKey, container: &str, epoch: u64) {
+        let now = self.now();
         let Some(p) = self.pods.get(key) else { return };
         if p.epoch != epoch || p.pod.is_terminating() {
             return;
@@ -828,9 +868,11 @@ impl NodeSim {
         let Some(c) = p.containers.iter_mut().find(|c| c.name == container) else {
             return;
         };
-        if !matches!(&c.state, ContainerState::Failing(reason, _) if !never_ran(reason)) {
-            return;
-        }
+        let finished = match &c.state {
+            ContainerState::Failing(reason, at) if !never_ran(reason) => *at,
+            _ => return,
+        };
+        c.back_off = Some(BackOff::next(c.back_off, finished, now));
         c.restarts += 1;
         p.starting.insert(container.to_string());
         self.pod_started(key, epoch);
@@ -1111,6 +1153,9 @@ impl NodeSim {
                 continue;
             }
             let old = std::mem::replace(&mut c.image, image.clone());
+            // The kubelet keys a container's back-off by its spec's hash: a new image starts
+            // with none.
+            c.back_off = None;
             if !restarts {
                 continue;
             }

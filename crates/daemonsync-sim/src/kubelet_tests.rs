@@ -460,24 +460,26 @@ failures:
 }
 
 #[test]
-fn a_crash_looping_container_is_restarted_after_a_doubling_back_off() {
+fn a_crash_looping_container_is_restarted_at_once_then_after_a_doubling_back_off() {
     let mut s = sim("kubelet: {startLatency: {fixed: 0s}}
 nodes: [{name: n1}]
 failures:
   images: [{image: 'agent:bad'}]");
     let name = create(&mut s, "n1", one("agent:bad"));
     let restarts = |s: &NodeSim| s.pods[&("ns".to_string(), name.clone())].containers[0].restarts;
-    // Started at once (no latencies), exited, then started again after 10 s, 20 s, 40 s.
-    assert_eq!(until(&mut s, |s| restarts(s) == 1), secs(10));
-    assert_eq!(until(&mut s, |s| restarts(s) == 2), secs(30));
-    assert_eq!(until(&mut s, |s| restarts(s) == 3), secs(70));
+    // Started at once (no latencies) and exited; its first exit has no back-off yet, so it is
+    // started again at once (upstream `doBackOff`); then after 10 s, 20 s, 40 s.
+    assert_eq!(until(&mut s, |s| restarts(s) == 1), secs(0));
+    assert_eq!(until(&mut s, |s| restarts(s) == 2), secs(10));
+    assert_eq!(until(&mut s, |s| restarts(s) == 3), secs(30));
+    assert_eq!(until(&mut s, |s| restarts(s) == 4), secs(70));
     let st = status(&s, &name);
     let c = container(&st, "agent");
-    assert_eq!(c["restartCount"], 3);
+    assert_eq!(c["restartCount"], 4);
     assert_eq!(c["state"]["waiting"]["reason"], "CrashLoopBackOff");
     assert_eq!(c["lastState"]["terminated"]["reason"], "Error");
     let signals = s.observed().pods[0].signals.clone().expect("signals");
-    assert_eq!(signals.restarts, Some(("agent".to_string(), 3)));
+    assert_eq!(signals.restarts, Some(("agent".to_string(), 4)));
     assert_eq!(signals.waiting_container.as_deref(), Some("agent"));
     assert!(!model(&s, &name).is_ready());
 }
@@ -527,8 +529,9 @@ failures:
     let name = create(&mut s, "n1", one("agent:leaky"));
     s.advance(s.start() + secs(1));
     assert!(model(&s, &name).is_ready(), "it starts and becomes ready");
-    // Exits after 30 s; started again 10 s later; ready again; exits 30 s after that; ...
-    assert_eq!(until(&mut s, |s| !model(s, &name).is_ready()), secs(30));
+    // Exits after 30 s and, without a back-off yet, is started again at once; exits 30 s
+    // later and is started again 10 s after that; then 20 s after its next exit; ...
+    assert_eq!(until(&mut s, |s| !model(s, &name).is_ready()), secs(60));
     let st = status(&s, &name);
     assert_eq!(
         container(&st, "agent")["state"]["waiting"]["reason"],
@@ -538,18 +541,47 @@ failures:
         container(&st, "agent")["lastState"]["terminated"]["exitCode"],
         1
     );
-    assert_eq!(until(&mut s, |s| model(s, &name).is_ready()), secs(40));
-    assert_eq!(container(&status(&s, &name), "agent")["restartCount"], 1);
-    assert_eq!(until(&mut s, |s| !model(s, &name).is_ready()), secs(70));
-    assert_eq!(until(&mut s, |s| model(s, &name).is_ready()), secs(90));
+    assert_eq!(container(&st, "agent")["restartCount"], 1);
+    assert_eq!(until(&mut s, |s| model(s, &name).is_ready()), secs(70));
     assert_eq!(container(&status(&s, &name), "agent")["restartCount"], 2);
+    assert_eq!(until(&mut s, |s| !model(s, &name).is_ready()), secs(100));
+    assert_eq!(until(&mut s, |s| model(s, &name).is_ready()), secs(120));
+    assert_eq!(container(&status(&s, &name), "agent")["restartCount"], 3);
     let signals = s.observed().pods[0].signals.clone().expect("signals");
-    assert_eq!(signals.restarts, Some(("agent".to_string(), 2)));
+    assert_eq!(signals.restarts, Some(("agent".to_string(), 3)));
     assert_eq!(
         signals.last_exit,
-        Some(s.start() + secs(70)),
-        "the last run ended at 70 s"
+        Some(s.start() + secs(100)),
+        "the last run ended at 100 s"
     );
+}
+
+#[test]
+fn the_back_off_starts_over_once_a_container_ran_ten_minutes() {
+    // Upstream `flowcontrol.Backoff.hasExpired`: an exit more than twice the maximum back-off
+    // (2 × 5 min) after the back-off last moved on starts it over.
+    let run = |crash_after: &str, at_mins: i64| {
+        let mut s = sim(&format!(
+            "kubelet: {{startLatency: {{fixed: 0s}}}}
+nodes: [{{name: n1}}]
+failures:
+  images: [{{image: 'agent:slow', crashAfter: {crash_after}}}]"
+        ));
+        let name = create(&mut s, "n1", one("agent:slow"));
+        while s.advance(s.start() + SignedDuration::from_mins(at_mins) + secs(1)) {}
+        let st = status(&s, &name);
+        let c = container(&st, "agent").clone();
+        (model(&s, &name).is_ready(), c)
+    };
+    // Eleven minutes a run: each exit is started again at once, never backed off.
+    let (ready, c) = run("11m", 22);
+    assert!(ready, "{c:#}");
+    assert_eq!(c["restartCount"], 2);
+    // Nine minutes a run: the second exit waits out the 10 s back-off.
+    let (ready, c) = run("9m", 18);
+    assert!(!ready, "{c:#}");
+    assert_eq!(c["restartCount"], 1);
+    assert_eq!(c["state"]["waiting"]["reason"], "CrashLoopBackOff");
 }
 
 #[test]

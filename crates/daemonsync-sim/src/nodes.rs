@@ -87,6 +87,8 @@ pub(crate) struct SimContainer {
     pub(crate) state: ContainerState,
     /// How its previous run ended (after a restart).
     pub(crate) last: Option<Ran>,
+    /// The kubelet's crash-loop back-off for it, once it was started again after an exit.
+    pub(crate) back_off: Option<crate::kubelet::BackOff>,
 }
 
 impl SimPod {
