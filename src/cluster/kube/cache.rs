@@ -731,7 +731,10 @@ use kube::runtime::watcher::watcher;
 /// Follows the pods `(namespace, label selector)` selects into feed `i` of the state. Unless
 /// `managed_too`, a managed pod is kept out of the feed: the managed feed alone speaks for
 /// those ([`State::speaks_for`]), and an adoption feed's copy of each (every pod of an adopted
-/// DaemonSet, once claimed) would only double the cache.
+/// DaemonSet, once claimed) would only double the cache. The API server leaves them out
+/// (the selector excludes the managed-by label), so that each change of a managed pod is not
+/// sent and decoded once more for the adoption feed its labels match; one that gains the label
+/// leaves the feed as a deletion.
 fn follow_pods(
     watchers: &Watchers,
     cache: &Arc<Cache>,
@@ -743,11 +746,16 @@ fn follow_pods(
         Some(ns) => Api::<k8s_openapi::api::core::v1::Pod>::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),
     };
+    let selector = if managed_too {
+        selector.clone()
+    } else {
+        format!("{selector},{MANAGED_BY_LABEL}!={MANAGED_BY_VALUE}")
+    };
     follow(
         watchers,
         cache,
         api,
-        watcher::Config::default().labels(selector),
+        watcher::Config::default().labels(&selector),
         move |p| cached_pod(p, managed_too),
         move |s| &mut s.pods[i],
         (note_pod, true),
