@@ -438,7 +438,7 @@ impl NodeSim {
                 if self.nodes.contains_key(&node) {
                     self.bind(&key, &node);
                 } else if let Some(p) = self.pods.get_mut(&key) {
-                    p.pod.node_name = Some(daemonsync_core::model::shared_name(&node));
+                    p.pod.node_name = Some(crate::model::shared_name(&node));
                 }
             }
             None => {
@@ -452,7 +452,7 @@ impl NodeSim {
     /// then sets it up.
     pub(crate) fn bind(&mut self, key: &PodKey, node: &str) {
         let Some(p) = self.pod_mut(key) else { return };
-        p.pod.node_name = Some(daemonsync_core::model::shared_name(node));
+        p.pod.node_name = Some(crate::model::shared_name(node));
         p.unschedulable = None;
         self.bound
             .entry(node.to_string())
