@@ -10,7 +10,7 @@ use crate::serve_support::ServeProcess;
 use crate::support::{GitDaemon, Repo, daemonsync, free_port};
 use crate::sync_support::{
     Api, NS, Sync, condition, daemonset, daemonset_with, fleet, git_available, name, sign,
-    wait_for, wait_until,
+    wait_condition, wait_for, wait_until,
 };
 use std::time::{Duration, Instant};
 
@@ -173,9 +173,7 @@ fn a_pushed_image_converges_a_failing_one_halts_only_its_daemonset_and_a_fix_rec
     wait_converged(&world, &sync, "logger", "logger:2");
     assert_eq!(halted(&sync, "logger"), Some(0.0), "{}", sync.metrics());
 
-    let record = world.api.record("agent");
-    let (status, message) = condition(&record, "Halted").expect("a Halted condition");
-    assert_eq!(status, "True", "{record:#}");
+    let (_, message) = wait_condition(&world.api, &sync, "agent", "Halted");
     assert!(
         message.contains("ErrImagePull"),
         "the condition says why: {message}"
@@ -185,11 +183,15 @@ fn a_pushed_image_converges_a_failing_one_halts_only_its_daemonset_and_a_fix_rec
         condition(&logger, "Halted").is_none_or(|(s, _)| s == "False"),
         "{logger:#}"
     );
-    let events = world.api.events();
-    let halt = events
-        .iter()
-        .find(|e| e["reason"] == "RolloutHalted")
-        .unwrap_or_else(|| panic!("a RolloutHalted event: {events:#?}"));
+    // The event follows the status write of the same pass.
+    let (events, halt) = wait_until("a RolloutHalted event", 30, &[&sync], || {
+        let events = world.api.events();
+        let halt = events
+            .iter()
+            .find(|e| e["reason"] == "RolloutHalted")?
+            .clone();
+        Some((events, halt))
+    });
     assert_eq!(halt["type"], "Warning");
     assert_eq!(halt["involvedObject"]["name"], "agent");
     assert!(
@@ -406,7 +408,7 @@ fn a_vanished_repository_a_rewritten_branch_and_a_commit_deleting_every_manifest
     );
     std::thread::sleep(Duration::from_millis(500));
     still_good("a commit deleting every manifest");
-    let (_, message) = condition(&world.api.record("agent"), "SourceError").unwrap();
+    let (_, message) = wait_condition(&world.api, &sync, "agent", "SourceError");
     assert!(message.contains("no manifest file"), "{message}");
 
     // The branch force-pushed to an unrelated history.
@@ -1032,9 +1034,7 @@ fn a_rollout_held_by_not_ready_nodes_is_marked_stalled_on_its_record_and_in_the_
         "no pod failed: {}",
         sync.metrics()
     );
-    let record = world.api.record("agent");
-    let (status, message) = condition(&record, "Stalled").expect("a Stalled condition");
-    assert_eq!(status, "True", "{record:#}");
+    let (record, message) = wait_condition(&world.api, &sync, "agent", "Stalled");
     assert!(
         message.contains(&format!("no progress for {PROGRESS_DEADLINE}"))
             && message.contains("NotReady nodes")

@@ -486,6 +486,24 @@ pub fn condition(record: &Value, kind: &str) -> Option<(String, String)> {
         })
 }
 
+/// Waits (bounded) for the record of `ds` to carry the condition `kind` with status True and
+/// returns the record and the condition's message. The daemon's gauges and logs change in the
+/// pass that decides; the record follows with the next coalesced status write.
+pub fn wait_condition(api: &Api, sync: &Sync, ds: &str, kind: &str) -> (Value, String) {
+    wait_for(
+        &format!("{ds}'s {kind} condition True"),
+        30,
+        &[sync],
+        || {
+            let record = api.record(ds);
+            match condition(&record, kind) {
+                Some((status, message)) if status == "True" => Ok((record, message)),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+}
+
 pub fn terminating(pod: &Value) -> bool {
     pod["metadata"]["deletionTimestamp"].is_string()
 }
