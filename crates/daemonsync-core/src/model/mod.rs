@@ -81,53 +81,86 @@ pub fn shared_owner(owner: OwnerRef) -> std::sync::Arc<OwnerRef> {
     SEEN.with(|seen| seen.share(&owner))
 }
 
-/// `name` (a namespace, a node's name), shared with the equal names shared before on this
-/// thread: the pods of a namespace, and the pods on one node, name it alike, so a pass over
-/// them reads one string already in cache instead of a string of each pod's own (a memo as
-/// [`shared_labels`]'s, keeping more: a fleet has thousands of nodes).
+/// `name` (a namespace, a node's name), shared with the equal names shared before in this
+/// process: the pods of a namespace, and the pods on one node, name it alike, so a pass over
+/// them reads one string already in cache instead of a string of each pod's own, and the
+/// planner's node order, which shares the nodes' names here too, finds a pod's node by the
+/// address of its name without reading it ([`shared_name_address`]). A memo as
+/// [`shared_labels`]'s, keeping more (a fleet has thousands of nodes), and one for every
+/// thread: pods and nodes are decoded on different ones.
 pub fn shared_name(name: &str) -> std::sync::Arc<str> {
-    thread_local! {
-        static SEEN: Memo<str> = Memo::default();
-    }
-    SEEN.with(|seen| seen.share_with(name, 1 << 16, |n: &str| std::sync::Arc::from(n)))
+    static SEEN: std::sync::Mutex<Shared<str>> = std::sync::Mutex::new(Shared::new());
+    // A panic while holding the lock leaves the memo whole (it only ever gains or clears).
+    let mut seen = SEEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    seen.share_with(name, 1 << 16, |n: &str| std::sync::Arc::from(n))
 }
 
-/// Values shared by their hash on one thread, forgotten when it holds as many as it keeps.
-struct Memo<T: ?Sized>(std::cell::RefCell<rustc_hash::FxHashMap<u64, std::sync::Arc<T>>>);
+/// The address of a shared name's text: two live `Arc`s with the same address are one
+/// allocation, so one string.
+pub fn shared_name_address(name: &std::sync::Arc<str>) -> usize {
+    std::sync::Arc::as_ptr(name).cast::<u8>() as usize
+}
+
+/// Whether two (namespace, name) pairs are equal, each string compared by its address first:
+/// the pods of one DaemonSet share both ([`shared_name`], [`shared_owner`]), so a walk over
+/// them compares pointers, not text.
+pub fn same_key(a: (&str, &str), b: (&str, &str)) -> bool {
+    let same = |x: &str, y: &str| std::ptr::eq(x, y) || x == y;
+    same(a.0, b.0) && same(a.1, b.1)
+}
+
+/// Values shared by their hash on one thread ([`Shared`] behind a `RefCell`).
+struct Memo<T: ?Sized>(std::cell::RefCell<Shared<T>>);
 
 impl<T: ?Sized> Default for Memo<T> {
     fn default() -> Self {
-        Memo(Default::default())
+        Memo(std::cell::RefCell::new(Shared::new()))
     }
 }
 
 impl<T: std::hash::Hash + Eq + Clone> Memo<T> {
     /// The value shared for `value`, or `value` shared from now on; 4,096 are kept.
     fn share(&self, value: &T) -> std::sync::Arc<T> {
-        self.share_with(value, 4096, |v| std::sync::Arc::new(v.clone()))
+        self.0
+            .borrow_mut()
+            .share_with(value, 4096, |v| std::sync::Arc::new(v.clone()))
     }
 }
 
-impl<T: std::hash::Hash + Eq + ?Sized> Memo<T> {
+/// Values shared by their hash, forgotten when it holds as many as it keeps.
+struct Shared<T: ?Sized>(
+    std::collections::HashMap<u64, std::sync::Arc<T>, rustc_hash::FxBuildHasher>,
+);
+
+impl<T: ?Sized> Shared<T> {
+    const fn new() -> Self {
+        Shared(std::collections::HashMap::with_hasher(
+            rustc_hash::FxBuildHasher,
+        ))
+    }
+}
+
+impl<T: std::hash::Hash + Eq + ?Sized> Shared<T> {
     /// The value shared for `value`, or `value` shared (made by `make`) from now on; at most
     /// `kept` are kept.
     fn share_with(
-        &self,
+        &mut self,
         value: &T,
         kept: usize,
         make: impl FnOnce(&T) -> std::sync::Arc<T>,
     ) -> std::sync::Arc<T> {
         use std::hash::BuildHasher;
         let hash = rustc_hash::FxBuildHasher.hash_one(value);
-        let mut seen = self.0.borrow_mut();
-        if let Some(known) = seen.get(&hash).filter(|k| ***k == *value) {
+        if let Some(known) = self.0.get(&hash).filter(|k| ***k == *value) {
             return std::sync::Arc::clone(known);
         }
-        if seen.len() >= kept {
-            seen.clear();
+        if self.0.len() >= kept {
+            self.0.clear();
         }
         let shared = make(value);
-        seen.insert(hash, std::sync::Arc::clone(&shared));
+        self.0.insert(hash, std::sync::Arc::clone(&shared));
         shared
     }
 }
@@ -193,5 +226,17 @@ mod last_labels_tests {
             decided, 3,
             "a run of one map is decided once, a change of map again"
         );
+    }
+
+    #[test]
+    fn keys_are_the_same_by_address_or_by_text() {
+        let ns = super::shared_name("kube-system");
+        let own = String::from("kube-system");
+        assert!(super::same_key((&ns, "agent"), (&ns, "agent")));
+        assert!(super::same_key((&ns, "agent"), (&own, "agent")));
+        assert!(!super::same_key((&ns, "agent"), (&own, "agents")));
+        assert!(!super::same_key((&ns, "agent"), ("default", "agent")));
+        // The same address with another length is another string.
+        assert!(!super::same_key((&ns[..4], "agent"), (&ns, "agent")));
     }
 }

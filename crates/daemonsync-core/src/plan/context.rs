@@ -57,6 +57,11 @@ pub(crate) struct NodeOrder {
     pub(super) names: Vec<Name>,
     /// Position in `order` of each node name.
     pub(super) position: HashMap<Name, u32>,
+    /// Position in `order` of each node, by the address of its name as shared with the pods
+    /// decoded in this process ([`crate::model::shared_name`]): a pod's node is found without
+    /// reading its name. Each name is held here, so an address here is never another
+    /// string's.
+    by_address: HashMap<usize, (Name, u32)>,
 }
 
 impl NodeOrder {
@@ -64,16 +69,43 @@ impl NodeOrder {
     pub(crate) fn of(nodes: &[crate::model::Node]) -> Self {
         let mut order: Vec<u32> = (0..nodes.len() as u32).collect();
         order.sort_by(|&a, &b| nodes[a as usize].name.cmp(&nodes[b as usize].name));
-        let names: Vec<Name> = nodes.iter().map(|n| Name::from(n.name.as_str())).collect();
+        // The names the rows copy, made in name order: a plan's rows read them one after
+        // another from adjacent memory.
+        let mut names: Vec<Name> = vec![Name::from(""); nodes.len()];
+        for &i in &order {
+            names[i as usize] = Name::from(nodes[i as usize].name.as_str());
+        }
         let position = order
             .iter()
             .enumerate()
             .map(|(pos, &i)| (names[i as usize].clone(), pos as u32))
             .collect();
+        let by_address = order
+            .iter()
+            .enumerate()
+            .map(|(pos, &i)| {
+                let shared = crate::model::shared_name(&nodes[i as usize].name);
+                (
+                    crate::model::shared_name_address(&shared),
+                    (shared, pos as u32),
+                )
+            })
+            .collect();
         NodeOrder {
             order,
             names,
             position,
+            by_address,
+        }
+    }
+
+    /// The position of the node named `name`: by its address when it is the name this order
+    /// holds (a pod's, decoded in this process), else by its text.
+    pub(crate) fn position_of(&self, name: &Name) -> Option<u32> {
+        let address = crate::model::shared_name_address(name);
+        match self.by_address.get(&address) {
+            Some(&(_, pos)) => Some(pos),
+            None => self.position.get(&**name).copied(),
         }
     }
 
@@ -349,5 +381,40 @@ impl Context<'_> {
             },
         };
         (spec, comparison)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NodeOrder;
+    use crate::model::{Node, shared_name};
+    use std::sync::Arc;
+
+    #[test]
+    fn a_pods_node_is_found_by_its_shared_name_from_any_thread_and_by_text_otherwise() {
+        let nodes: Vec<Node> = ["node-c", "node-a", "node-b"]
+            .into_iter()
+            .map(Node::named)
+            .collect();
+        let order = NodeOrder::of(&nodes);
+        // A pod decoded on another thread shares the node order's name.
+        let decoded = std::thread::spawn(|| shared_name("node-b"))
+            .join()
+            .expect("decoding thread");
+        let address = crate::model::shared_name_address(&decoded);
+        let (held, _) = &order.by_address[&address];
+        assert!(Arc::ptr_eq(&decoded, held), "one allocation per name");
+        assert_eq!(order.position_of(&decoded), Some(1));
+        // A name of its own (a snapshot's, a test's) is found by its text.
+        let own: Arc<str> = Arc::from("node-c");
+        assert!(
+            !order
+                .by_address
+                .contains_key(&crate::model::shared_name_address(&own))
+        );
+        assert_eq!(order.position_of(&own), Some(2));
+        assert_eq!(order.position_of(&shared_name("node-a")), Some(0));
+        assert_eq!(order.position_of(&Arc::from("node-z")), None);
+        assert_eq!(order.position_of(&shared_name("node-z")), None);
     }
 }

@@ -564,9 +564,8 @@ impl Incremental {
                 .collect(),
             Some(last) => sorted()
                 .map(|n| {
-                    last.position
-                        .get(n)
-                        .map(|&p| p as usize)
+                    last.position_of(n)
+                        .map(|p| p as usize)
                         .filter(|_| !changes.nodes.contains(&**n))
                 })
                 .collect(),
@@ -612,7 +611,7 @@ impl Incremental {
             })
             .collect();
         if work.iter().any(|(_, w)| matches!(w, Work::Plan(_))) {
-            ctx.pods = PodIndex::new(&observed.pods, &ctx.nodes.position);
+            ctx.pods = PodIndex::new(&observed.pods, &ctx.nodes);
         }
         let ctx = &ctx;
         // A kept eligibility row, brought up to the nodes as they are now.

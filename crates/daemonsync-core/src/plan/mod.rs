@@ -108,7 +108,7 @@ pub fn plan_builtin(
     let mut spec = DaemonSetSpec::compile(&ds);
     spec.revision = revision.to_string();
     let policy = Policy::default();
-    ctx.pods = PodIndex::new(&observed.pods, &ctx.nodes.position);
+    ctx.pods = PodIndex::new(&observed.pods, &ctx.nodes);
     let eligibility = ctx
         .eligibility(std::slice::from_ref(&spec), &policy)
         .pop()
@@ -160,7 +160,7 @@ fn plan_in(
     let (specs, comparisons): (Vec<_>, Vec<_>) = desired.iter().map(|d| ctx.spec(d)).unzip();
     // The two costliest indexes do not depend on each other.
     let (pods, eligibility) = rayon::join(
-        || PodIndex::new(&observed.pods, &ctx.nodes.position),
+        || PodIndex::new(&observed.pods, &ctx.nodes),
         || ctx.eligibility(&specs, policy),
     );
     ctx.pods = pods;

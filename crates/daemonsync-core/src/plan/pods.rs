@@ -33,12 +33,12 @@ pub(crate) struct PodIndex<'a> {
 impl<'a> PodIndex<'a> {
     /// Indexes `pods` in one pass, in parallel over chunks of them (merged in order, so every
     /// list of the index is in observed order).
-    pub(crate) fn new(pods: &'a Pods, positions: &HashMap<super::Name, u32>) -> Self {
+    pub(crate) fn new(pods: &'a Pods, nodes: &super::context::NodeOrder) -> Self {
         let parts: Vec<Part<'a>> = pods
             .shared()
             .par_chunks(CHUNK)
             .enumerate()
-            .map(|(k, chunk)| Part::of(chunk, (k * CHUNK) as u32, positions))
+            .map(|(k, chunk)| Part::of(chunk, (k * CHUNK) as u32, nodes))
             .collect();
         let mut index = PodIndex {
             pods: pods.shared(),
@@ -152,11 +152,7 @@ struct Part<'a> {
 
 impl<'a> Part<'a> {
     /// Indexes `pods`, the first of which is pod `base`.
-    fn of(
-        pods: &'a [std::sync::Arc<Pod>],
-        base: u32,
-        positions: &HashMap<super::Name, u32>,
-    ) -> Self {
+    fn of(pods: &'a [std::sync::Arc<Pod>], base: u32, nodes: &super::context::NodeOrder) -> Self {
         let mut owners: Vec<((&str, &str), Vec<u32>)> = Vec::new();
         let mut slot: HashMap<(&str, &str), usize> = HashMap::default();
         // Pods of one controller mostly come together (a list is in name order, and a daemon
@@ -168,8 +164,8 @@ impl<'a> Part<'a> {
         for (i, p) in (base..).zip(pods) {
             node_position.push(
                 p.target_node
-                    .as_deref()
-                    .and_then(|n| positions.get(n).copied())
+                    .as_ref()
+                    .and_then(|n| nodes.position_of(n))
                     .unwrap_or(u32::MAX),
             );
             match &p.controller {

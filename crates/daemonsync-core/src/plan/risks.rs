@@ -310,7 +310,7 @@ impl Context<'_> {
                 NodeState::Missing => false,
                 _ => continue,
             };
-            let Some(&i) = self.nodes.position.get(&*entry.node) else {
+            let Some(i) = self.nodes.position_of(&entry.node) else {
                 continue;
             };
             let node = self.node_at(i);
