@@ -527,7 +527,8 @@ impl<'a> Orphans<'a> {
         };
         // The pods of desired DaemonSets, most of them, are passed over first.
         let key = (&*pod.namespace, owner.name.as_str());
-        if self.last == Some(key) || self.desired.contains(&key) {
+        if self.last.is_some_and(|l| crate::model::same_key(l, key)) || self.desired.contains(&key)
+        {
             self.last = Some(key);
             return;
         }

@@ -112,7 +112,7 @@ impl Health {
             }
             let key = (&*pod.namespace, c.name.as_str());
             let at = match last {
-                Some((k, at)) if k == key => at,
+                Some((k, at)) if crate::model::same_key(k, key) => at,
                 _ => {
                     let at = planned.get(&key).copied();
                     last = Some((key, at));
@@ -157,7 +157,7 @@ impl Health {
         };
         if pod.is_ready()
             && spec.min_ready_seconds == 0
-            && restarted_too_often(pod, created(), policy).is_none()
+            && restarted_too_often(pod, created, policy).is_none()
         {
             return;
         }
@@ -172,7 +172,6 @@ impl Health {
             pod: pod.name.clone(),
             reason,
         };
-        let created = created();
         // A pod that crashes after passing readiness fails as soon as it restarted too often,
         // ready or not at this instant.
         if !self.not_ready.contains(node)
@@ -208,7 +207,7 @@ impl Health {
             self.failed.push(entry(why));
             return;
         }
-        let expires = crate::model::later(created, deadline);
+        let expires = crate::model::later(created(), deadline);
         if expires <= now {
             let reason = match &pod.waiting_reason {
                 Some(r) => format!("{r} (not ready after {deadline:#})"),
@@ -360,9 +359,16 @@ fn unschedulable(pod: &Pod) -> Option<String> {
 /// `restarted N times within W (container C)` when the pod's containers restarted more than
 /// the policy allows since `started` (its creation, or the start of its in-place update),
 /// the last restart within the window. An in-place update's own restart is not counted.
-fn restarted_too_often(pod: &Pod, started: Timestamp, policy: &FailurePolicy) -> Option<String> {
+/// The pod's restarts, when more than the policy allows within its window from `started`
+/// (asked only of a pod that restarted: reading when it started reads the pod's detail).
+fn restarted_too_often(
+    pod: &Pod,
+    started: impl FnOnce() -> Timestamp,
+    policy: &FailurePolicy,
+) -> Option<String> {
     let signals = pod.signals.as_ref()?;
     let (container, count) = signals.restarts.as_ref()?;
+    let started = started();
     let own = u32::from(pod.detail.as_ref().is_some_and(|d| d.gate.is_some()));
     let count = count.saturating_sub(own);
     let last = signals.last_exit?;
