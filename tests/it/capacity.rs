@@ -131,3 +131,65 @@ fn a_snapshot_daemonsync_writes_keeps_allocatable_and_requests() {
         "{r:#}"
     );
 }
+
+#[test]
+fn plan_over_the_api_counts_what_every_pod_of_a_node_requests() {
+    // The watch of every pod's requests reads a pod of another workload and the running
+    // agent: full-1 gives 1000m, the web pod takes 850m, the agent's old pod 100m (freed by
+    // its replacement).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("running")).unwrap();
+    std::fs::write(
+        dir.path().join("running/ds.yaml"),
+        agent("100m").replace("agent:2", "agent:1"),
+    )
+    .unwrap();
+    std::fs::write(
+        crate::serve_support::sim_file(dir.path()),
+        "seed: 1\nnodes:\n  - {name: full-1, capacity: {cpu: '1'}}\n  - {name: roomy-1, capacity: {cpu: '4'}}\nnamespaces: [{name: infra}]\nrunning:\n  - manifest: running/\n",
+    )
+    .unwrap();
+    let server = crate::serve_support::ServeProcess::start(dir.path(), &[]);
+    let web = serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "infra",
+                     "managedFields": [{"manager": "test", "operation": "Update"}]},
+        "spec": {"nodeName": "full-1", "containers": [{"name": "web", "image": "web:1",
+            "env": [{"name": "MODE", "value": "busy"}],
+            "resources": {"requests": {"cpu": "850m"}}}]}
+    });
+    let (code, body) = crate::sync_support::request(
+        "POST",
+        &format!("{}/api/v1/namespaces/infra/pods", server.url),
+        &[("content-type", "application/json")],
+        &web.to_string(),
+    )
+    .expect("the API answers");
+    assert_eq!(code, 201, "{body}");
+    std::fs::create_dir(dir.path().join("git")).unwrap();
+    std::fs::write(dir.path().join("git/ds.yaml"), agent("300m")).unwrap();
+    let out = crate::live::daemonsync(
+        &server.kubeconfig,
+        &[
+            "plan",
+            "-o",
+            "json",
+            "--cluster",
+            "kube",
+            "-m",
+            dir.path().join("git").to_str().unwrap(),
+        ],
+    );
+    let plan: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&out.stdout), text(&out.stderr)));
+    let r = risk(&plan, "requests-do-not-fit").expect("the risk");
+    // full-1: 1000 - (850 + 100) + 100 = 150m free.
+    assert_eq!(r["nodes"], serde_json::json!(["full-1"]), "{r:#}");
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("cpu 300m needed, 150m free on 1 node: full-1"),
+        "{r:#}"
+    );
+}

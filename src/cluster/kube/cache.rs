@@ -338,16 +338,13 @@ impl Usage {
 }
 
 /// A pod's node and requests, while it holds them (bound, not finished).
-fn usage_of(p: &k8s_openapi::api::core::v1::Pod) -> (Key, Option<Held>) {
+fn usage_of(p: &super::requesting::RequestingPod) -> (Key, Option<Held>) {
     let node = p
         .spec
         .as_ref()
         .and_then(|s| s.node_name.clone())
         .filter(|n| !n.is_empty());
-    let finished = matches!(
-        p.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded" | "Failed")
-    );
+    let finished = matches!(p.phase.as_deref(), Some("Succeeded" | "Failed"));
     let value = match (node, p.spec.as_ref()) {
         (Some(node), Some(spec)) if !finished => {
             let requests = crate::model::resources::pod_requests(spec);
@@ -362,7 +359,7 @@ fn usage_of(p: &k8s_openapi::api::core::v1::Pod) -> (Key, Option<Held>) {
 /// request matters to the next plan, not as a reason to plan.
 fn follow_usage(watchers: &Watchers, cache: &Arc<Cache>, client: &kube::Client) {
     let cache = Arc::clone(cache);
-    let api = Api::<k8s_openapi::api::core::v1::Pod>::all(client.clone());
+    let api = Api::<super::requesting::RequestingPod>::all(client.clone());
     watchers
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -18,6 +18,7 @@
 
 pub mod cache;
 mod events;
+mod requesting;
 #[cfg(test)]
 mod tests;
 mod views;
