@@ -86,8 +86,9 @@ fn plan_on_a_snapshot_of_nearly_full_nodes_reports_requests_that_do_not_fit() {
     assert!(risk(&plan, "requests-do-not-fit").is_none(), "{plan:#}");
 }
 
-#[test]
-fn a_snapshot_daemonsync_writes_keeps_allocatable_and_requests() {
+/// A simulated cluster running `agent` at 100m on a 1-CPU node `full-1` (with `load`, e.g.
+/// `, load: {cpu: 850m}`) and a 4-CPU node `roomy-1`.
+fn sim_dir(load: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("running")).unwrap();
     std::fs::write(
@@ -96,10 +97,32 @@ fn a_snapshot_daemonsync_writes_keeps_allocatable_and_requests() {
     )
     .unwrap();
     std::fs::write(
-        dir.path().join("sim.yaml"),
-        "seed: 1\nnodes:\n  - {name: full-1, capacity: {cpu: '1'}, load: {cpu: 850m}}\n  - {name: roomy-1, capacity: {cpu: '4'}}\nnamespaces: [{name: infra}]\nrunning:\n  - manifest: running/\n",
+        crate::serve_support::sim_file(dir.path()),
+        format!(
+            "seed: 1\nnodes:\n  - {{name: full-1, capacity: {{cpu: '1'}}{load}}}\n  - {{name: roomy-1, capacity: {{cpu: '4'}}}}\nnamespaces: [{{name: infra}}]\nrunning:\n  - manifest: running/\n"
+        ),
     )
     .unwrap();
+    dir
+}
+
+/// The plan of `agent` at 300m names full-1, where 850m of other work and the old agent's
+/// 100m (freed by its replacement) leave 1000 - (850 + 100) + 100 = 150m.
+fn full_1_has_150m_free(plan: &Value) {
+    let r = risk(plan, "requests-do-not-fit").expect("the risk");
+    assert_eq!(r["nodes"], serde_json::json!(["full-1"]), "{r:#}");
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("cpu 300m needed, 150m free on 1 node: full-1"),
+        "{r:#}"
+    );
+}
+
+#[test]
+fn a_snapshot_daemonsync_writes_keeps_allocatable_and_requests() {
+    let dir = sim_dir(", load: {cpu: 850m}");
     let file = dir.path().join("cluster.yaml");
     let out = Command::new(env!("CARGO_BIN_EXE_daemonsync"))
         .args(["snapshot", "--cluster"])
@@ -120,35 +143,14 @@ fn a_snapshot_daemonsync_writes_keeps_allocatable_and_requests() {
         &dir.path().join("git"),
         &format!("snapshot:{}", file.display()),
     );
-    let r = risk(&plan, "requests-do-not-fit").expect("the risk");
-    // full-1: 1000 - (850 + 100) + 100 = 150m free.
-    assert_eq!(r["nodes"], serde_json::json!(["full-1"]), "{r:#}");
-    assert!(
-        r["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("cpu 300m needed, 150m free on 1 node: full-1"),
-        "{r:#}"
-    );
+    full_1_has_150m_free(&plan);
 }
 
 #[test]
 fn plan_over_the_api_counts_what_every_pod_of_a_node_requests() {
-    // The watch of every pod's requests reads a pod of another workload and the running
-    // agent: full-1 gives 1000m, the web pod takes 850m, the agent's old pod 100m (freed by
-    // its replacement).
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("running")).unwrap();
-    std::fs::write(
-        dir.path().join("running/ds.yaml"),
-        agent("100m").replace("agent:2", "agent:1"),
-    )
-    .unwrap();
-    std::fs::write(
-        crate::serve_support::sim_file(dir.path()),
-        "seed: 1\nnodes:\n  - {name: full-1, capacity: {cpu: '1'}}\n  - {name: roomy-1, capacity: {cpu: '4'}}\nnamespaces: [{name: infra}]\nrunning:\n  - manifest: running/\n",
-    )
-    .unwrap();
+    // The watch of every pod's requests reads a pod of another workload (850m, the load)
+    // and the running agent.
+    let dir = sim_dir("");
     let server = crate::serve_support::ServeProcess::start(dir.path(), &[]);
     let web = serde_json::json!({
         "apiVersion": "v1", "kind": "Pod",
@@ -182,14 +184,5 @@ fn plan_over_the_api_counts_what_every_pod_of_a_node_requests() {
     );
     let plan: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}{}", text(&out.stdout), text(&out.stderr)));
-    let r = risk(&plan, "requests-do-not-fit").expect("the risk");
-    // full-1: 1000 - (850 + 100) + 100 = 150m free.
-    assert_eq!(r["nodes"], serde_json::json!(["full-1"]), "{r:#}");
-    assert!(
-        r["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("cpu 300m needed, 150m free on 1 node: full-1"),
-        "{r:#}"
-    );
+    full_1_has_150m_free(&plan);
 }
