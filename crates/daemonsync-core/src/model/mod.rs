@@ -86,8 +86,8 @@ pub fn shared_owner(owner: OwnerRef) -> std::sync::Arc<OwnerRef> {
 /// them reads one string already in cache instead of a string of each pod's own, and the
 /// planner's node order, which shares the nodes' names here too, finds a pod's node by the
 /// address of its name without reading it ([`shared_name_address`]). A memo as
-/// [`shared_labels`]'s, keeping more (a fleet has thousands of nodes), and one for every
-/// thread: pods and nodes are decoded on different ones.
+/// [`shared_labels`]'s, keeping more (a fleet has thousands of nodes), and one memo for all
+/// threads: pods and nodes are decoded on different ones.
 pub fn shared_name(name: &str) -> std::sync::Arc<str> {
     static SEEN: std::sync::Mutex<Shared<str>> = std::sync::Mutex::new(Shared::new());
     // A panic while holding the lock leaves the memo whole (it only ever gains or clears).
