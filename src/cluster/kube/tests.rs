@@ -385,6 +385,7 @@ fn pod_change(name: &str) -> crate::plan::incremental::Changes {
     crate::plan::incremental::Changes {
         pods: vec![crate::plan::incremental::PodTouch {
             namespace: "ns".into(),
+            name: format!("{name}-1"),
             controller: Some(name.into()),
             labels: Default::default(),
         }],

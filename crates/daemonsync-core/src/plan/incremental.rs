@@ -52,6 +52,8 @@ pub type Key = (String, String);
 pub struct PodTouch {
     /// `metadata.namespace`.
     pub namespace: String,
+    /// `metadata.name`.
+    pub name: String,
     /// The name its controller reference gives, if any.
     pub controller: Option<String>,
     /// `metadata.labels`.
@@ -63,10 +65,50 @@ impl PodTouch {
     pub fn of(pod: &Pod) -> Self {
         PodTouch {
             namespace: pod.namespace.to_string(),
+            name: pod.name.clone(),
             controller: pod.controller.as_ref().map(|c| c.name.clone()),
             labels: pod.labels.clone(),
         }
     }
+}
+
+/// Whether a pod's change from `before` to `after` is of its status alone: readiness, restarts,
+/// waiting reasons, a phase short of finishing (`Pending`, `Running`, `Unknown`), and its
+/// binding to the node it was for. Its name, labels, controller, target node, requests, config
+/// digests and in-place state are the same, and neither version is terminating or finished:
+/// such a change adds no pod to a node and takes none away, changes no pod's revision, and
+/// makes none a pod to delete. What it moves is counters, reports and rollout budgets.
+pub fn status_only(before: &Pod, after: &Pod) -> bool {
+    let alive = |p: &Pod| !p.is_terminating() && !p.phase.is_terminal();
+    let bound_as_before = match (&before.node_name, &after.node_name) {
+        (a, b) if a == b => true,
+        (None, Some(node)) => after.target_node.as_ref() == Some(node),
+        _ => false,
+    };
+    let in_place_alike = match (&before.detail, &after.detail) {
+        (None, None) => true,
+        (Some(b), Some(a)) => {
+            b.containers == a.containers
+                && b.init_containers == a.init_containers
+                && b.has_gate == a.has_gate
+                && b.gate == a.gate
+                && b.gate_since == a.gate_since
+                && b.image_mismatch == a.image_mismatch
+        }
+        _ => false,
+    };
+    alive(before)
+        && alive(after)
+        && bound_as_before
+        && in_place_alike
+        && before.name == after.name
+        && before.namespace == after.namespace
+        && (Arc::ptr_eq(&before.labels, &after.labels) || before.labels == after.labels)
+        && before.controller == after.controller
+        && before.target_node == after.target_node
+        && before.creation_timestamp == after.creation_timestamp
+        && before.requests == after.requests
+        && before.config == after.config
 }
 
 /// What changed since the last [`Incremental::update`].
@@ -76,6 +118,11 @@ pub struct Changes {
     pub everything: bool,
     /// Pods created, changed or deleted: each version of each.
     pub pods: Vec<PodTouch>,
+    /// Pods whose status alone changed ([`status_only`]: readiness, restarts, a phase short of
+    /// finishing, the binding to the node they were for), and pods this client created
+    /// appearing ([`Changes::note_echo`]): they wake whom [`Changes::pods`] would, unless
+    /// [`Incremental::defer`] leaves them for later.
+    pub statuses: Vec<PodTouch>,
     /// Nodes added, changed or removed, by name.
     pub nodes: BTreeSet<String>,
     /// DaemonSets of the source that changed (added and removed ones are found without).
@@ -106,10 +153,47 @@ impl Changes {
         *self == Changes::default()
     }
 
+    /// Notes a change of a pod: `before` and `after` are its versions (`None`: absent). A
+    /// change of its status alone is noted once, in [`Changes::statuses`]; any other, each
+    /// version in [`Changes::pods`].
+    pub fn note_pod(&mut self, before: Option<&Pod>, after: Option<&Pod>) {
+        match (before, after) {
+            (Some(b), Some(a)) if status_only(b, a) => self.statuses.push(PodTouch::of(a)),
+            _ => self
+                .pods
+                .extend(before.into_iter().chain(after).map(PodTouch::of)),
+        }
+    }
+
+    /// Notes the first appearance of a pod this client created (its echo): the plan whose
+    /// step created it counted on it, so, as a change of status, it moves what the next plan
+    /// counts and takes a create out of its step, but asks for no write (noted in
+    /// [`Changes::statuses`]).
+    pub fn note_echo(&mut self, pod: &Pod) {
+        self.statuses.push(PodTouch::of(pod));
+    }
+
+    /// The pod `namespace`/`name` this client created had appeared before its create was
+    /// answered: its first appearance, noted as a change, is its echo after all
+    /// ([`Changes::note_echo`]). False when it is not among these changes.
+    pub fn echoed(&mut self, namespace: &str, name: &str) -> bool {
+        let Some(i) = self
+            .pods
+            .iter()
+            .position(|t| t.namespace == namespace && t.name == name)
+        else {
+            return false;
+        };
+        let touch = self.pods.remove(i);
+        self.statuses.push(touch);
+        true
+    }
+
     /// Adds `other`'s changes to these.
     pub fn merge(&mut self, other: Changes) {
         self.everything |= other.everything;
         self.pods.extend(other.pods);
+        self.statuses.extend(other.statuses);
         self.nodes.extend(other.nodes);
         self.daemonsets.extend(other.daemonsets);
         self.records.extend(other.records);
@@ -132,6 +216,66 @@ struct Entry {
     creates_on: BTreeSet<Name>,
     /// Its last plan.
     plan: DaemonSetPlan,
+    /// A change of a pod's status alone cannot change what its plan writes ([`settles`]).
+    settled: bool,
+}
+
+/// Whether a change of a pod's status alone ([`status_only`]) cannot change what the plan of a
+/// DaemonSet that last planned as `plan` writes: it names no readiness taint (whose gates wait
+/// for pods to be ready), follows no in-place update, pre-pull or handover, is neither
+/// suspended nor stalled, its rollout policy (if any) has unlocked its last stage and holds no
+/// node (no pause, no partition), and every node runs its current revision or nothing (up to
+/// date, unavailable, missing, or not for it), so the step creates pods of the current
+/// revision on every node missing one (none left for a later step by
+/// [`BURST_REPLICAS`](super::BURST_REPLICAS)) and does nothing else. Readiness then moves its
+/// counters and reports only: there is no old pod a budget would let go, no surge to clean up,
+/// no failed or duplicate pod to delete, no stage to unlock, and the nodes it creates on stay
+/// the same — or lose the node whose created pod appeared.
+fn settles(plan: &DaemonSetPlan, gated: bool) -> bool {
+    let step = &plan.step;
+    let mut missing = 0;
+    let finished = |r: &super::Rollout| {
+        r.pause.is_none()
+            && r.partition.is_none()
+            && match r.phase {
+                super::Phase::Complete => true,
+                super::Phase::Canary | super::Phase::Wave(..) => {
+                    r.stage as usize + 1 >= r.stages.len()
+                }
+                super::Phase::Paused | super::Phase::Halted => false,
+            }
+    };
+    !gated
+        && plan.rollout.as_ref().is_none_or(finished)
+        && plan.in_place.is_none()
+        && plan.pre_pull.is_none()
+        && plan.readiness.is_none()
+        && plan.suspended.is_none()
+        && plan.stalled.is_none()
+        && plan.errors.is_empty()
+        && plan.ownership.is_plain()
+        && step.create_stable.is_empty()
+        && step.delete.is_empty()
+        && step.in_place.is_empty()
+        && step.open_gates.is_empty()
+        && step.pre_pull.is_empty()
+        && step.pre_pull_cleanup.is_empty()
+        && step.remove_taints.is_empty()
+        && plan.nodes.iter().all(|row| {
+            missing += usize::from(row.state == NodeState::Missing);
+            matches!(
+                row.state,
+                NodeState::UpToDate
+                    | NodeState::Unavailable
+                    | NodeState::Missing
+                    | NodeState::Blocked
+                    | NodeState::Ineligible
+            ) && row
+                .rollout
+                .as_ref()
+                .is_none_or(|r| r.hold.is_none() && r.gets == super::progressive::Gets::New)
+        })
+        && missing == step.create.len()
 }
 
 /// What an update does for one woken DaemonSet.
@@ -418,38 +562,9 @@ impl Incremental {
         );
         // A pod: its controller, the selectors it matches, its pre-pull label.
         let mut unclaimed = false;
-        for touch in &changes.pods {
+        for touch in changes.pods.iter().chain(&changes.statuses) {
             let before = woken.len();
-            let mut named = false;
-            for name in touch
-                .controller
-                .iter()
-                .chain(touch.labels.get(PRE_PULL_LABEL))
-            {
-                let key = (touch.namespace.clone(), name.clone());
-                if desired_keys.contains(&key) {
-                    named = true;
-                    woken.insert(key);
-                }
-            }
-            for (key, entry) in self
-                .entries
-                .range((touch.namespace.clone(), String::new())..)
-            {
-                if key.0 != touch.namespace {
-                    break;
-                }
-                if desired_keys.contains(key)
-                    && entry
-                        .spec
-                        .selector
-                        .as_ref()
-                        .is_some_and(|s| s.matches(&touch.labels))
-                {
-                    named = true;
-                    woken.insert(key.clone());
-                }
-            }
+            let named = self.claimants(touch, &desired_keys, &mut woken);
             unclaimed |= !named && woken.len() == before;
         }
         // Readiness taints join every DaemonSet naming one, and the records of other
@@ -473,6 +588,100 @@ impl Incremental {
             woken.extend(gated.into_iter().cloned());
         }
         woken
+    }
+
+    /// Adds to `out` the desired DaemonSets (of `desired_keys`) a pod so touched concerns: the
+    /// one its controller reference names, the one its pre-pull label names, those whose
+    /// selector matches its labels. False when there is none.
+    fn claimants(
+        &self,
+        touch: &PodTouch,
+        desired_keys: &BTreeSet<&Key>,
+        out: &mut BTreeSet<Key>,
+    ) -> bool {
+        let mut named = false;
+        for name in touch
+            .controller
+            .iter()
+            .chain(touch.labels.get(PRE_PULL_LABEL))
+        {
+            let key = (touch.namespace.clone(), name.clone());
+            if desired_keys.contains(&key) {
+                named = true;
+                out.insert(key);
+            }
+        }
+        for (key, entry) in self
+            .entries
+            .range((touch.namespace.clone(), String::new())..)
+        {
+            if key.0 != touch.namespace {
+                break;
+            }
+            if desired_keys.contains(key)
+                && entry
+                    .spec
+                    .selector
+                    .as_ref()
+                    .is_some_and(|s| s.matches(&touch.labels))
+            {
+                named = true;
+                out.insert(key.clone());
+            }
+        }
+        named
+    }
+
+    /// Takes out of `changes` what cannot change what any DaemonSet writes now, and returns
+    /// the DaemonSets it concerns, to be woken later: the pods whose status alone changed
+    /// ([`Changes::statuses`]) that only [settled](settles) DaemonSets claim, and what pods
+    /// request of nodes where only settled DaemonSets would create a pod (it weighs in their
+    /// risks alone). Their plans keep their counters and reports until they are woken: a
+    /// daemon wakes them soon after, as it writes their status. Nothing is deferred on the
+    /// first update or a re-plan of everything, and a DaemonSet the remaining changes wake is
+    /// planned now and not returned.
+    pub fn defer(&self, desired: &[Desired], changes: &mut Changes) -> BTreeSet<Key> {
+        let mut later = BTreeSet::new();
+        if self.fresh || changes.everything {
+            return later;
+        }
+        let keys: Vec<Key> = desired.iter().map(key_of).collect();
+        let desired_keys: BTreeSet<&Key> = keys.iter().collect();
+        let settled = |k: &Key| {
+            !changes.daemonsets.contains(k) && self.entries.get(k).is_some_and(|e| e.settled)
+        };
+        let mut kept = Vec::new();
+        for touch in std::mem::take(&mut changes.statuses) {
+            let mut claimants = BTreeSet::new();
+            if self.claimants(&touch, &desired_keys, &mut claimants)
+                && claimants.iter().all(settled)
+            {
+                later.extend(claimants);
+            } else {
+                kept.push(touch);
+            }
+        }
+        changes.statuses = kept;
+        let mut usage = BTreeSet::new();
+        for node in std::mem::take(&mut changes.usage) {
+            let creating: Vec<&Key> = self
+                .entries
+                .iter()
+                .filter(|(k, e)| desired_keys.contains(k) && e.creates_on.contains(node.as_str()))
+                .map(|(k, _)| k)
+                .collect();
+            if creating.iter().all(|k| settled(k)) {
+                later.extend(creating.into_iter().cloned());
+            } else {
+                usage.insert(node);
+            }
+        }
+        changes.usage = usage;
+        if !later.is_empty() {
+            let woken = self.woken(desired, changes);
+            later.retain(|k| !woken.contains(k));
+        }
+        later
     }
 
     /// The pods planning the DaemonSets `woken` (of `desired`) reads: everything for the first
@@ -704,6 +913,7 @@ impl Incremental {
                 eligibility,
                 gated,
                 creates_on,
+                settled: settles(&plan, gated),
                 plan,
             };
             self.entries.insert(key, entry);
@@ -714,6 +924,7 @@ impl Incremental {
             let key = (p.plan.namespace.clone(), p.plan.name.clone());
             if let Some(e) = self.entries.get_mut(&key) {
                 e.eligibility = p.eligibility;
+                e.settled = settles(&p.plan, e.gated);
                 e.plan = p.plan;
             }
             woken.remove(&key);

@@ -29,6 +29,9 @@ enum Event {
     /// The node turns Ready: its not-ready taints go.
     NodeReady(usize),
     NodeRemoved(usize),
+    /// The pod the full plan of DaemonSet `.0` creates first appears (the echo of a
+    /// daemon's create), pending.
+    Echo(usize),
     /// `kubernetes.io/os` and `pool` change.
     NodeRelabelled(usize, bool),
     /// A `NoSchedule` taint: a plain one, or the readiness taint.
@@ -100,6 +103,18 @@ fn event() -> impl Strategy<Value = Event> {
     ]
 }
 
+/// Mostly changes of pods' status (what a daemon may leave for later), among the others.
+fn status_heavy_event() -> impl Strategy<Value = Event> {
+    let i = || 0usize..10_000;
+    prop_oneof![
+        3 => (i(), any::<bool>()).prop_map(|(p, r)| Event::PodReady(p, r)),
+        1 => (i(), prop_oneof![Just(PodPhase::Pending), Just(PodPhase::Running)])
+            .prop_map(|(p, ph)| Event::PodPhase(p, ph)),
+        2 => i().prop_map(Event::Echo),
+        2 => event(),
+    ]
+}
+
 /// The synthetic fleet, every other DaemonSet naming a readiness taint (and tolerating it, as
 /// loading makes it) when `gated`.
 fn start(nodes: usize, daemonsets: usize, seed: u64, gated: bool) -> (Vec<Desired>, Observed) {
@@ -158,9 +173,9 @@ fn apply(event: &Event, desired: &mut [Desired], o: &mut Observed, counter: &mut
         }
         let i = i % o.pods.len();
         let mut c = Changes::default();
-        c.pods.push(PodTouch::of(&o.pods[i]));
+        let before = o.pods[i].clone();
         f(&mut o.pods[i]);
-        c.pods.push(PodTouch::of(&o.pods[i]));
+        c.note_pod(Some(&before), Some(&o.pods[i]));
         c
     };
     let node_name = |o: &Observed, n: usize| -> Option<String> {
@@ -175,14 +190,14 @@ fn apply(event: &Event, desired: &mut [Desired], o: &mut Observed, counter: &mut
                 pod.node_name = Some(node.as_str().into());
                 pod.target_node = Some(node.as_str().into());
                 pod.deletion_timestamp = None;
-                changes.pods.push(PodTouch::of(&pod));
+                changes.note_pod(None, Some(&pod));
                 o.pods.push(pod);
             }
         }
         Event::PodDeleted(p) => {
             if !o.pods.is_empty() {
                 let pod = o.pods.remove(p % o.pods.len());
-                changes.pods.push(PodTouch::of(&pod));
+                changes.note_pod(Some(&pod), None);
             }
         }
         Event::PodPhase(p, phase) => {
@@ -205,6 +220,36 @@ fn apply(event: &Event, desired: &mut [Desired], o: &mut Observed, counter: &mut
             changes = touch_pod(o, *p, &|pod| {
                 pod.labels_mut().remove("app");
             });
+        }
+        Event::Echo(d) => {
+            let d = &desired[d % desired.len()];
+            let (namespace, name) = key(d);
+            let full = plan(desired, o, &Policy::default(), fleet_now());
+            let node = full
+                .daemonsets
+                .iter()
+                .find(|p| p.namespace == namespace && p.name == name)
+                .and_then(|p| p.step.create.first().cloned());
+            let like = o.pods.iter().find(|p| {
+                *p.namespace == *namespace && p.controller.as_ref().is_some_and(|c| c.name == name)
+            });
+            if let (Some(node), Some(like)) = (node, like) {
+                let mut pod = like.clone();
+                *counter += 1;
+                pod.name = format!("created-{counter}");
+                pod.labels_mut().insert(
+                    crate::model::REVISION_HASH_LABEL.into(),
+                    crate::plan::DaemonSetSpec::compile(&d.daemonset).revision,
+                );
+                pod.node_name = None;
+                pod.target_node = Some(node);
+                pod.phase = PodPhase::Pending;
+                pod.ready = None;
+                pod.deletion_timestamp = None;
+                pod.creation_timestamp = Some(fleet_now());
+                changes.note_echo(&pod);
+                o.pods.push(pod);
+            }
         }
         Event::NodeAdded(joining) => {
             *counter += 1;
@@ -337,14 +382,103 @@ fn observation(
     o
 }
 
-/// Applies `events` to a fleet, updating an incremental planner after each (from only the
-/// pods in scope when `scoped`), and checks every plan against the full plan of everything.
+/// How a run of [`incremental_equals_full`] updates its planner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Updating {
+    /// From every pod.
+    Everything,
+    /// From only the pods in scope, as a daemon observes.
+    Scoped,
+    /// From only the pods in scope, leaving for later what [`Incremental::defer`] leaves,
+    /// as a daemon does; the deferred DaemonSets are woken every third event and at the end.
+    Deferring,
+}
+
+/// The fleet of [`start`], without the pods of its DaemonSets on the nodes where they are not
+/// settled (old, failed, duplicate, surging, terminating or misscheduled pods): most of them
+/// settle, and status changes of their pods can be deferred.
+fn converged(shape: (usize, usize, u64, bool)) -> (Vec<Desired>, Observed) {
+    let (mut desired, mut observed) = start(shape.0, shape.1, shape.2, shape.3);
+    // Every third DaemonSet follows a canary policy whose last rollout went all the way.
+    for d in desired.iter_mut().skip(1).step_by(3) {
+        let annotations = d.daemonset.metadata.annotations.get_or_insert_default();
+        annotations.insert(crate::plan::progressive::CANARY.into(), "1".into());
+        annotations.insert(
+            crate::plan::progressive::CANARY_PAUSE.into(),
+            "manual".into(),
+        );
+        let (namespace, name) = key(d);
+        observed.rollouts.push(crate::plan::RolloutRecord {
+            namespace,
+            name,
+            stable: Some(d.daemonset.clone()),
+            progress: Some(crate::plan::progressive::Progress {
+                revision: crate::plan::DaemonSetSpec::compile(&d.daemonset).revision,
+                stage: 1,
+                paused_since: None,
+            }),
+            ..Default::default()
+        });
+    }
+    // Every pod of a desired DaemonSet runs its current revision.
+    let revisions: BTreeMap<Key, String> = desired
+        .iter()
+        .map(|d| {
+            (
+                key(d),
+                crate::plan::DaemonSetSpec::compile(&d.daemonset).revision,
+            )
+        })
+        .collect();
+    for p in &mut observed.pods {
+        let Some(c) = &p.controller else { continue };
+        let Some(revision) = revisions.get(&(p.namespace.to_string(), c.name.clone())) else {
+            continue;
+        };
+        let revision = revision.clone();
+        p.labels_mut()
+            .insert(crate::model::REVISION_HASH_LABEL.into(), revision);
+        p.phase = PodPhase::Running;
+        p.deletion_timestamp = None;
+    }
+    let full = plan(&desired, &observed, &Policy::default(), fleet_now());
+    let unsettled: BTreeSet<(String, String, String)> = full
+        .daemonsets
+        .iter()
+        .flat_map(|d| {
+            d.nodes
+                .iter()
+                .filter(|r| {
+                    !matches!(
+                        r.state,
+                        NodeState::UpToDate | NodeState::Unavailable | NodeState::Missing
+                    )
+                })
+                .map(|r| (d.namespace.clone(), d.name.clone(), r.node.to_string()))
+        })
+        .collect();
+    observed.pods.retain(|p| {
+        let (Some(c), Some(node)) = (&p.controller, &p.target_node) else {
+            return true;
+        };
+        !unsettled.contains(&(p.namespace.to_string(), c.name.clone(), node.to_string()))
+    });
+    (desired, observed)
+}
+
+/// Applies `events` to a fleet, updating an incremental planner after each as `updating`
+/// says, and checks every plan against the full plan of everything (a deferred DaemonSet's
+/// once it is woken; until then, that the change left for later changes nothing it writes).
 fn incremental_equals_full(
-    (nodes, daemonsets, seed, gated): (usize, usize, u64, bool),
+    shape: (usize, usize, u64, bool),
     events: &[Event],
-    scoped: bool,
+    updating: Updating,
 ) -> Result<(), TestCaseError> {
-    let (mut desired, mut observed) = start(nodes, daemonsets, seed, gated);
+    let (mut desired, mut observed) = match updating {
+        Updating::Deferring => converged(shape),
+        _ => start(shape.0, shape.1, shape.2, shape.3),
+    };
+    let scoped = updating != Updating::Everything;
     let now = fleet_now();
     let policy = Policy::default();
     let mut inc = Incremental::new(policy.clone());
@@ -358,16 +492,44 @@ fn incremental_equals_full(
     let first_plan = plan(&desired, &observed, &policy, now);
     prop_assert_eq!(&by_key(inc.plans()), &by_key(first_plan.daemonsets.iter()));
     let mut previous = occupied(first_plan.daemonsets.iter());
+    let mut last_steps = steps(&first_plan);
+    let mut deferred: BTreeSet<Key> = BTreeSet::new();
     let mut counter = 0;
     for (step, e) in events.iter().enumerate() {
-        let changes = apply(e, &mut desired, &mut observed, &mut counter);
+        let mut changes = apply(e, &mut desired, &mut observed, &mut counter);
+        let full_plan = plan(&desired, &observed, &policy, now);
+        let full_steps = steps(&full_plan);
+        if updating == Updating::Deferring {
+            for k in inc.defer(&desired, &mut changes) {
+                // It asks for no write its plan before the change did not make.
+                let (before, after) = (&last_steps[&k], &full_steps[&k]);
+                prop_assert!(
+                    writes_nothing_new(before, after),
+                    "step {} ({:?}): {}/{} was left for later, but its step went from {} to {}",
+                    step,
+                    e,
+                    k.0,
+                    k.1,
+                    serde_json::to_string(before).unwrap_or_default(),
+                    serde_json::to_string(after).unwrap_or_default()
+                );
+                deferred.insert(k);
+            }
+            if step % 3 == 2 {
+                changes.wake.extend(std::mem::take(&mut deferred));
+            }
+        }
+        last_steps = full_steps;
         let seen = observation(&inc, &desired, &observed, &changes, scoped);
         let woken = inc.update(&desired, &seen, &changes, now);
-        let full_plan = plan(&desired, &observed, &policy, now);
+        deferred.retain(|k| !woken.daemonsets.contains(k));
         let full = by_key(full_plan.daemonsets.iter());
         let full_occupied = occupied(full_plan.daemonsets.iter());
         let ours = by_key(inc.plans());
         for (k, f) in &full {
+            if deferred.contains(k) {
+                continue;
+            }
             prop_assert_eq!(
                 ours.get(k),
                 Some(f),
@@ -392,12 +554,45 @@ fn incremental_equals_full(
         }
         prop_assert_eq!(ours.len(), full.len());
         prop_assert!(
-            inc.compare(&plan(&desired, &observed, &policy, now))
-                .is_empty()
+            inc.compare(&full_plan)
+                .iter()
+                .all(|m| deferred.contains(&m.daemonset))
         );
         previous = full_occupied;
     }
+    // The deferred DaemonSets come due: every plan is its full plan.
+    let changes = Changes {
+        wake: deferred,
+        ..Changes::default()
+    };
+    let seen = observation(&inc, &desired, &observed, &changes, scoped);
+    inc.update(&desired, &seen, &changes, now);
+    prop_assert!(
+        inc.compare(&plan(&desired, &observed, &policy, now))
+            .is_empty()
+    );
     Ok(())
+}
+
+/// Each DaemonSet's step, by key.
+fn steps(plan: &crate::plan::Plan) -> BTreeMap<Key, crate::plan::Step> {
+    plan.daemonsets
+        .iter()
+        .map(|d| ((d.namespace.clone(), d.name.clone()), d.step.clone()))
+        .collect()
+}
+
+/// Whether step `after` writes nothing `before` did not: it creates on some of the same nodes,
+/// and the rest of it is the same (whichever phase of the controller's it is now named after).
+fn writes_nothing_new(before: &crate::plan::Step, after: &crate::plan::Step) -> bool {
+    let without_creates = |s: &crate::plan::Step| {
+        let mut s = s.clone();
+        s.create.clear();
+        s.phase = crate::plan::StepPhase::None;
+        serde_json::to_string(&s).expect("steps serialize")
+    };
+    after.create.iter().all(|n| before.create.contains(n))
+        && without_creates(before) == without_creates(after)
 }
 
 /// Each DaemonSet's plan in its JSON form, by key, without the rows of the nodes it should
@@ -431,7 +626,7 @@ proptest! {
         shape in fleet_shape(),
         events in prop::collection::vec(event(), 1..24),
     ) {
-        incremental_equals_full(shape, &events, false)?;
+        incremental_equals_full(shape, &events, Updating::Everything)?;
     }
 
     /// A daemon observes only the pods in the scope of the DaemonSets a change wakes.
@@ -440,7 +635,18 @@ proptest! {
         shape in fleet_shape(),
         events in prop::collection::vec(event(), 1..24),
     ) {
-        incremental_equals_full(shape, &events, true)?;
+        incremental_equals_full(shape, &events, Updating::Scoped)?;
+    }
+
+    /// A daemon leaves pods' status changes for later where they cannot change what is
+    /// written: what each DaemonSet writes stays what its full plan writes, and once woken
+    /// its plan is its full plan.
+    #[test]
+    fn status_changes_left_for_later_change_nothing_written_and_plans_catch_up(
+        shape in fleet_shape(),
+        events in prop::collection::vec(status_heavy_event(), 1..24),
+    ) {
+        incremental_equals_full(shape, &events, Updating::Deferring)?;
     }
 }
 
@@ -591,4 +797,119 @@ fn a_removed_daemonset_is_forgotten_and_a_new_one_planned() {
         inc.compare(&plan(&desired, &observed, &Policy::default(), now))
             .is_empty()
     );
+}
+
+#[test]
+fn a_pods_status_alone_is_readiness_restarts_a_live_phase_and_binding_to_its_node() {
+    let (_, observed) = fleet(4, 2, 9);
+    let pod = observed
+        .pods
+        .iter()
+        .find(|p| p.phase == PodPhase::Running && !p.is_terminating())
+        .expect("a running pod")
+        .clone();
+    let changed = |f: &dyn Fn(&mut Pod)| {
+        let mut after = pod.clone();
+        f(&mut after);
+        super::status_only(&pod, &after)
+    };
+    assert!(changed(&|p| p.ready = Some(ReadyCondition {
+        status: !pod.is_ready(),
+        last_transition: Some(fleet_now()),
+    })));
+    assert!(changed(
+        &|p| p.waiting_reason = Some("CrashLoopBackOff".into())
+    ));
+    assert!(changed(&|p| p.phase = PodPhase::Pending));
+    // Bound by the scheduler to the node it was created for.
+    let mut unbound = pod.clone();
+    unbound.node_name = None;
+    assert!(super::status_only(&unbound, &pod));
+    // Anything else adds, removes or re-classes a pod of a node.
+    let mut elsewhere = pod.clone();
+    elsewhere.node_name = Some("another-node".into());
+    assert!(!super::status_only(&unbound, &elsewhere));
+    assert!(!changed(&|p| p.phase = PodPhase::Failed));
+    assert!(!changed(&|p| p.phase = PodPhase::Succeeded));
+    assert!(!changed(&|p| p.deletion_timestamp = Some(fleet_now())));
+    assert!(!changed(&|p| {
+        p.labels_mut()
+            .insert(crate::model::REVISION_HASH_LABEL.into(), "other".into());
+    }));
+    assert!(!changed(&|p| p.controller = None));
+    assert!(!changed(&|p| p.config = Some("digest".into())));
+    // Noted once, as a status change; any other change, each version.
+    let mut c = Changes::default();
+    c.note_pod(Some(&unbound), Some(&pod));
+    assert_eq!((c.statuses.len(), c.pods.len()), (1, 0));
+    let mut c = Changes::default();
+    c.note_pod(Some(&unbound), Some(&elsewhere));
+    assert_eq!((c.statuses.len(), c.pods.len()), (0, 2));
+}
+
+#[test]
+fn readiness_on_a_settled_daemonset_waits_and_what_could_change_a_step_does_not() {
+    let (desired, mut observed) = converged((10, 6, 5, false));
+    let now = fleet_now();
+    let mut inc = Incremental::new(Policy::default());
+    // Nothing waits on the first update.
+    let mut first = Changes::default();
+    first.note_pod(Some(&observed.pods[0]), Some(&observed.pods[0]));
+    assert!(inc.defer(&desired, &mut first).is_empty());
+    inc.update(&desired, &observed, &Changes::default(), now);
+    let pod_of = |o: &Observed, name: &str| {
+        o.pods
+            .iter()
+            .position(|p| p.controller.as_ref().is_some_and(|c| c.name == name))
+            .expect("a pod of it")
+    };
+    let flip = |o: &mut Observed, i: usize, f: &dyn Fn(&mut Pod)| {
+        let before = o.pods[i].clone();
+        f(&mut o.pods[i]);
+        let mut c = Changes::default();
+        c.note_pod(Some(&before), Some(&o.pods[i]));
+        c
+    };
+    let unready = |p: &mut Pod| {
+        p.ready = Some(ReadyCondition {
+            status: false,
+            last_transition: Some(fleet_now()),
+        })
+    };
+    // agent-01 runs its revision everywhere, alone: its pod's readiness waits.
+    let settled = ("system-1".to_string(), "agent-01".to_string());
+    let i = pod_of(&observed, "agent-01");
+    let mut changes = flip(&mut observed, i, &unready);
+    assert_eq!(
+        inc.defer(&desired, &mut changes),
+        BTreeSet::from([settled.clone()])
+    );
+    assert!(changes.is_empty(), "{changes:?}");
+    let woken = inc.update(&desired, &observed, &changes, now);
+    assert!(woken.daemonsets.is_empty());
+    let full = plan(&desired, &observed, &Policy::default(), now);
+    let stale: Vec<Key> = inc
+        .compare(&full)
+        .into_iter()
+        .map(|m| m.daemonset)
+        .collect();
+    assert_eq!(stale, vec![settled.clone()], "only its counters wait");
+    // Woken later, it catches up.
+    let due = Changes {
+        wake: BTreeSet::from([settled.clone()]),
+        ..Changes::default()
+    };
+    inc.update(&desired, &observed, &due, now);
+    assert!(inc.compare(&full).is_empty());
+    // Its pod failing is not a status change: it is replaced now.
+    let mut changes = flip(&mut observed, i, &|p| p.phase = PodPhase::Failed);
+    assert!(inc.defer(&desired, &mut changes).is_empty());
+    let woken = inc.update(&desired, &observed, &changes, now);
+    assert_eq!(woken.daemonsets, BTreeSet::from([settled]));
+    // agent-00 runs beside the built-in controller's DaemonSet of its name: nothing of its
+    // waits.
+    let i = pod_of(&observed, "agent-00");
+    let mut changes = flip(&mut observed, i, &unready);
+    assert!(inc.defer(&desired, &mut changes).is_empty());
+    assert_eq!(changes.statuses.len(), 1);
 }
