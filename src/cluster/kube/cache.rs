@@ -12,7 +12,7 @@ use super::record::{ManagedDaemonSet, ManagedDaemonSetStatus};
 use super::views::{Stale, Views};
 use crate::model::resources::Resources;
 use crate::model::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, Node, Nodes, Pod, Pods};
-use crate::plan::incremental::{Changes, PodTouch, Scope};
+use crate::plan::incremental::{Changes, Scope};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use kube::api::Api;
@@ -190,8 +190,17 @@ fn note_node(dirty: &mut Dirty, key: &Key, _: Option<&Node>, _: Option<&Node>) {
 
 /// Notes a change of a pod: who may care for it before and after.
 fn note_pod(dirty: &mut Dirty, key: &Key, before: Option<&CachedPod>, after: Option<&CachedPod>) {
-    for p in before.into_iter().chain(after) {
-        dirty.changes.pods.push(PodTouch::of(&p.pod));
+    dirty
+        .changes
+        .note_pod(before.map(|p| &*p.pod), after.map(|p| &*p.pod));
+    dirty.stale.pods.insert(key.clone());
+}
+
+/// Notes the first appearance of a pod this client created: the plan that created it counted
+/// on it ([`Changes::note_echo`]).
+fn note_echo(dirty: &mut Dirty, key: &Key, _: Option<&CachedPod>, after: Option<&CachedPod>) {
+    if let Some(p) = after {
+        dirty.changes.note_echo(&p.pod);
     }
     dirty.stale.pods.insert(key.clone());
 }
@@ -447,9 +456,13 @@ impl State {
 
     /// Notes that this client created the pod `key`: its first appearance in a feed, as
     /// created, is an echo, which the next plan reads without being woken for it. A pod a
-    /// feed already shows is no echo to await.
+    /// feed already shows is no echo to await: its appearance came before the create's
+    /// answer, and, while no plan has taken it, is noted as the echo it was.
     pub fn expect_echo(&mut self, key: Key) {
         if self.in_any_feed(&key) {
+            // It appeared before the answer: its appearance, noted as any change, is the
+            // echo all the same.
+            self.dirty.changes.echoed(&key.0, &key.1);
             return;
         }
         if self.echoes.len() >= MAX_ECHOES {
@@ -459,15 +472,15 @@ impl State {
     }
 
     /// Applies one event of the feed `feed` picks, noting what it changed; with `echoes`,
-    /// the first appearance of a pod this client created is an echo.
+    /// the first appearance of a pod this client created is an echo, noted so.
     fn apply<T: PartialEq>(
         &mut self,
         feed: &impl Fn(&mut State) -> &mut Feed<T>,
         event: Event<(Key, Option<T>)>,
         note: Note<T>,
-        echoes: bool,
+        echoes: Option<Note<T>>,
     ) -> Change {
-        let echo = echoes
+        let echo = echoes.is_some()
             && match &event {
                 Event::Apply((key, Some(_))) => {
                     self.echoes.contains(key) && !feed(self).items.contains_key(key)
@@ -475,6 +488,10 @@ impl State {
                 _ => false,
             };
         let mut dirty = std::mem::take(&mut self.dirty);
+        let note = match echoes {
+            Some(echo_note) if echo => echo_note,
+            _ => note,
+        };
         let changed = feed(self).apply_noting(event, &mut dirty, note);
         self.dirty = dirty;
         match (changed, echo) {
@@ -692,9 +709,9 @@ fn follow<K, T>(
     config: watcher::Config,
     to_value: impl Fn(&K) -> (Key, Option<T>) + Send + Sync + 'static,
     feed: impl Fn(&mut State) -> &mut Feed<T> + Send + 'static,
-    // What a change means to the planner, and whether a pod's first appearance may be the
-    // echo of this client's create.
-    (note, echoes): (Note<T>, bool),
+    // What a change means to the planner, and (for pods) what the first appearance of a pod
+    // this client created means.
+    (note, echoes): (Note<T>, Option<Note<T>>),
 ) where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
     T: PartialEq + Send + 'static,
@@ -755,7 +772,7 @@ fn follow_pods(
         watcher::Config::default().labels(&selector),
         move |p| cached_pod(p, managed_too),
         move |s| &mut s.pods[i],
-        (note_pod, true),
+        (note_pod, Some(note_echo)),
     );
 }
 
@@ -823,7 +840,7 @@ pub fn watch_copies(watchers: &Watchers, cache: &Arc<Cache>, client: &kube::Clie
             (key_of(&c.metadata), copy)
         },
         |s| &mut s.copies[0],
-        (note_copy, false),
+        (note_copy, None),
     );
     follow(
         watchers,
@@ -835,7 +852,7 @@ pub fn watch_copies(watchers: &Watchers, cache: &Arc<Cache>, client: &kube::Clie
             (key_of(&c.metadata), copy)
         },
         |s| &mut s.copies[1],
-        (note_copy, false),
+        (note_copy, None),
     );
 }
 
@@ -862,7 +879,7 @@ pub fn start(
         watcher::Config::default(),
         |n| (key_of(&n.metadata), Some(Node::from_k8s(n))),
         |s| &mut s.nodes,
-        (note_node, false),
+        (note_node, None),
     );
     for (i, selector) in pod_selectors.iter().enumerate() {
         let managed_too = cache.lock().speaks_for_managed(i);
@@ -876,7 +893,7 @@ pub fn start(
         watcher::Config::default(),
         |d| (key_of(&d.metadata), Some(slim_daemonset(d))),
         |s| &mut s.daemonsets,
-        (note_named, false),
+        (note_named, None),
     );
     follow(
         watchers,
@@ -890,7 +907,7 @@ pub fn start(
             )
         },
         |s| &mut s.revisions,
-        (note_in_namespace, false),
+        (note_in_namespace, None),
     );
     follow(
         watchers,
@@ -904,7 +921,7 @@ pub fn start(
             )
         },
         |s| &mut s.namespaces,
-        (note_namespace, false),
+        (note_namespace, None),
     );
     follow(
         watchers,
@@ -924,7 +941,7 @@ pub fn start(
             (key_of(&r.metadata), Some(record))
         },
         |s| &mut s.records,
-        (note_named, false),
+        (note_named, None),
     );
     cache
 }
@@ -1010,18 +1027,31 @@ mod tests {
             &mut s.pods[0]
         }
         let event = |p: CachedPod| Event::Apply((key(&p.pod.name), Some(p)));
-        cache.update_as(|s| s.apply(&feed, Event::InitDone, note_pod, true));
+        cache.update_as(|s| s.apply(&feed, Event::InitDone, note_pod, Some(note_echo)));
         cache.lock().take_changes();
         let synced = cache.lock().version;
-        // Created by this client: its appearance is noted, and wakes no pass.
+        // Created by this client for node n1: its appearance is noted, and wakes no pass.
+        let made = |version: &str, node: Option<&str>| {
+            let mut p = cached("made", true, false);
+            p.set_resource_version(version);
+            let pod = Arc::make_mut(&mut p.pod);
+            pod.target_node = Some("n1".into());
+            pod.node_name = node.map(Into::into);
+            p
+        };
         cache.lock().expect_echo(key("made"));
-        cache.update_as(|s| s.apply(&feed, event(cached("made", true, false)), note_pod, true));
+        cache.update_as(|s| s.apply(&feed, event(made("1", None)), note_pod, Some(note_echo)));
         assert_eq!(cache.lock().version, synced, "the echo wakes no pass");
-        // Its next change (the scheduler's binding) does, and the plan then reads both.
-        let mut bound = cached("made", true, false);
-        bound.set_resource_version("2");
-        Arc::make_mut(&mut bound.pod).node_name = Some("n1".into());
-        cache.update_as(|s| s.apply(&feed, event(bound), note_pod, true));
+        // Its next change (the scheduler's binding it to n1) does, and the plan then reads
+        // both: each a change of status alone, the echo's and the binding's.
+        cache.update_as(|s| {
+            s.apply(
+                &feed,
+                event(made("2", Some("n1"))),
+                note_pod,
+                Some(note_echo),
+            )
+        });
         assert_eq!(
             cache.lock().version,
             synced + 1,
@@ -1029,23 +1059,37 @@ mod tests {
         );
         let changes = cache.lock().take_changes();
         assert_eq!(
-            changes.pods.len(),
-            3,
-            "the echo, then both versions of the binding"
+            (changes.statuses.len(), changes.pods.len()),
+            (2, 0),
+            "the echo, then the binding"
         );
         assert!(
             cache.lock().echoes.is_empty(),
             "an echo arrived is awaited no more"
         );
-        // A pod nobody here created wakes a pass when it appears; so does one whose echo
-        // came before the create's answer (nothing is awaited for it).
-        cache.update_as(|s| s.apply(&feed, event(cached("theirs", true, false)), note_pod, true));
+        // A pod nobody here created wakes a pass when it appears; so has one whose echo came
+        // before the create's answer (nothing is awaited for it), but the appearance is then
+        // noted as the echo it was.
+        cache.update_as(|s| {
+            s.apply(
+                &feed,
+                event(cached("theirs", true, false)),
+                note_pod,
+                Some(note_echo),
+            )
+        });
         assert_eq!(cache.lock().version, synced + 2);
         cache.lock().expect_echo(key("theirs"));
         assert!(cache.lock().echoes.is_empty());
+        let changes = cache.lock().take_changes();
+        assert_eq!(
+            (changes.statuses.len(), changes.pods.len()),
+            (1, 0),
+            "an appearance before the create's answer is its echo all the same"
+        );
         // Only a pod feed's appearances can be echoes.
         cache.lock().expect_echo(key("other"));
-        cache.update_as(|s| s.apply(&feed, event(cached("other", true, false)), note_pod, false));
+        cache.update_as(|s| s.apply(&feed, event(cached("other", true, false)), note_pod, None));
         assert_eq!(cache.lock().version, synced + 3);
     }
 
