@@ -230,6 +230,7 @@ pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Resu
         dry_run: opts.apply.dry_run,
     };
     let planning = crate::apply::policy(&opts.apply);
+    let defer_for = opts.apply.status_interval.filter(|d| d.is_positive());
     let mut reconciler = Reconciler {
         executor: Executor::default(),
         apply: opts.apply,
@@ -245,6 +246,8 @@ pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Resu
             resync: opts.resync,
             last_full: Instant::now(),
             deadlines: BTreeMap::new(),
+            deferred: BTreeMap::new(),
+            defer_for,
             planned: None,
             wrote: false,
             expired: BTreeSet::new(),
@@ -702,6 +705,12 @@ struct Incremental {
     /// When each DaemonSet's next deadline expires (a progress deadline, minReadySeconds, a
     /// timed pause): it is woken then.
     deadlines: BTreeMap<Key, Timestamp>,
+    /// DaemonSets changes were left for until then ([`plan::incremental::Incremental::defer`]:
+    /// pods' readiness and the like, where it moves only their counters and reports).
+    deferred: BTreeMap<Key, Timestamp>,
+    /// How long such changes may wait: the status interval, as their status write would
+    /// (`None`: they are planned at once).
+    defer_for: Option<jiff::SignedDuration>,
     /// The source last planned, to tell which DaemonSets a new one changed.
     planned: Option<Arc<InEffect>>,
     /// This replica could write in the last pass (becoming able to wakes everything).
@@ -746,6 +755,16 @@ impl Incremental {
                 .filter(|(_, t)| **t <= now)
                 .map(|(k, _)| k.clone()),
         );
+        let due: Vec<Key> = self
+            .deferred
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in due {
+            self.deferred.remove(&k);
+            changes.wake.insert(k);
+        }
         if may_write && !self.wrote || self.retry {
             changes.everything = true;
         }
@@ -1041,6 +1060,24 @@ impl Reconciler {
         let mut changes = inc.changes(effect, now, gate.may_write());
         changes.merge(pending);
         let resync_due = inc.last_full.elapsed() >= inc.resync;
+        if resync_due {
+            // The comparison is of everything brought up to date: nothing waits.
+            changes
+                .wake
+                .extend(std::mem::take(&mut inc.deferred).into_keys());
+        } else if let Some(wait) = inc.defer_for {
+            let due = crate::model::later(now, wait);
+            let later = inc.planner.defer(&effect.desired, &mut changes);
+            if !later.is_empty() {
+                tracing::debug!(
+                    daemonsets = later.len(),
+                    "pods' status changed where it moves only counters: planned with the status write"
+                );
+            }
+            for key in later {
+                inc.deferred.entry(key).or_insert(due);
+            }
+        }
         let scope = if resync_due || changes.everything {
             Scope::everything()
         } else {
@@ -1075,7 +1112,10 @@ impl Reconciler {
                 .update(&effect.desired, &state.observed, &changes, state.now);
             for k in &w.removed {
                 inc.deadlines.remove(k);
+                inc.deferred.remove(k);
             }
+            // Planned now: what waited for them is in this plan.
+            inc.deferred.retain(|k, _| !w.daemonsets.contains(k));
             (w.daemonsets, !w.removed.is_empty())
         };
         if woken.is_empty() && !removed && !changes.everything {
@@ -1084,6 +1124,13 @@ impl Reconciler {
         tracing::debug!(
             daemonsets = woken.len(),
             pods = state.observed.pods.len(),
+            changed_pods = changes.pods.len(),
+            statuses = changes.statuses.len(),
+            nodes = changes.nodes.len(),
+            usage = changes.usage.len(),
+            records = changes.records.len(),
+            woken_by_name = changes.wake.len(),
+            everything = changes.everything,
             "planning the DaemonSets the changes concern"
         );
         let plan = inc.planner.plan_of(&woken, state.now);
@@ -1095,7 +1142,12 @@ impl Reconciler {
     /// last assessed).
     fn next_deadline(&self, a: Option<&crate::apply::Assessment<'_>>) -> Option<Timestamp> {
         match &self.incremental {
-            Some(inc) => inc.deadlines.values().min().copied(),
+            Some(inc) => inc
+                .deadlines
+                .values()
+                .chain(inc.deferred.values())
+                .min()
+                .copied(),
             None => a.and_then(|a| a.next_wake()),
         }
     }
@@ -1142,6 +1194,7 @@ fn resync(
         .planner
         .update(desired, &state.observed, &Changes::everything(), state.now);
     inc.deadlines.clear();
+    inc.deferred.clear();
     tracing::info!(
         daemonsets = woken.daemonsets.len(),
         mismatches = mismatches.len(),
