@@ -220,6 +220,16 @@ struct Entry {
     settled: bool,
 }
 
+/// Whether the record of the DaemonSet planned as `plan` holds its revision as the stable one:
+/// a rollout of it completed before. Until then a pod turning ready may complete it, which
+/// the record notes as it happens (the next rollout holds nodes back on that revision), so
+/// its DaemonSet is not [settled](settles).
+fn completed(ctx: &Context<'_>, plan: &DaemonSetPlan) -> bool {
+    ctx.record(&plan.namespace, &plan.name)
+        .and_then(|r| r.stable.as_ref())
+        .is_some_and(|stable| DaemonSetSpec::compile(stable).revision == plan.revision)
+}
+
 /// Whether a change of a pod's status alone ([`status_only`]) cannot change what the plan of a
 /// DaemonSet that last planned as `plan` writes: it names no readiness taint (whose gates wait
 /// for pods to be ready), follows no in-place update, pre-pull or handover, is neither
@@ -913,7 +923,7 @@ impl Incremental {
                 eligibility,
                 gated,
                 creates_on,
-                settled: settles(&plan, gated),
+                settled: settles(&plan, gated) && completed(ctx, &plan),
                 plan,
             };
             self.entries.insert(key, entry);
@@ -924,7 +934,7 @@ impl Incremental {
             let key = (p.plan.namespace.clone(), p.plan.name.clone());
             if let Some(e) = self.entries.get_mut(&key) {
                 e.eligibility = p.eligibility;
-                e.settled = settles(&p.plan, e.gated);
+                e.settled = settles(&p.plan, e.gated) && completed(ctx, &p.plan);
                 e.plan = p.plan;
             }
             woken.remove(&key);

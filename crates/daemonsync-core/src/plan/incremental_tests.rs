@@ -399,28 +399,32 @@ enum Updating {
 /// settle, and status changes of their pods can be deferred.
 fn converged(shape: (usize, usize, u64, bool)) -> (Vec<Desired>, Observed) {
     let (mut desired, mut observed) = start(shape.0, shape.1, shape.2, shape.3);
-    // Every third DaemonSet follows a canary policy whose last rollout went all the way.
-    for d in desired.iter_mut().skip(1).step_by(3) {
-        let annotations = d.daemonset.metadata.annotations.get_or_insert_default();
-        annotations.insert(crate::plan::progressive::CANARY.into(), "1".into());
-        annotations.insert(
-            crate::plan::progressive::CANARY_PAUSE.into(),
-            "manual".into(),
-        );
+    // Every third DaemonSet follows a canary policy; every last rollout went all the way, as
+    // the records say (but the last DaemonSet's, never recorded complete).
+    let count = desired.len();
+    for (i, d) in desired.iter_mut().enumerate() {
+        if i % 3 == 1 {
+            let annotations = d.daemonset.metadata.annotations.get_or_insert_default();
+            annotations.insert(crate::plan::progressive::CANARY.into(), "1".into());
+            annotations.insert(
+                crate::plan::progressive::CANARY_PAUSE.into(),
+                "manual".into(),
+            );
+        }
         let (namespace, name) = key(d);
+        let revision = crate::plan::DaemonSetSpec::compile(&d.daemonset).revision;
         observed.rollouts.push(crate::plan::RolloutRecord {
             namespace,
             name,
-            stable: Some(d.daemonset.clone()),
-            progress: Some(crate::plan::progressive::Progress {
-                revision: crate::plan::DaemonSetSpec::compile(&d.daemonset).revision,
+            stable: (i + 1 < count).then(|| d.daemonset.clone()),
+            progress: (i % 3 == 1).then_some(crate::plan::progressive::Progress {
+                revision,
                 stage: 1,
                 paused_since: None,
             }),
             ..Default::default()
         });
     }
-    // Every pod of a desired DaemonSet runs its current revision.
     let revisions: BTreeMap<Key, String> = desired
         .iter()
         .map(|d| {
@@ -906,6 +910,12 @@ fn readiness_on_a_settled_daemonset_waits_and_what_could_change_a_step_does_not(
     assert!(inc.defer(&desired, &mut changes).is_empty());
     let woken = inc.update(&desired, &observed, &changes, now);
     assert_eq!(woken.daemonsets, BTreeSet::from([settled]));
+    // agent-05's rollout was never recorded complete: a pod of it turning ready may complete
+    // it, which its record says as it happens. Nothing of its waits.
+    let i = pod_of(&observed, "agent-05");
+    let mut changes = flip(&mut observed, i, &unready);
+    assert!(inc.defer(&desired, &mut changes).is_empty());
+    assert_eq!(changes.statuses.len(), 1);
     // agent-00 runs beside the built-in controller's DaemonSet of its name: nothing of its
     // waits.
     let i = pod_of(&observed, "agent-00");
