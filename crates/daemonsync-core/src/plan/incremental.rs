@@ -216,18 +216,20 @@ struct Entry {
     creates_on: BTreeSet<Name>,
     /// Its last plan.
     plan: DaemonSetPlan,
+    /// Its record holds it as the stable DaemonSet ([`completed`]).
+    completed: bool,
     /// A change of a pod's status alone cannot change what its plan writes ([`settles`]).
     settled: bool,
 }
 
-/// Whether the record of the DaemonSet planned as `plan` holds its revision as the stable one:
-/// a rollout of it completed before. Until then a pod turning ready may complete it, which
-/// the record notes as it happens (the next rollout holds nodes back on that revision), so
-/// its DaemonSet is not [settled](settles).
-fn completed(ctx: &Context<'_>, plan: &DaemonSetPlan) -> bool {
-    ctx.record(&plan.namespace, &plan.name)
+/// Whether the record of `desired` holds it as the stable DaemonSet: a rollout of it completed
+/// before. Until then a pod turning ready may complete it, which the record notes as it
+/// happens (the next rollout holds nodes back on it), so it is not [settled](settles).
+fn completed(ctx: &Context<'_>, desired: &Desired) -> bool {
+    let (namespace, name) = key_of(desired);
+    ctx.record(&namespace, &name)
         .and_then(|r| r.stable.as_ref())
-        .is_some_and(|stable| DaemonSetSpec::compile(stable).revision == plan.revision)
+        .is_some_and(|stable| *stable == desired.daemonset)
 }
 
 /// Whether a change of a pod's status alone ([`status_only`]) cannot change what the plan of a
@@ -367,6 +369,7 @@ struct Planned {
     spec: DaemonSetSpec,
     eligibility: Arc<[Eligibility]>,
     gated: bool,
+    completed: bool,
     plan: DaemonSetPlan,
     gate: Option<readiness::Gate>,
 }
@@ -884,6 +887,7 @@ impl Incremental {
                     spec: compiled,
                     eligibility,
                     gated: readiness_taint(&d.daemonset).is_some(),
+                    completed: completed(ctx, d),
                     plan,
                     gate,
                 }))
@@ -903,14 +907,14 @@ impl Incremental {
             };
             plans.push(p.plan);
             gates.push(p.gate);
-            kept.push((p.spec, p.eligibility, p.gated));
+            kept.push((p.spec, p.eligibility, (p.gated, p.completed)));
         }
         let all: BTreeSet<(&str, &str)> = wanted
             .iter()
             .map(|(ns, n)| (ns.as_str(), n.as_str()))
             .collect();
         readiness::settle_among(ctx, policy, now, &all, &mut plans, gates);
-        for (plan, (spec, eligibility, gated)) in plans.into_iter().zip(kept) {
+        for (plan, (spec, eligibility, (gated, completed))) in plans.into_iter().zip(kept) {
             let key = (plan.namespace.clone(), plan.name.clone());
             let creates_on = plan
                 .nodes
@@ -923,7 +927,8 @@ impl Incremental {
                 eligibility,
                 gated,
                 creates_on,
-                settled: settles(&plan, gated) && completed(ctx, &plan),
+                settled: completed && settles(&plan, gated),
+                completed,
                 plan,
             };
             self.entries.insert(key, entry);
@@ -934,7 +939,7 @@ impl Incremental {
             let key = (p.plan.namespace.clone(), p.plan.name.clone());
             if let Some(e) = self.entries.get_mut(&key) {
                 e.eligibility = p.eligibility;
-                e.settled = settles(&p.plan, e.gated) && completed(ctx, &p.plan);
+                e.settled = e.completed && settles(&p.plan, e.gated);
                 e.plan = p.plan;
             }
             woken.remove(&key);
