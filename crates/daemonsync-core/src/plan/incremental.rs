@@ -28,6 +28,14 @@
 //! The result equals [`plan`](super::plan) of the same input for every DaemonSet (a property
 //! test holds it, `plan::incremental::tests`), provided the changes are reported: a change
 //! missed leaves a plan stale. A daemon therefore compares the two now and then.
+//!
+//! Some changes can wait: a pod's change of status alone ([`status_only`]: readiness, restarts,
+//! its binding) and a created pod's echo, on DaemonSets that are settled (their last step
+//! only created the pods they lacked, their record holds their revision as stable, and
+//! nothing in play reads readiness to decide a write). [`Incremental::defer`] takes them out
+//! of the changes and names the DaemonSets to wake later; until then those plans keep their
+//! counters and reports, and never ask for a write the change would not (a property test
+//! holds it).
 
 use super::classify::{is_unoccupied, unoccupied};
 use super::context::{Context, NodeOrder};
@@ -647,12 +655,12 @@ impl Incremental {
 
     /// Takes out of `changes` what cannot change what any DaemonSet writes now, and returns
     /// the DaemonSets it concerns, to be woken later: the pods whose status alone changed
-    /// ([`Changes::statuses`]) that only [settled](settles) DaemonSets claim, and what pods
-    /// request of nodes where only settled DaemonSets would create a pod (it weighs in their
-    /// risks alone). Their plans keep their counters and reports until they are woken: a
-    /// daemon wakes them soon after, as it writes their status. Nothing is deferred on the
-    /// first update or a re-plan of everything, and a DaemonSet the remaining changes wake is
-    /// planned now and not returned.
+    /// ([`Changes::statuses`]) that only settled DaemonSets claim (see the module's summary),
+    /// and what pods request of nodes where only settled DaemonSets would create a pod (it
+    /// weighs in their risks alone). Their plans keep their counters and reports until they
+    /// are woken: a daemon wakes them soon after, as it writes their status. Nothing is
+    /// deferred on the first update or a re-plan of everything, and a DaemonSet the remaining
+    /// changes wake is planned now and not returned.
     pub fn defer(&self, desired: &[Desired], changes: &mut Changes) -> BTreeSet<Key> {
         let mut later = BTreeSet::new();
         if self.fresh || changes.everything {
