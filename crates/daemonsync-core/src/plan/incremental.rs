@@ -233,9 +233,8 @@ struct Entry {
 /// Whether the record of `desired` holds it as the stable DaemonSet: a rollout of it completed
 /// before. Until then a pod turning ready may complete it, which the record notes as it
 /// happens (the next rollout holds nodes back on it), so it is not [settled](settles).
-fn completed(ctx: &Context<'_>, desired: &Desired) -> bool {
-    let (namespace, name) = key_of(desired);
-    ctx.record(&namespace, &name)
+fn completed(ctx: &Context<'_>, desired: &Desired, plan: &DaemonSetPlan) -> bool {
+    ctx.record(&plan.namespace, &plan.name)
         .and_then(|r| r.stable.as_ref())
         .is_some_and(|stable| *stable == desired.daemonset)
 }
@@ -895,7 +894,7 @@ impl Incremental {
                     spec: compiled,
                     eligibility,
                     gated: readiness_taint(&d.daemonset).is_some(),
-                    completed: completed(ctx, d),
+                    completed: completed(ctx, d, &plan),
                     plan,
                     gate,
                 }))

@@ -402,6 +402,7 @@ fn converged(shape: (usize, usize, u64, bool)) -> (Vec<Desired>, Observed) {
     // Every third DaemonSet follows a canary policy; every last rollout went all the way, as
     // the records say (but the last DaemonSet's, never recorded complete).
     let count = desired.len();
+    let mut revisions: BTreeMap<Key, String> = BTreeMap::new();
     for (i, d) in desired.iter_mut().enumerate() {
         if i % 3 == 1 {
             let annotations = d.daemonset.metadata.annotations.get_or_insert_default();
@@ -414,26 +415,19 @@ fn converged(shape: (usize, usize, u64, bool)) -> (Vec<Desired>, Observed) {
         let (namespace, name) = key(d);
         let revision = crate::plan::DaemonSetSpec::compile(&d.daemonset).revision;
         observed.rollouts.push(crate::plan::RolloutRecord {
-            namespace,
-            name,
+            namespace: namespace.clone(),
+            name: name.clone(),
             stable: (i + 1 < count).then(|| d.daemonset.clone()),
-            progress: (i % 3 == 1).then_some(crate::plan::progressive::Progress {
-                revision,
+            progress: (i % 3 == 1).then(|| crate::plan::progressive::Progress {
+                revision: revision.clone(),
                 stage: 1,
                 paused_since: None,
             }),
             ..Default::default()
         });
+        revisions.insert((namespace, name), revision);
     }
-    let revisions: BTreeMap<Key, String> = desired
-        .iter()
-        .map(|d| {
-            (
-                key(d),
-                crate::plan::DaemonSetSpec::compile(&d.daemonset).revision,
-            )
-        })
-        .collect();
+    // Every pod of a desired DaemonSet runs its current revision.
     for p in &mut observed.pods {
         let Some(c) = &p.controller else { continue };
         let Some(revision) = revisions.get(&(p.namespace.to_string(), c.name.clone())) else {
