@@ -1128,6 +1128,7 @@ impl Reconciler {
             statuses = changes.statuses.len(),
             nodes = changes.nodes.len(),
             usage = changes.usage.len(),
+            images = changes.images.len(),
             records = changes.records.len(),
             woken_by_name = changes.wake.len(),
             everything = changes.everything,

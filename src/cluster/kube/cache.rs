@@ -182,9 +182,10 @@ impl Dirty {
     }
 }
 
-/// Notes a change of a node.
-fn note_node(dirty: &mut Dirty, key: &Key, _: Option<&Node>, _: Option<&Node>) {
-    dirty.changes.nodes.insert(key.1.clone());
+/// Notes a change of a node: of what wakes every DaemonSet, or only of its images or
+/// resources ([`Changes::note_node`]).
+fn note_node(dirty: &mut Dirty, key: &Key, before: Option<&Node>, after: Option<&Node>) {
+    dirty.changes.note_node(&key.1, before, after);
     dirty.stale.nodes.insert(key.1.clone());
 }
 
@@ -1149,6 +1150,23 @@ mod tests {
             note_node,
         );
         assert!(dirty.changes.is_empty(), "a heartbeat changes nothing");
+        // The images its kubelet pulled: read by pre-pulls alone.
+        let pulled = Node {
+            images: vec!["agent:2".into()],
+            ..node("n1")
+        };
+        s.nodes.apply_noting(
+            Event::Apply((key("n1"), Some(pulled))),
+            &mut dirty,
+            note_node,
+        );
+        assert!(dirty.changes.nodes.is_empty(), "{:?}", dirty.changes);
+        assert_eq!(dirty.changes.images, BTreeSet::from(["n1".to_string()]));
+        assert!(
+            dirty.stale.nodes.contains("n1"),
+            "the view takes its images"
+        );
+        let mut dirty = Dirty::default();
         s.nodes
             .apply_noting(Event::Delete((key("n1"), None)), &mut dirty, note_node);
         assert_eq!(dirty.changes.nodes, BTreeSet::from(["n1".to_string()]));

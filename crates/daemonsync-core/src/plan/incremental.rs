@@ -139,9 +139,13 @@ pub struct Changes {
     pub records: BTreeSet<Key>,
     /// Namespaces whose labels, or whose ControllerRevisions, changed.
     pub namespaces: BTreeSet<String>,
-    /// Nodes whose pods' requests changed (what the scheduler has left there): the
-    /// DaemonSets that would create a pod there, whose risks weigh it.
+    /// Nodes whose pods' requests, or whose allocatable resources, changed (what the
+    /// scheduler has left there): the DaemonSets that would create a pod there, whose risks
+    /// weigh it.
     pub usage: BTreeSet<String>,
+    /// Nodes whose images alone changed (`status.images`, which a kubelet reports as it
+    /// pulls): only a pre-pull reads them, so they wake the DaemonSets that name one.
+    pub images: BTreeSet<String>,
     /// DaemonSets to re-plan for another reason (a deadline passed, their config copies
     /// changed, a write to retry).
     pub wake: BTreeSet<Key>,
@@ -170,6 +174,43 @@ impl Changes {
             _ => self
                 .pods
                 .extend(before.into_iter().chain(after).map(PodTouch::of)),
+        }
+    }
+
+    /// Notes a change of the node `name`: `before` and `after` are its versions (`None`:
+    /// absent). A change of what the planner reads of every node (labels, taints, readiness,
+    /// a node added or removed) is noted in [`Changes::nodes`], which wakes every DaemonSet;
+    /// a change of its allocatable resources or of what its pods request alone in
+    /// [`Changes::usage`] (risks weigh it where a pod would be created); of its images alone
+    /// in [`Changes::images`] (pre-pulls read them). Nothing is noted when nothing changed.
+    pub fn note_node(
+        &mut self,
+        name: &str,
+        before: Option<&crate::model::Node>,
+        after: Option<&crate::model::Node>,
+    ) {
+        let (b, a) = match (before, after) {
+            (Some(b), Some(a)) => (b, a),
+            (None, None) => return,
+            _ => {
+                self.nodes.insert(name.to_string());
+                return;
+            }
+        };
+        let same_otherwise = b.name == a.name
+            && b.labels == a.labels
+            && b.taints == a.taints
+            && b.ready == a.ready
+            && b.unschedulable == a.unschedulable;
+        if !same_otherwise {
+            self.nodes.insert(name.to_string());
+            return;
+        }
+        if b.allocatable != a.allocatable || b.requested != a.requested {
+            self.usage.insert(name.to_string());
+        }
+        if b.images != a.images {
+            self.images.insert(name.to_string());
         }
     }
 
@@ -207,6 +248,7 @@ impl Changes {
         self.records.extend(other.records);
         self.namespaces.extend(other.namespaces);
         self.usage.extend(other.usage);
+        self.images.extend(other.images);
         self.wake.extend(other.wake);
     }
 }
@@ -516,6 +558,16 @@ pub fn selectable(pod: &Pod) -> bool {
         .is_none_or(|c| c.kind == "DaemonSet" && is_daemonset_controller(c))
 }
 
+/// Whether a desired DaemonSet has a `daemonsync.io/pre-pull` annotation (whatever its
+/// value): its plan may read nodes' images.
+fn names_pre_pull(d: &Desired) -> bool {
+    d.daemonset
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(crate::manifest::policy::PRE_PULL))
+}
+
 /// The key of a desired DaemonSet, as its compiled spec has it.
 fn key_of(d: &Desired) -> Key {
     d.key()
@@ -580,6 +632,16 @@ impl Incremental {
                 .filter(|(ns, _)| changes.namespaces.contains(ns))
                 .cloned(),
         );
+        // A node's images: the DaemonSets that pull theirs ahead.
+        if !changes.images.is_empty() {
+            woken.extend(
+                desired
+                    .iter()
+                    .zip(&keys)
+                    .filter(|(d, _)| names_pre_pull(d))
+                    .map(|(_, k)| k.clone()),
+            );
+        }
         // A pod: its controller, the selectors it matches, its pre-pull label.
         let mut unclaimed = false;
         for touch in changes.pods.iter().chain(&changes.statuses) {

@@ -2,7 +2,7 @@
 //! fleets, every DaemonSet's incremental plan is its full plan, and a DaemonSet the change did
 //! not wake has the plan it had (but for the rows of nodes it does not run on).
 
-use super::{Changes, Incremental, Key, PodTouch};
+use super::{Changes, Incremental, Key, PodTouch, names_pre_pull};
 use crate::manifest::policy::{READINESS_TAINT, tolerate_readiness_taint};
 use crate::model::{Node, Pod, PodPhase, ReadyCondition, Taint, TaintEffect};
 use crate::plan::{Desired, NodeState, Observed, Policy, plan};
@@ -39,6 +39,11 @@ enum Event {
     NodeNotReady(usize),
     /// What the pods bound to the node request: `.1` tenths of its CPU.
     NodeUsage(usize, u8),
+    /// What the node gives pods: `.1` tenths of a CPU.
+    NodeAllocatable(usize, u8),
+    /// The node's images: those of DaemonSet `.1`'s template (a kubelet's report after its
+    /// pulls), or none.
+    NodeImages(usize, usize, bool),
     /// A new image.
     Template(usize, u8),
     /// The template's `nodeSelector` (Linux only, or none).
@@ -97,6 +102,8 @@ fn event() -> impl Strategy<Value = Event> {
         1 => (i(), any::<bool>()).prop_map(|(n, b)| Event::NodeTainted(n, b)),
         1 => i().prop_map(Event::NodeNotReady),
         2 => (i(), 0u8..12).prop_map(|(n, u)| Event::NodeUsage(n, u)),
+        1 => (i(), 1u8..20).prop_map(|(n, u)| Event::NodeAllocatable(n, u)),
+        2 => (i(), i(), any::<bool>()).prop_map(|(n, d, b)| Event::NodeImages(n, d, b)),
         1 => (i(), any::<u8>()).prop_map(|(d, v)| Event::Template(d, v)),
         1 => (i(), any::<bool>()).prop_map(|(d, b)| Event::NodeSelector(d, b)),
         1 => (i(), any::<bool>()).prop_map(|(d, b)| Event::Selector(d, b)),
@@ -134,6 +141,14 @@ fn start(nodes: usize, daemonsets: usize, seed: u64, gated: bool) -> (Vec<Desire
                 requests: Some(requests),
                 ..Default::default()
             });
+    }
+    // Every third DaemonSet pulls its images ahead: its plans read the nodes' images.
+    for d in desired.iter_mut().skip(2).step_by(3) {
+        d.daemonset
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(crate::plan::progressive::PRE_PULL.into(), "true".into());
     }
     if gated {
         for d in desired.iter_mut().step_by(2) {
@@ -180,6 +195,17 @@ fn apply(event: &Event, desired: &mut [Desired], o: &mut Observed, counter: &mut
     };
     let node_name = |o: &Observed, n: usize| -> Option<String> {
         (!o.nodes.is_empty()).then(|| o.nodes[n % o.nodes.len()].name.clone())
+    };
+    // A node changed as a cache notes it.
+    let touch_node = |o: &mut Observed, n: usize, f: &dyn Fn(&mut Node)| {
+        let mut c = Changes::default();
+        if !o.nodes.is_empty() {
+            let i = n % o.nodes.len();
+            let before = o.nodes[i].clone();
+            f(&mut o.nodes[i]);
+            c.note_node(&before.name, Some(&before), Some(&o.nodes[i]));
+        }
+        c
     };
     match event {
         Event::PodCreated(p, n) => {
@@ -263,66 +289,74 @@ fn apply(event: &Event, desired: &mut [Desired], o: &mut Observed, counter: &mut
             if let Joining::NotReady = joining {
                 node.taints.push(taint(NOT_READY, TaintEffect::NoSchedule));
             }
-            changes.nodes.insert(node.name.clone());
+            changes.note_node(&node.name, None, Some(&node));
             o.nodes.push(node);
         }
         Event::NodeReady(n) => {
-            if let Some(name) = node_name(o, *n) {
-                let node = o.nodes.iter_mut().find(|x| x.name == name).unwrap();
+            changes = touch_node(o, *n, &|node| {
                 node.ready = Some(true);
                 node.taints.retain(|t| t.key != NOT_READY);
-                changes.nodes.insert(name);
-            }
+            });
         }
         Event::NodeRemoved(n) => {
             if !o.nodes.is_empty() {
                 let at = n % o.nodes.len();
                 let node = o.nodes.remove(at);
-                changes.nodes.insert(node.name);
+                changes.note_node(&node.name, Some(&node), None);
             }
         }
         Event::NodeRelabelled(n, windows) => {
-            if let Some(name) = node_name(o, *n) {
-                let node = o.nodes.iter_mut().find(|x| x.name == name).unwrap();
-                let (os, pool) = if *windows {
-                    ("windows", "win")
-                } else {
-                    ("linux", "gpu")
-                };
+            let (os, pool) = if *windows {
+                ("windows", "win")
+            } else {
+                ("linux", "gpu")
+            };
+            changes = touch_node(o, *n, &|node| {
                 node.labels.insert("kubernetes.io/os".into(), os.into());
                 node.labels.insert("pool".into(), pool.into());
-                changes.nodes.insert(name);
-            }
+            });
         }
         Event::NodeTainted(n, readiness) => {
-            if let Some(name) = node_name(o, *n) {
-                let node = o.nodes.iter_mut().find(|x| x.name == name).unwrap();
-                let key = if *readiness {
-                    READINESS_KEY
-                } else {
-                    "example.com/dedicated"
-                };
+            let key = if *readiness {
+                READINESS_KEY
+            } else {
+                "example.com/dedicated"
+            };
+            changes = touch_node(o, *n, &|node| {
                 node.taints.push(taint(key, TaintEffect::NoSchedule));
-                changes.nodes.insert(name);
-            }
+            });
         }
         Event::NodeNotReady(n) => {
-            if let Some(name) = node_name(o, *n) {
-                let node = o.nodes.iter_mut().find(|x| x.name == name).unwrap();
+            changes = touch_node(o, *n, &|node| {
                 node.ready = Some(false);
                 node.taints.push(taint(NOT_READY, TaintEffect::NoExecute));
-                changes.nodes.insert(name);
-            }
+            });
         }
         Event::NodeUsage(n, tenths) => {
-            if let Some(name) = node_name(o, *n) {
-                let node = o.nodes.iter_mut().find(|x| x.name == name).unwrap();
-                node.requested = Some(Box::new(BTreeMap::from([(
-                    "cpu".to_string(),
-                    i64::from(*tenths) * 100,
-                )])));
-                changes.usage.insert(name);
-            }
+            let cpu = i64::from(*tenths) * 100;
+            changes = touch_node(o, *n, &|node| {
+                node.requested = Some(Box::new(BTreeMap::from([("cpu".to_string(), cpu)])));
+            });
+        }
+        Event::NodeAllocatable(n, tenths) => {
+            let cpu = i64::from(*tenths) * 100;
+            changes = touch_node(o, *n, &|node| {
+                node.allocatable = Some(Box::new(BTreeMap::from([("cpu".to_string(), cpu)])));
+            });
+        }
+        Event::NodeImages(n, d, present) => {
+            let mut images: Vec<String> = if *present {
+                pod_spec(&mut desired[d % desired.len()])
+                    .containers
+                    .iter()
+                    .filter_map(|c| c.image.clone())
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            images.sort();
+            images.dedup();
+            changes = touch_node(o, *n, &|node| node.images.clone_from(&images));
         }
         Event::Template(d, v) => {
             let d = &mut desired[d % desired.len()];
@@ -916,4 +950,81 @@ fn readiness_on_a_settled_daemonset_waits_and_what_could_change_a_step_does_not(
     let mut changes = flip(&mut observed, i, &unready);
     assert!(inc.defer(&desired, &mut changes).is_empty());
     assert_eq!(changes.statuses.len(), 1);
+}
+
+#[test]
+fn a_nodes_images_wake_only_the_daemonsets_that_pull_ahead_and_its_resources_those_creating_there()
+{
+    let (mut desired, mut observed) = start(8, 4, 11, false);
+    // The synthetic fleet's third DaemonSet pulls ahead; no other does.
+    let pulling: Vec<Key> = desired
+        .iter()
+        .filter(|d| names_pre_pull(d))
+        .map(key)
+        .collect();
+    assert_eq!(pulling.len(), 1);
+    let now = fleet_now();
+    let mut inc = Incremental::new(Policy::default());
+    inc.update(&desired, &observed, &Changes::default(), now);
+    let before = observed.nodes[0].clone();
+    let name = before.name.clone();
+
+    // The same node again (a heartbeat the model keeps nothing of): nothing.
+    let mut changes = Changes::default();
+    changes.note_node(&name, Some(&before), Some(&before));
+    assert!(changes.is_empty());
+
+    // The kubelet reports the images it pulled: only the DaemonSet that pulls ahead.
+    let mut after = before.clone();
+    after.images = vec!["registry.example/agent:2".into()];
+    let mut changes = Changes::default();
+    changes.note_node(&name, Some(&before), Some(&after));
+    assert_eq!(changes.images, BTreeSet::from([name.clone()]));
+    assert!(changes.nodes.is_empty() && changes.usage.is_empty());
+    assert_eq!(
+        inc.woken(&desired, &changes),
+        pulling.iter().cloned().collect::<BTreeSet<_>>()
+    );
+    observed.nodes[0] = after.clone();
+    inc.update(&desired, &observed, &changes, now);
+    assert!(
+        inc.compare(&plan(&desired, &observed, &Policy::default(), now))
+            .is_empty()
+    );
+
+    // What it gives pods: what the scheduler has left there, as pods' requests are.
+    let mut resized = after.clone();
+    resized.allocatable = Some(Box::new(BTreeMap::from([("cpu".to_string(), 250)])));
+    let mut changes = Changes::default();
+    changes.note_node(&name, Some(&after), Some(&resized));
+    assert_eq!(changes.usage, BTreeSet::from([name.clone()]));
+    assert!(changes.nodes.is_empty() && changes.images.is_empty());
+
+    // Labels (or taints, or readiness) with the images: every DaemonSet, for that node.
+    let mut relabelled = after.clone();
+    relabelled.labels.insert("pool".into(), "gpu".into());
+    relabelled.images.clear();
+    let mut changes = Changes::default();
+    changes.note_node(&name, Some(&after), Some(&relabelled));
+    assert_eq!(changes.nodes, BTreeSet::from([name.clone()]));
+    assert!(changes.images.is_empty());
+    assert_eq!(inc.woken(&desired, &changes).len(), desired.len());
+
+    // Added and removed.
+    let mut changes = Changes::default();
+    changes.note_node("joined", None, Some(&Node::named("joined")));
+    changes.note_node(&name, Some(&after), None);
+    assert_eq!(
+        changes.nodes,
+        BTreeSet::from(["joined".to_string(), name.clone()])
+    );
+    // Without the annotation, nothing reads the images.
+    for d in &mut desired {
+        if let Some(a) = d.daemonset.metadata.annotations.as_mut() {
+            a.remove(crate::plan::progressive::PRE_PULL);
+        }
+    }
+    let mut changes = Changes::default();
+    changes.note_node(&name, Some(&before), Some(&after));
+    assert!(inc.woken(&desired, &changes).is_empty());
 }
