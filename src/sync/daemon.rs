@@ -885,6 +885,7 @@ impl Reconciler {
             opts.expired_leases = self.expired_leases(cluster, &state).await;
             (state, None)
         };
+        let planned = started.elapsed();
         let a = match plan {
             None => self.executor.assess(&effect.desired, &state, &opts),
             Some(plan) => {
@@ -987,7 +988,15 @@ impl Reconciler {
             inner: cluster,
             gate,
         };
+        let assessed = started.elapsed();
         let acted = self.executor.act(&mut gated, &a, &state, &opts).await;
+        tracing::debug!(
+            daemonsets = a.plan.daemonsets.len(),
+            plan_ms = planned.as_secs_f64() * 1e3,
+            assess_ms = (assessed - planned).as_secs_f64() * 1e3,
+            act_ms = (started.elapsed() - assessed).as_secs_f64() * 1e3,
+            "pass timed"
+        );
         // A status held back is written when due: its DaemonSet is looked at again then.
         let held_due = acted.status_held.values().min().copied();
         if let Some(inc) = self.incremental.as_mut() {
