@@ -1087,13 +1087,17 @@ impl Reconciler {
                 inc.deferred.entry(key).or_insert(due);
             }
         }
-        let scope = if resync_due || changes.everything {
-            Scope::everything()
-        } else {
-            let woken = inc.planner.woken(&effect.desired, &changes);
-            inc.planner.scope(&effect.desired, &woken)
-        };
-        let mut state = cluster.observe_scoped(&scope, now);
+        // The pods the woken DaemonSets' plans read, decided on the nodes observed with them:
+        // a DaemonSet that only needs the rows of the nodes that changed reads none.
+        let planner = &inc.planner;
+        let (mut state, scope) = cluster.observe_with(now, |nodes| {
+            if resync_due || changes.everything {
+                return Scope::everything();
+            }
+            let woken = planner.woken(&effect.desired, &changes);
+            let woken = planner.needing_pods(&effect.desired, &changes, &woken, nodes);
+            planner.scope(&effect.desired, &woken)
+        });
         if scope.everything {
             // What reached the caches since the changes were taken is in this observation:
             // planned with it (a resync then compares plans of the same changes).

@@ -499,15 +499,28 @@ impl KubeCluster {
     /// of everything takes the changes it shows with it, under the same lock
     /// ([`KubeCluster::observed_changes`]); a scoped one takes none, they wake the next pass.
     pub fn observe_scoped(&mut self, scope: &Scope, now: Timestamp) -> ClusterState {
+        self.observe_with(now, |_| scope.clone()).0
+    }
+
+    /// [`observe_scoped`](Self::observe_scoped) with the scope `scope_of` gives for the nodes
+    /// as the caches have them now: the pods picked are those the planning of those nodes
+    /// needs. Returns the scope with the observation.
+    pub fn observe_with(
+        &mut self,
+        now: Timestamp,
+        scope_of: impl FnOnce(&[crate::model::Node]) -> Scope,
+    ) -> (ClusterState, Scope) {
         let mut s = self.cache.lock();
+        let nodes = s.observed_nodes();
+        let scope = scope_of(&nodes);
         if scope.everything {
             self.seen = s.version;
             self.changes.keep(s.take_changes());
         }
         let records: Vec<Record> = s.records.items.values().map(|r| r.record.clone()).collect();
         let observed = Observed {
-            nodes: s.observed_nodes(),
-            pods: s.pods_in(scope),
+            nodes,
+            pods: s.pods_in(&scope),
             daemonsets: s.daemonsets.items.values().cloned().collect(),
             rollouts: s
                 .records
@@ -519,12 +532,13 @@ impl KubeCluster {
             namespaces: s.namespaces.items.values().cloned().collect(),
             version: self.version,
         };
-        ClusterState {
+        let state = ClusterState {
             observed,
             records,
             config_copies: s.config_copies(),
             now,
-        }
+        };
+        (state, scope)
     }
 
     /// A client for the same API server, with the same credentials and User-Agent (for the

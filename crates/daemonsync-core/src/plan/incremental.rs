@@ -801,6 +801,59 @@ impl Incremental {
         scope
     }
 
+    /// Of the DaemonSets `woken` (among `desired`), those only changed nodes woke and whose
+    /// plans only need those nodes' rows ([`Entry::rows_only`]), with the new rows: `changed`
+    /// gives each changed node as the cluster has it now (`None`: gone).
+    fn rows_alone(
+        &self,
+        desired: &[Desired],
+        changes: &Changes,
+        woken: &BTreeSet<Key>,
+        changed: &[(&str, Option<&crate::model::Node>)],
+    ) -> BTreeMap<Key, Vec<NodeEntry>> {
+        if self.fresh || changes.everything || changes.nodes.is_empty() {
+            return BTreeMap::new();
+        }
+        let others = Changes {
+            nodes: BTreeSet::new(),
+            ..changes.clone()
+        };
+        let otherwise = self.woken(desired, &others);
+        woken
+            .difference(&otherwise)
+            .filter(|k| !changes.daemonsets.contains(*k))
+            .filter_map(|k| {
+                let rows = self.entries.get(k)?.rows_only(changed, &self.policy)?;
+                Some((k.clone(), rows))
+            })
+            .collect()
+    }
+
+    /// The DaemonSets of `woken` (among `desired`) whose pods planning them reads, when the
+    /// nodes are `nodes`: all but those whose changed nodes' rows are all their plans need
+    /// (a node registering not ready, a pool their selector leaves out). What an observation
+    /// for [`update`](Self::update) must hold is the [`scope`](Self::scope) of these: the
+    /// others are brought up to date without reading a pod.
+    pub fn needing_pods(
+        &self,
+        desired: &[Desired],
+        changes: &Changes,
+        woken: &BTreeSet<Key>,
+        nodes: &[crate::model::Node],
+    ) -> BTreeSet<Key> {
+        let changed: Vec<(&str, Option<&crate::model::Node>)> = changes
+            .nodes
+            .iter()
+            .map(|n| (n.as_str(), nodes.iter().find(|x| x.name == *n)))
+            .collect();
+        let rows = self.rows_alone(desired, changes, woken, &changed);
+        woken
+            .iter()
+            .filter(|k| !rows.contains_key(*k))
+            .cloned()
+            .collect()
+    }
+
     /// Plans the DaemonSets `changes` wake against `observed` at `now`, re-using what the
     /// others and the unchanged nodes allow; forgets the DaemonSets no longer desired.
     pub fn update(
@@ -865,17 +918,6 @@ impl Incremental {
         // The same nodes, none changed: each kept eligibility row is re-used as it is (its
         // length is checked too: a row kept from before the nodes last changed is rebuilt).
         let unchanged = same_nodes && previous.iter().all(Option::is_some);
-        // The DaemonSets only nodes woke: the changed nodes, each as the cluster has it now.
-        let by_nodes_alone: BTreeSet<Key> = if full || changes.nodes.is_empty() {
-            BTreeSet::new()
-        } else {
-            let others = Changes {
-                nodes: BTreeSet::new(),
-                ..changes.clone()
-            };
-            let otherwise = self.woken(desired, &others);
-            woken.difference(&otherwise).cloned().collect()
-        };
         let changed: Vec<(&str, Option<&crate::model::Node>)> = changes
             .nodes
             .iter()
@@ -884,21 +926,22 @@ impl Incremental {
                 (n.as_str(), node)
             })
             .collect();
+        let mut rows = if full {
+            BTreeMap::new()
+        } else {
+            self.rows_alone(desired, changes, &woken, &changed)
+        };
         let policy = &self.policy;
         let work: Vec<(&Desired, Work)> = desired
             .iter()
             .filter(|d| woken.contains(&key_of(d)))
             .map(|d| {
                 let key = key_of(d);
-                let reuse = !full && !changes.daemonsets.contains(&key);
-                let kept = self.entries.get(&key).filter(|_| reuse);
-                let rows = kept
-                    .filter(|_| by_nodes_alone.contains(&key))
-                    .and_then(|e| Some((e, e.rows_only(&changed, policy)?)));
-                match rows {
-                    Some((e, rows)) => (d, Work::Rows(e, rows)),
-                    None => (d, Work::Plan(kept)),
+                if let Some(new) = rows.remove(&key) {
+                    return (d, Work::Rows(&self.entries[&key], new));
                 }
+                let reuse = !full && !changes.daemonsets.contains(&key);
+                (d, Work::Plan(self.entries.get(&key).filter(|_| reuse)))
             })
             .collect();
         if work.iter().any(|(_, w)| matches!(w, Work::Plan(_))) {

@@ -399,7 +399,8 @@ fn by_key<'a>(
 }
 
 /// The observation an update of the DaemonSets `changes` wake needs: every pod, or (when
-/// `scoped`) only the pods in the scope of those DaemonSets, as a daemon observes.
+/// `scoped`) only the pods in the scope of those of them that read pods (not those the rows
+/// of the changed nodes bring up to date), as a daemon observes.
 fn observation(
     inc: &Incremental,
     desired: &[Desired],
@@ -410,7 +411,11 @@ fn observation(
     if !scoped {
         return observed.clone();
     }
-    let scope = inc.scope(desired, &inc.woken(desired, changes));
+    let woken = inc.woken(desired, changes);
+    let scope = inc.scope(
+        desired,
+        &inc.needing_pods(desired, changes, &woken, &observed.nodes),
+    );
     let mut o = observed.clone();
     o.pods.retain(|p| scope.concerns(p));
     o
@@ -749,8 +754,16 @@ fn a_node_registering_not_ready_only_adds_its_row_until_it_is_ready() {
         ..Changes::default()
     };
     // A DaemonSet tolerating every taint (as a CNI does) is to run there now, and is planned
-    // again; the others have the node's row, and nothing else of theirs changed.
+    // again; the others have the node's row, and nothing else of theirs changed: their pods
+    // are not even read (a daemon observes none of them).
+    let needing = inc.needing_pods(
+        &desired,
+        &changes,
+        &inc.woken(&desired, &changes),
+        &observed.nodes,
+    );
     let woken = inc.update(&desired, &observed, &changes, now);
+    assert_eq!(needing, woken.daemonsets);
     let runs_there = |inc: &Incremental| -> BTreeSet<Key> {
         inc.plans()
             .filter(|d| {
@@ -775,7 +788,14 @@ fn a_node_registering_not_ready_only_adds_its_row_until_it_is_ready() {
         .unwrap();
     node.ready = Some(true);
     node.taints.clear();
+    let needing = inc.needing_pods(
+        &desired,
+        &changes,
+        &inc.woken(&desired, &changes),
+        &observed.nodes,
+    );
     let woken = inc.update(&desired, &observed, &changes, now);
+    assert_eq!(needing, woken.daemonsets);
     assert_eq!(woken.daemonsets, runs_there(&inc));
     assert!(woken.daemonsets.len() > before, "{woken:?}");
     for d in inc.plans() {
