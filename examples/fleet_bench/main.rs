@@ -319,10 +319,19 @@ impl<'a> Bench<'a> {
             own: BTreeMap::new(),
         };
         let progress = (events / 10).max(1);
+        // Each event's start (UTC, as the daemon's log stamps its lines) and latencies, kept
+        // with `--keep` to find what a slow one met in the daemon's log.
+        let mut log = String::from("start,first_ms,last_ms\n");
         for i in 0..events {
+            let started = jiff::Timestamp::now();
             let s = next(self)
                 .await
                 .with_context(|| format!("{what}: event {i}"))?;
+            log.push_str(&format!(
+                "{started},{:.1},{:.1}\n",
+                s.first.as_secs_f64() * 1000.0,
+                s.last.as_secs_f64() * 1000.0
+            ));
             kind.first.push(s.first.as_secs_f64() * 1000.0);
             kind.latencies.push(s.last.as_secs_f64() * 1000.0);
             for r in s.own {
@@ -336,6 +345,12 @@ impl<'a> Bench<'a> {
                 );
             }
         }
+        let file = what
+            .split_whitespace()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join("-");
+        std::fs::write(self.dir.join(format!("events-{file}.csv")), log)?;
         // What the daemon does after the last write (its status writes) counts too.
         tokio::time::sleep(Duration::from_millis(1500)).await;
         kind.cpu = self.daemon.process.cpu().saturating_sub(cpu);
@@ -372,7 +387,8 @@ impl<'a> Bench<'a> {
             e.added && e.app == app && e.node == node && e.name != name
         })
         .await
-        .with_context(|| format!("no replacement of {name} on {node}"))?;
+        .with_context(|| format!("no replacement of {name} on {node}"))?
+        .at;
         let took = at.duration_since(start);
         Ok(Sample {
             first: took,
@@ -393,32 +409,25 @@ impl<'a> Bench<'a> {
             .create(&PostParams::default(), &node)
             .await
             .with_context(|| format!("create node {name}"))?;
+        // The DaemonSets whose pod for it was seen, from the events alone: scanning the
+        // fleet's map of 100,000 pods per event, under the lock the watch task takes for
+        // every event, delayed the stamps of the events that followed.
         let mut seen = std::collections::BTreeSet::new();
         let mut first = None;
-        while seen.len() < self.daemonsets {
-            let at = wait_for(&mut rx, self.timeout, |e| e.added && e.node == name)
+        loop {
+            let e = wait_for(&mut rx, self.timeout, |e| e.added && e.node == name)
                 .await
                 .with_context(|| format!("node {name} got {} of its pods", seen.len()))?;
-            first.get_or_insert(at);
-            // Which one it was is in the fleet's map.
-            seen = self
-                .fleet
-                .pods
-                .lock()
-                .unwrap()
-                .keys()
-                .filter(|(_, n)| *n == name)
-                .map(|(a, _)| a.clone())
-                .collect();
+            first.get_or_insert(e.at);
+            seen.insert(e.app);
             if seen.len() >= self.daemonsets {
                 return Ok(Sample {
-                    first: first.unwrap_or(at).duration_since(start),
-                    last: at.duration_since(start),
+                    first: first.unwrap_or(e.at).duration_since(start),
+                    last: e.at.duration_since(start),
                     own: vec!["POST nodes"],
                 });
             }
         }
-        bail!("unreachable")
     }
 
     async fn change_image(&self, ds: usize, version: usize) -> Result<Sample> {
@@ -463,7 +472,8 @@ impl<'a> Bench<'a> {
             e.app == app && (e.deleting || (e.added && e.image.ends_with(&format!(":{version}"))))
         })
         .await
-        .with_context(|| format!("no write for {app} {version}"))?;
+        .with_context(|| format!("no write for {app} {version}"))?
+        .at;
         let took = at.duration_since(start);
         Ok(Sample {
             first: took,
@@ -631,7 +641,7 @@ async fn wait_for(
     rx: &mut tokio::sync::broadcast::Receiver<Seen>,
     timeout: Duration,
     matches: impl Fn(&Seen) -> bool,
-) -> Result<Instant> {
+) -> Result<Seen> {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         match tokio::time::timeout_at(deadline, rx.recv()).await {
@@ -640,7 +650,7 @@ async fn wait_for(
                 eprintln!("the harness fell {n} events behind");
             }
             Ok(Err(e)) => bail!("the watch stopped: {e}"),
-            Ok(Ok(e)) if matches(&e) => return Ok(e.at),
+            Ok(Ok(e)) if matches(&e) => return Ok(e),
             Ok(Ok(_)) => {}
         }
     }
