@@ -755,13 +755,17 @@ impl Incremental {
                 .filter(|(_, t)| **t <= now)
                 .map(|(k, _)| k.clone()),
         );
-        let due: Vec<Key> = self
+        // The deferred DaemonSets due, the longest waiting first, a few per pass: under churn
+        // they come due together, and a pass planning them all would hold up the event that
+        // arrives meanwhile; the rest follow in the passes right after.
+        let mut due: Vec<(Timestamp, Key)> = self
             .deferred
             .iter()
             .filter(|(_, t)| **t <= now)
-            .map(|(k, _)| k.clone())
+            .map(|(k, t)| (*t, k.clone()))
             .collect();
-        for k in due {
+        due.sort();
+        for (_, k) in due.into_iter().take(DEFERRED_PER_PASS) {
             self.deferred.remove(&k);
             changes.wake.insert(k);
         }
@@ -773,6 +777,9 @@ impl Incremental {
         changes
     }
 }
+
+/// How many deferred DaemonSets one pass wakes at most (`Incremental::deferred`).
+const DEFERRED_PER_PASS: usize = 4;
 
 /// The earlier of two instants, either maybe absent.
 fn earliest(a: Option<Timestamp>, b: Option<Timestamp>) -> Option<Timestamp> {
@@ -1216,4 +1223,57 @@ fn resync(
         "resync: every DaemonSet planned afresh and compared"
     );
     woken.daemonsets
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{DEFERRED_PER_PASS, InEffect, Incremental, Key};
+    use crate::model::Timestamp;
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn deferred_daemonsets_come_due_a_few_per_pass_the_longest_waiting_first() {
+        let effect = Arc::new(InEffect {
+            desired: Vec::new(),
+            invalid: BTreeMap::new(),
+            error: None,
+            record: Default::default(),
+            revision: None,
+            rendered: None,
+        });
+        let now: Timestamp = "2026-11-27T12:00:00Z".parse().expect("a time");
+        let at = |ms: i64| now - jiff::SignedDuration::from_millis(ms);
+        let key = |i: usize| ("fleet".to_string(), format!("agent-{i:02}"));
+        let mut inc = Incremental {
+            planner: crate::plan::incremental::Incremental::new(Default::default()),
+            resync: Duration::from_secs(600),
+            last_full: Instant::now(),
+            deadlines: BTreeMap::new(),
+            // Six due, the higher the number the longer waiting; one not yet.
+            deferred: (0..6)
+                .map(|i| (key(i), at(10 * i as i64)))
+                .chain([(key(9), now + jiff::SignedDuration::from_secs(1))])
+                .collect(),
+            defer_for: Some(jiff::SignedDuration::from_secs(1)),
+            planned: Some(Arc::clone(&effect)),
+            wrote: false,
+            expired: BTreeSet::new(),
+            retry: false,
+        };
+        let first = inc.changes(&effect, now, false);
+        let longest: BTreeSet<Key> = (2..6).map(key).collect();
+        assert_eq!(DEFERRED_PER_PASS, 4);
+        assert_eq!(first.wake, longest);
+        assert!(!first.everything);
+        // The rest, in the pass right after; the one not due stays.
+        assert_eq!(
+            inc.deferred.keys().cloned().collect::<BTreeSet<_>>(),
+            BTreeSet::from([key(0), key(1), key(9)])
+        );
+        let second = inc.changes(&effect, now, false);
+        assert_eq!(second.wake, BTreeSet::from([key(0), key(1)]));
+        assert_eq!(inc.deferred.keys().collect::<Vec<_>>(), vec![&key(9)]);
+    }
 }
