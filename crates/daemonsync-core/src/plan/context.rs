@@ -62,6 +62,11 @@ pub(crate) struct NodeOrder {
     /// reading its name. Each name is held here, so an address here is never another
     /// string's.
     by_address: HashMap<usize, (Name, u32)>,
+    /// The names again, by position, one copy per rayon worker, made by it when it first
+    /// names a node: the rows and stages of every plan take a reference to each node's name,
+    /// and DaemonSets planned at once on two cores taking them from one shared copy moved
+    /// each name's reference count between the cores, once per DaemonSet.
+    by_thread: Box<[std::sync::OnceLock<Box<[Name]>>]>,
 }
 
 impl NodeOrder {
@@ -96,7 +101,24 @@ impl NodeOrder {
             names,
             position,
             by_address,
+            by_thread: (0..rayon::current_num_threads())
+                .map(|_| std::sync::OnceLock::new())
+                .collect(),
         }
+    }
+
+    /// The name of the node at `pos`: the calling rayon worker's copy, else the shared one.
+    fn name_at(&self, pos: u32) -> Name {
+        let Some(copy) = rayon::current_thread_index().and_then(|i| self.by_thread.get(i)) else {
+            return self.names[self.order[pos as usize] as usize].clone();
+        };
+        let names = copy.get_or_init(|| {
+            self.order
+                .iter()
+                .map(|&i| Name::from(&*self.names[i as usize]))
+                .collect()
+        });
+        names[pos as usize].clone()
     }
 
     /// The position of the node named `name`: by its address when it is the name this order
@@ -188,7 +210,7 @@ impl<'a> Context<'a> {
 
     /// The name of the node at `pos` in name order.
     pub(super) fn name_at(&self, pos: u32) -> Name {
-        self.nodes.names[self.nodes.order[pos as usize] as usize].clone()
+        self.nodes.name_at(pos)
     }
 
     /// The name of a slot's node (a vanished node's too).
