@@ -105,18 +105,37 @@ pub fn status_only(before: &Pod, after: &Pod) -> bool {
         }
         _ => false,
     };
+    // Every field is named, so that a field added to the model is placed on one side: what
+    // must stay the same, or status (`_`, some checked above).
+    let Pod {
+        namespace,
+        name,
+        labels,
+        controller,
+        node_name: _,
+        target_node,
+        phase: _,
+        creation_timestamp,
+        deletion_timestamp: _,
+        ready: _,
+        waiting_reason: _,
+        signals: _,
+        requests,
+        detail: _,
+        config,
+    } = before;
     alive(before)
         && alive(after)
         && bound_as_before
         && in_place_alike
-        && before.name == after.name
-        && before.namespace == after.namespace
-        && (Arc::ptr_eq(&before.labels, &after.labels) || before.labels == after.labels)
-        && before.controller == after.controller
-        && before.target_node == after.target_node
-        && before.creation_timestamp == after.creation_timestamp
-        && before.requests == after.requests
-        && before.config == after.config
+        && *name == after.name
+        && *namespace == after.namespace
+        && (Arc::ptr_eq(labels, &after.labels) || *labels == after.labels)
+        && *controller == after.controller
+        && *target_node == after.target_node
+        && *creation_timestamp == after.creation_timestamp
+        && *requests == after.requests
+        && *config == after.config
 }
 
 /// What changed since the last [`Incremental::update`].
@@ -197,19 +216,31 @@ impl Changes {
                 return;
             }
         };
-        let same_otherwise = b.name == a.name
-            && b.labels == a.labels
-            && b.taints == a.taints
-            && b.ready == a.ready
-            && b.unschedulable == a.unschedulable;
+        // Every field is named, so that a field added to the model is placed: what every
+        // plan reads of the node, or one of the fields noted apart below.
+        let crate::model::Node {
+            name: node_name,
+            labels,
+            taints,
+            ready,
+            unschedulable,
+            images,
+            allocatable,
+            requested,
+        } = b;
+        let same_otherwise = *node_name == a.name
+            && *labels == a.labels
+            && *taints == a.taints
+            && *ready == a.ready
+            && *unschedulable == a.unschedulable;
         if !same_otherwise {
             self.nodes.insert(name.to_string());
             return;
         }
-        if b.allocatable != a.allocatable || b.requested != a.requested {
+        if *allocatable != a.allocatable || *requested != a.requested {
             self.usage.insert(name.to_string());
         }
-        if b.images != a.images {
+        if *images != a.images {
             self.images.insert(name.to_string());
         }
     }
@@ -841,10 +872,16 @@ impl Incremental {
         woken: &BTreeSet<Key>,
         nodes: &[crate::model::Node],
     ) -> BTreeSet<Key> {
+        // One walk of the nodes, however many changed (a pool relabelled at once).
+        let found: BTreeMap<&str, &crate::model::Node> = nodes
+            .iter()
+            .filter(|n| changes.nodes.contains(&n.name))
+            .map(|n| (n.name.as_str(), n))
+            .collect();
         let changed: Vec<(&str, Option<&crate::model::Node>)> = changes
             .nodes
             .iter()
-            .map(|n| (n.as_str(), nodes.iter().find(|x| x.name == *n)))
+            .map(|n| (n.as_str(), found.get(n.as_str()).copied()))
             .collect();
         let rows = self.rows_alone(desired, changes, woken, &changed);
         woken
