@@ -95,7 +95,7 @@ pub fn standing(record: Option<&Record>, revision: &str, opts: &ApplyOptions) ->
 /// The standing of every planned DaemonSet that is not simply [`Standing::Ours`].
 pub fn standings(
     plan: &crate::plan::Plan,
-    records: &[Record],
+    records: &[std::sync::Arc<Record>],
     opts: &ApplyOptions,
 ) -> std::collections::BTreeMap<Key, Standing> {
     plan.daemonsets
@@ -104,7 +104,7 @@ pub fn standings(
             let record = records
                 .iter()
                 .find(|r| r.namespace == ds.namespace && r.name == ds.name);
-            match standing(record, &ds.revision, opts) {
+            match standing(record.map(|r| &**r), &ds.revision, opts) {
                 Standing::Ours => None,
                 s => Some(((ds.namespace.clone(), ds.name.clone()), s)),
             }

@@ -113,7 +113,8 @@ impl Record {
             name: self.name.clone(),
             stable: status
                 .and_then(|s| s.stable.as_ref())
-                .and_then(|v| serde_json::from_value(v.clone()).ok()),
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .map(std::sync::Arc::new),
             progress: status
                 .and_then(|s| s.rollout.as_ref())
                 .map(|r| r.progress.clone()),
@@ -126,7 +127,7 @@ impl Record {
                 .daemonset
                 .as_ref()
                 .filter(|d| crate::manifest::policy::readiness_taint(d).is_some())
-                .cloned(),
+                .map(|d| std::sync::Arc::new(d.clone())),
             stalled: status
                 .and_then(|s| s.reconcile.as_ref())
                 .filter(|r| r.state == ReconcileState::Stalled)
@@ -246,8 +247,9 @@ impl Reconcile {
 pub struct ClusterState {
     /// Nodes, the pods that may belong to managed DaemonSets, live `apps/v1` DaemonSets.
     pub observed: Observed,
-    /// Records of managed DaemonSets, sorted by namespace and name.
-    pub records: Vec<Record>,
+    /// Records of managed DaemonSets, sorted by namespace and name, shared with the cache they
+    /// were observed from (a record holds whole DaemonSets: an observation copies none).
+    pub records: Vec<std::sync::Arc<Record>>,
     /// The immutable copies of ConfigMaps and Secrets daemonsync wrote for DaemonSets'
     /// revisions (a live backend shows them once it has written one).
     pub config_copies: Vec<ObservedCopy>,

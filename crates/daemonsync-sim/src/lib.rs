@@ -395,7 +395,11 @@ impl Cluster for Sim {
     async fn observe(&mut self) -> Result<ClusterState, ClusterError> {
         Ok(ClusterState {
             observed: self.observed(),
-            records: self.records(),
+            records: self
+                .records()
+                .into_iter()
+                .map(std::sync::Arc::new)
+                .collect(),
             config_copies: self.world.config_copies(),
             now: self.now(),
         })

@@ -68,8 +68,8 @@ impl PartialEq for CachedPod {
 /// A cached record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CachedRecord {
-    /// What the executor reads of it.
-    pub record: crate::cluster::Record,
+    /// What the executor reads of it, shared with the observations that hold it.
+    pub record: Arc<crate::cluster::Record>,
     /// `metadata.generation`.
     pub generation: Option<i64>,
     /// `metadata.resourceVersion`.
@@ -933,7 +933,7 @@ pub fn start(
             let record = super::record::record_of(r);
             let record = CachedRecord {
                 rollout: record.rollout_record(),
-                record,
+                record: Arc::new(record),
                 generation: r.metadata.generation,
                 resource_version: r.metadata.resource_version.clone(),
                 daemon_set: r.spec.daemon_set.clone(),

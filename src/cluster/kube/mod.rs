@@ -517,7 +517,12 @@ impl KubeCluster {
             self.seen = s.version;
             self.changes.keep(s.take_changes());
         }
-        let records: Vec<Record> = s.records.items.values().map(|r| r.record.clone()).collect();
+        let records: Vec<Arc<Record>> = s
+            .records
+            .items
+            .values()
+            .map(|r| Arc::clone(&r.record))
+            .collect();
         let observed = Observed {
             nodes,
             pods: s.pods_in(&scope),

@@ -371,7 +371,7 @@ pub fn stable_daemonset<'o>(observed: &'o Observed, ns: &str, name: &str) -> Opt
         .rollouts
         .iter()
         .find(|r| r.namespace == ns && r.name == name)
-        .and_then(|r| r.stable.as_ref())
+        .and_then(|r| r.stable.as_deref())
         .or_else(|| {
             observed.daemonsets.iter().find(|d| {
                 d.metadata.namespace.as_deref().unwrap_or("default") == ns

@@ -456,7 +456,7 @@ fn converged(shape: (usize, usize, u64, bool)) -> (Vec<Desired>, Observed) {
         observed.rollouts.push(crate::plan::RolloutRecord {
             namespace: namespace.clone(),
             name: name.clone(),
-            stable: (i + 1 < count).then(|| d.daemonset.clone()),
+            stable: (i + 1 < count).then(|| d.daemonset.clone().into()),
             progress: (i % 3 == 1).then(|| crate::plan::progressive::Progress {
                 revision: revision.clone(),
                 stage: 1,

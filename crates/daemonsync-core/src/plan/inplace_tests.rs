@@ -20,7 +20,7 @@ fn running(n: usize, old: &DaemonSet) -> Cluster {
     c.rollouts.push(RolloutRecord {
         namespace: spec.namespace,
         name: spec.name,
-        stable: Some(old.clone()),
+        stable: Some(old.clone().into()),
         ..RolloutRecord::default()
     });
     c

@@ -64,7 +64,8 @@ pub struct RolloutRecord {
     /// Name.
     pub name: String,
     /// The DaemonSet the last complete rollout reached: nodes held back run its revision.
-    pub stable: Option<DaemonSet>,
+    /// Shared: every observation holds the records' rollouts.
+    pub stable: Option<std::sync::Arc<DaemonSet>>,
     /// Where the rollout stands.
     pub progress: Option<Progress>,
     /// `daemonsync promote`: the revision and the stage up to which pauses may pass.
@@ -80,7 +81,7 @@ pub struct RolloutRecord {
     pub halted: Option<String>,
     /// The record's DaemonSet, when it names a readiness taint: the plans of other
     /// DaemonSets naming the same key wait for its pods too (`plan::readiness`).
-    pub gating: Option<DaemonSet>,
+    pub gating: Option<std::sync::Arc<DaemonSet>>,
     /// The record's `Stalled` condition, while it is True.
     pub stalled: Option<super::Stalled>,
 }

@@ -48,7 +48,7 @@ fn fleet(
     c.rollouts.push(RolloutRecord {
         namespace: spec.namespace,
         name: spec.name,
-        stable: Some(old),
+        stable: Some(old.into()),
         ..RolloutRecord::default()
     });
     (c, new)

@@ -233,7 +233,7 @@ fn a_daemonset_of_another_source_gates_the_key_through_its_record() {
     c.rollouts.push(RolloutRecord {
         namespace: "default".into(),
         name: "cni".into(),
-        gating: Some(cni.clone()),
+        gating: Some(cni.clone().into()),
         ..RolloutRecord::default()
     });
     // `cni` is applied from another source: its record holds it, and it has no pod on the

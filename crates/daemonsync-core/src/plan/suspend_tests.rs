@@ -35,7 +35,7 @@ fn mid_rollout(annotations: &[(&str, &str)]) -> (Cluster, DaemonSet, DaemonSet) 
     c.rollouts.push(RolloutRecord {
         namespace: "default".into(),
         name: "agent".into(),
-        stable: Some(old.clone()),
+        stable: Some(old.clone().into()),
         ..RolloutRecord::default()
     });
     (c, old, new)

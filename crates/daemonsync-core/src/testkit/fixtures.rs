@@ -179,7 +179,7 @@ pub fn zoned_rollout(annotations: &[(&str, &str)], stable: bool) -> (Desired, Ob
     let rollouts = vec![RolloutRecord {
         namespace: "demo".into(),
         name: "agent".into(),
-        stable: stable.then_some(old),
+        stable: stable.then(|| std::sync::Arc::new(old)),
         ..RolloutRecord::default()
     }];
     let observed = Observed {
@@ -342,7 +342,7 @@ pub fn in_place_rollout(edit: impl FnOnce(&mut Desired)) -> (Desired, Observed) 
     let rollouts = vec![RolloutRecord {
         namespace: "demo".into(),
         name: "agent".into(),
-        stable: Some(stable),
+        stable: Some(std::sync::Arc::new(stable)),
         ..RolloutRecord::default()
     }];
     let observed = Observed {
@@ -455,7 +455,7 @@ pub fn suspended_plan() -> Plan {
         RolloutRecord {
             namespace: "demo".into(),
             name: "agent".into(),
-            stable: Some(old_agent.daemonset),
+            stable: Some(std::sync::Arc::new(old_agent.daemonset)),
             paused: true,
             ..RolloutRecord::default()
         },
