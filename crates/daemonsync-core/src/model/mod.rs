@@ -15,7 +15,7 @@ mod toleration;
 mod version;
 
 pub use node::{Node, Taint, TaintEffect};
-pub use nodes::Nodes;
+pub use nodes::{Nodes, Seen as NodesSeen};
 pub use pod::{
     IN_PLACE_READY_CONDITION, OwnerRef, Pod, PodDetail, PodPhase, PodSignals, ReadyCondition,
     target_node_from_affinity,

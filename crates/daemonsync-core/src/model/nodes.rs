@@ -20,6 +20,26 @@ impl Nodes {
     pub fn ptr_eq(&self, other: &Nodes) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
+
+    /// A handle on this very list that keeps none of it alive ([`Seen::is`]).
+    pub fn seen(&self) -> Seen {
+        Seen(Arc::downgrade(&self.0))
+    }
+}
+
+/// A list of nodes once seen, known by its address without holding it: tells whether a later
+/// observation holds that same list, unwritten since, without reading a node. A list is only
+/// written through [`Arc::make_mut`], which copies it when another holder shares it and
+/// otherwise moves it away from every such handle: either way, the list written is another
+/// one. Keeping this handle never makes a write copy the list.
+#[derive(Debug, Clone, Default)]
+pub struct Seen(std::sync::Weak<Vec<Node>>);
+
+impl Seen {
+    /// Whether `nodes` is the list seen, as it was then.
+    pub fn is(&self, nodes: &Nodes) -> bool {
+        self.0.upgrade().is_some_and(|a| Arc::ptr_eq(&a, &nodes.0))
+    }
 }
 
 impl std::ops::Deref for Nodes {
@@ -81,5 +101,34 @@ mod tests {
             "writing one observation leaves the other as it was"
         );
         assert_eq!(b.len(), 2);
+    }
+
+    #[test]
+    fn a_list_seen_is_known_until_it_is_written() {
+        let mut a: Nodes = vec![Node::named("a")].into();
+        let seen = a.seen();
+        assert!(seen.is(&a));
+        assert!(
+            seen.is(&a.clone()),
+            "a copy of the observation holds the same list"
+        );
+        assert!(
+            !seen.is(&vec![Node::named("a")].into()),
+            "an equal list is another one"
+        );
+        // Written while no one else holds it: moved away from the handle, not copied.
+        a[0].unschedulable = true;
+        assert!(!seen.is(&a), "the list written is not the one seen");
+        let seen = a.seen();
+        let held = a.clone();
+        a.push(Node::named("b"));
+        assert!(!seen.is(&a), "written while shared: a copy");
+        assert!(
+            seen.is(&held),
+            "the list seen, still held elsewhere, is unchanged"
+        );
+        assert_eq!(held.len(), 1);
+        drop(held);
+        assert!(!seen.is(&a), "a list no one holds is no one's");
     }
 }

@@ -309,7 +309,7 @@ struct Entry {
 fn completed(ctx: &Context<'_>, desired: &Desired, plan: &DaemonSetPlan) -> bool {
     ctx.record(&plan.namespace, &plan.name)
         .and_then(|r| r.stable.as_ref())
-        .is_some_and(|stable| *stable == desired.daemonset)
+        .is_some_and(|stable| **stable == desired.daemonset)
 }
 
 /// Whether a change of a pod's status alone ([`status_only`]) cannot change what the plan of a
@@ -473,6 +473,9 @@ pub struct Incremental {
     /// The last update's nodes in name order (where each node's eligibility is kept), re-used
     /// while their names stay the same.
     order: Option<Arc<NodeOrder>>,
+    /// The node list `order` was last found to index: an observation holding that same list
+    /// has the same names without comparing 5,000 of them.
+    indexed: crate::model::NodesSeen,
     entries: BTreeMap<Key, Entry>,
     /// No update yet: the first one plans everything.
     fresh: bool,
@@ -611,6 +614,7 @@ impl Incremental {
         Incremental {
             policy,
             order: None,
+            indexed: crate::model::NodesSeen::default(),
             entries: BTreeMap::new(),
             fresh: true,
         }
@@ -914,9 +918,12 @@ impl Incremental {
         // The nodes' order is kept while their names stay the same.
         let last = self.order.take();
         let order = match &last {
-            Some(o) if o.indexes(&observed.nodes) => Arc::clone(o),
+            Some(o) if self.indexed.is(&observed.nodes) || o.indexes(&observed.nodes) => {
+                Arc::clone(o)
+            }
             _ => Arc::new(NodeOrder::of(&observed.nodes)),
         };
+        self.indexed = observed.nodes.seen();
         let same_nodes = last.as_ref().is_some_and(|o| Arc::ptr_eq(o, &order));
         self.order = Some(Arc::clone(&order));
         let mut ctx = Context::with_nodes(observed, order);
