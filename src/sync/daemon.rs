@@ -48,6 +48,16 @@ use tokio::sync::{Notify, watch};
 const RESYNC: Duration = Duration::from_secs(60);
 /// Longest pause after passes whose writes failed (500 ms, doubling).
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How soon DaemonSets whose writes met an object changed since it was observed are looked at
+/// again, at the latest (doubled for each such pass in a row, up to 32 times): the change
+/// itself wakes them as soon as it is observed.
+const CONFLICT_RETRY: Duration = Duration::from_millis(50);
+
+/// How soon DaemonSets are looked at again after `conflicts` passes in a row met only
+/// objects changed since they were observed ([`CONFLICT_RETRY`]).
+fn conflict_retry(conflicts: u32) -> Duration {
+    CONFLICT_RETRY.saturating_mul(1 << conflicts.saturating_sub(1).min(5))
+}
 /// How long shutdown may take, at most, once the signal arrives.
 pub const SHUTDOWN_BUDGET: Duration = Duration::from_secs(8);
 
@@ -237,6 +247,7 @@ pub async fn run(opts: SyncOptions, mut shutdown: watch::Receiver<bool>) -> Resu
         metrics: Arc::clone(&metrics),
         known: BTreeSet::new(),
         failures: 0,
+        conflicts: 0,
         mass_prune_warned: false,
         rolling: BTreeSet::new(),
         unwritten: BTreeMap::new(),
@@ -683,6 +694,8 @@ struct Reconciler {
     known: BTreeSet<Key>,
     /// Passes in a row whose writes failed.
     failures: u32,
+    /// Passes in a row whose writes met only objects changed since they were observed.
+    conflicts: u32,
     mass_prune_warned: bool,
     /// DaemonSets this replica has written pods for since their last `RolloutComplete`.
     rolling: BTreeSet<Key>,
@@ -1031,10 +1044,55 @@ impl Reconciler {
                 self.rolling.remove(&key);
             }
         }
-        let error = [&acted.step_error, &acted.status_error]
+        let errors: Vec<&ClusterError> = [&acted.step_error, &acted.status_error]
             .into_iter()
             .flatten()
-            .find(|e| !matches!(e, ClusterError::Stopped(_)));
+            .filter(|e| !matches!(e, ClusterError::Stopped(_)))
+            .collect();
+        if !errors.is_empty()
+            && errors
+                .iter()
+                .all(|e| matches!(e, ClusterError::Conflict(_)))
+        {
+            // An object changed between the observation and the write: nothing failed. Its
+            // newer version wakes its DaemonSet as it arrives; the DaemonSets written are
+            // looked at again shortly in any case, later after each conflict in a row.
+            for e in &errors {
+                tracing::info!(error = %e, "an object changed since it was observed: planned again with its newer version");
+            }
+            self.conflicts = self.conflicts.saturating_add(1);
+            let again = crate::model::later(
+                Timestamp::now(),
+                jiff::SignedDuration::try_from(conflict_retry(self.conflicts)).unwrap_or_default(),
+            );
+            if let Some(inc) = self.incremental.as_mut() {
+                for d in a
+                    .plan
+                    .daemonsets
+                    .iter()
+                    .filter(|d| !d.step.is_empty() && a.writes_step(d))
+                {
+                    let at = inc
+                        .deadlines
+                        .entry((d.namespace.clone(), d.name.clone()))
+                        .or_insert(again);
+                    *at = (*at).min(again);
+                }
+            }
+            self.metrics
+                .reconcile(ReconcileResult::Success, started.elapsed());
+            return PassOutcome {
+                next_deadline: earliest(
+                    earliest(self.next_deadline(Some(&a)), held_due),
+                    Some(again),
+                ),
+                backoff: None,
+            };
+        }
+        self.conflicts = 0;
+        let error = errors
+            .into_iter()
+            .find(|e| !matches!(e, ClusterError::Conflict(_)));
         match error {
             Some(e) => {
                 tracing::warn!(error = %e, "writes failed; the next pass retries");
@@ -1227,11 +1285,22 @@ fn resync(
 
 #[cfg(test)]
 mod tests {
-    use super::{DEFERRED_PER_PASS, InEffect, Incremental, Key};
+    use super::{DEFERRED_PER_PASS, InEffect, Incremental, Key, conflict_retry};
     use crate::model::Timestamp;
     use std::collections::{BTreeMap, BTreeSet};
     use std::sync::Arc;
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn conflicts_are_retried_within_milliseconds_and_less_often_while_they_repeat() {
+        let ms = |n| conflict_retry(n).as_millis();
+        assert_eq!(
+            (1..=8).map(ms).collect::<Vec<_>>(),
+            [50, 100, 200, 400, 800, 1600, 1600, 1600]
+        );
+        // Well before the backoff of a failed write (one second at first).
+        assert!(conflict_retry(1) < Duration::from_secs(1));
+    }
 
     #[test]
     fn deferred_daemonsets_come_due_a_few_per_pass_the_longest_waiting_first() {

@@ -48,9 +48,14 @@ pub enum ClusterError {
         /// Name.
         name: String,
     },
-    /// The write was rejected (validation, conflict, a terminating namespace...).
+    /// The write was rejected (validation, a name taken, a terminating namespace...).
     #[error("{0}")]
     Rejected(String),
+    /// The object changed since it was observed (409 Conflict: a resourceVersion or uid
+    /// precondition failed): nothing is wrong with the client or the cluster, and the newer
+    /// version, once observed, is planned again.
+    #[error("{0}")]
+    Conflict(String),
     /// The backend could not be reached or failed.
     #[error("{0}")]
     Backend(String),
@@ -437,7 +442,7 @@ pub trait Cluster: Send {
 
     /// Updates a pod in place: its container images and labels, on the condition that it is
     /// still at `patch.resource_version` (a JSON patch with a `test` of the resourceVersion
-    /// on a live cluster). [`ClusterError::Rejected`] when the pod changed meanwhile.
+    /// on a live cluster). [`ClusterError::Conflict`] when the pod changed meanwhile.
     fn patch_pod_images(
         &mut self,
         namespace: &str,
@@ -460,7 +465,7 @@ pub trait Cluster: Send {
     /// Changes a pod's controller, labels and annotations (a strategic merge patch, as the
     /// built-in controllers' ControllerRefManager sends), on the condition that the pod is
     /// still the one and at the resourceVersion this client last observed.
-    /// [`ClusterError::Rejected`] when it changed meanwhile.
+    /// [`ClusterError::Conflict`] when it changed meanwhile.
     fn patch_pod_metadata(
         &mut self,
         namespace: &str,

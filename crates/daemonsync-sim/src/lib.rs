@@ -98,6 +98,10 @@ fn cluster_error(e: ApiError, kind: &'static str, namespace: &str, name: &str) -
             name: name.into(),
         },
         403 => ClusterError::Refused(e.message),
+        409 if e.reason == "Conflict" => ClusterError::Conflict(format!(
+            "the simulated cluster answered {} {}: {}",
+            e.code, e.reason, e.message
+        )),
         _ => ClusterError::Rejected(format!(
             "the simulated cluster answered {} {}: {}",
             e.code, e.reason, e.message

@@ -1237,7 +1237,7 @@ impl Cluster for KubeCluster {
                     namespace: api.namespace().unwrap_or_default().to_string(),
                     name: n.clone(),
                 }),
-                Err(e) if is_code(&e, 409) => Err(ClusterError::Rejected(format!(
+                Err(e) if is_code(&e, 409) => Err(ClusterError::Conflict(format!(
                     "pod {n} changed since it was observed; the next step re-plans: {}",
                     describe(&target, &e)
                 ))),
@@ -1274,7 +1274,7 @@ impl Cluster for KubeCluster {
                     namespace: ns,
                     name: n,
                 }),
-                Err(e) if is_code(&e, 409) => Err(ClusterError::Rejected(format!(
+                Err(e) if is_code(&e, 409) => Err(ClusterError::Conflict(format!(
                     "DaemonSet {ns}/{n} is not the one observed (uid precondition failed); the \
                      next step re-plans"
                 ))),
@@ -1467,7 +1467,7 @@ pub mod requests {
                 namespace: namespace.into(),
                 name: name.into(),
             }),
-            Err(e) if is_code(&e, 409) => Err(ClusterError::Rejected(format!(
+            Err(e) if is_code(&e, 409) => Err(ClusterError::Conflict(format!(
                 "pod {namespace}/{name} changed since it was observed (delete precondition \
                  failed); the next step re-plans"
             ))),
@@ -1496,7 +1496,7 @@ pub mod requests {
                 namespace: api.namespace().unwrap_or_default().to_string(),
                 name: name.into(),
             }),
-            Err(e) if is_code(&e, 409) || is_code(&e, 422) => Err(ClusterError::Rejected(format!(
+            Err(e) if is_code(&e, 409) || is_code(&e, 422) => Err(ClusterError::Conflict(format!(
                 "pod {name} changed since it was planned; the next step re-plans: {}",
                 describe(target, &e)
             ))),
@@ -1527,7 +1527,7 @@ pub mod requests {
                 namespace: api.namespace().unwrap_or_default().to_string(),
                 name: name.into(),
             }),
-            Err(e) if is_code(&e, 409) => Err(ClusterError::Rejected(format!(
+            Err(e) if is_code(&e, 409) => Err(ClusterError::Conflict(format!(
                 "pod {name} changed since it was planned; the next step re-plans: {}",
                 describe(target, &e)
             ))),
@@ -1719,7 +1719,7 @@ pub mod requests {
                 namespace: ns.into(),
                 name: name.into(),
             }),
-            Err(e) if is_code(&e, 409) => Err(ClusterError::Rejected(format!(
+            Err(e) if is_code(&e, 409) => Err(ClusterError::Conflict(format!(
                 "{} {ns}/{name} is not the copy observed (uid precondition failed); the next \
                  step re-plans",
                 copy.kind.kind()

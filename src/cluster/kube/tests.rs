@@ -153,7 +153,12 @@ async fn a_stale_or_missing_pod_is_not_an_error_to_retry_blindly() {
             "Precondition failed: UID in precondition: u, UID in object meta: v",
         ),
     );
-    let err = stale.await.unwrap().unwrap_err().to_string();
+    let err = stale.await.unwrap().unwrap_err();
+    assert!(
+        matches!(err, ClusterError::Conflict(_)),
+        "a precondition failing is a conflict, which the daemon re-plans without backing off: {err:?}"
+    );
+    let err = err.to_string();
     assert!(
         err.contains("changed since it was observed") && err.contains("re-plans"),
         "{err}"
