@@ -60,15 +60,15 @@ impl Views {
         if stale.nodes.is_empty() {
             return;
         }
-        // Copied only if an observation still holds the list.
-        let list: &mut Vec<Node> = &mut self.nodes;
+        // Copied only if an observation still holds the list. A node changed in place keeps
+        // the names as the planner last indexed them; one added or removed does not.
         for name in stale.nodes {
-            let at = list.binary_search_by(|n| n.name.as_str().cmp(&name));
+            let at = self.nodes.binary_search_by(|n| n.name.as_str().cmp(&name));
             match (at, nodes.get(&(String::new(), name))) {
-                (Ok(i), Some(n)) => list[i] = with_usage(n, &requested),
-                (Err(i), Some(n)) => list.insert(i, with_usage(n, &requested)),
+                (Ok(i), Some(n)) => self.nodes.set(i, with_usage(n, &requested)),
+                (Err(i), Some(n)) => self.nodes.insert(i, with_usage(n, &requested)),
                 (Ok(i), None) => {
-                    list.remove(i);
+                    self.nodes.remove(i);
                 }
                 (Err(_), None) => {}
             }
@@ -364,6 +364,44 @@ mod tests {
             }
         }
         (desired, pods)
+    }
+
+    #[test]
+    fn a_node_changed_in_place_keeps_the_names_seen_and_one_joining_does_not() {
+        let key = |n: &str| (String::new(), n.to_string());
+        let mut nodes: BTreeMap<Key, Node> = ["a", "b", "c"]
+            .into_iter()
+            .map(|n| (key(n), Node::named(n)))
+            .collect();
+        let mut views = Views::default();
+        let refresh = |views: &mut Views, nodes: &BTreeMap<Key, Node>, changed: &[&str]| {
+            let stale = Stale {
+                nodes: changed.iter().map(|n| n.to_string()).collect(),
+                ..Stale::default()
+            };
+            views.refresh(stale, nodes, |_| None, |_| None, Vec::new);
+        };
+        refresh(&mut views, &nodes, &[]);
+        let observed = views.nodes();
+        let seen = observed.names_seen();
+        // Cordoned: the list is another one (the observation still holds the old), the
+        // names are the same.
+        nodes.get_mut(&key("b")).unwrap().unschedulable = true;
+        refresh(&mut views, &nodes, &["b"]);
+        let now = views.nodes();
+        assert!(!now.ptr_eq(&observed) && !observed[1].unschedulable && now[1].unschedulable);
+        assert!(seen.is(&now), "a node changed in place keeps the names");
+        // A node joins between two others, one leaves: the names are not the ones seen.
+        nodes.insert(key("bb"), Node::named("bb"));
+        refresh(&mut views, &nodes, &["bb"]);
+        assert!(!seen.is(&views.nodes()));
+        let names: Vec<&str> = views.nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "bb", "c"]);
+        let seen = views.nodes().names_seen();
+        nodes.remove(&key("a"));
+        refresh(&mut views, &nodes, &["a"]);
+        assert!(!seen.is(&views.nodes()));
+        assert_eq!(views.nodes.len(), 3);
     }
 
     #[test]

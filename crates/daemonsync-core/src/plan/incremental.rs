@@ -923,7 +923,7 @@ impl Incremental {
             }
             _ => Arc::new(NodeOrder::of(&observed.nodes)),
         };
-        self.indexed = observed.nodes.seen();
+        self.indexed = observed.nodes.names_seen();
         let same_nodes = last.as_ref().is_some_and(|o| Arc::ptr_eq(o, &order));
         self.order = Some(Arc::clone(&order));
         let mut ctx = Context::with_nodes(observed, order);
