@@ -59,9 +59,13 @@ pub(crate) struct NodeOrder {
     pub(super) position: HashMap<Name, u32>,
     /// Position in `order` of each node, by the address of its name as shared with the pods
     /// decoded in this process ([`crate::model::shared_name`]): a pod's node is found without
-    /// reading its name. Each name is held here, so an address here is never another
-    /// string's.
-    by_address: HashMap<usize, (Name, u32)>,
+    /// reading its name. Every pod of a plan is looked up here, so the table is kept small
+    /// (16 bytes an entry): the names it is keyed by are held in `shared`, so an address here
+    /// is never another string's.
+    by_address: HashMap<usize, u32>,
+    /// The shared names `by_address` is keyed by, by position: held, not read.
+    #[allow(dead_code)]
+    shared: Vec<Name>,
     /// The names again, by position, one copy per rayon worker, made by it when it first
     /// names a node: the rows and stages of every plan take a reference to each node's name,
     /// and DaemonSets planned at once on two cores taking them from one shared copy moved
@@ -85,22 +89,21 @@ impl NodeOrder {
             .enumerate()
             .map(|(pos, &i)| (names[i as usize].clone(), pos as u32))
             .collect();
-        let by_address = order
+        let shared: Vec<Name> = order
+            .iter()
+            .map(|&i| crate::model::shared_name(&nodes[i as usize].name))
+            .collect();
+        let by_address = shared
             .iter()
             .enumerate()
-            .map(|(pos, &i)| {
-                let shared = crate::model::shared_name(&nodes[i as usize].name);
-                (
-                    crate::model::shared_name_address(&shared),
-                    (shared, pos as u32),
-                )
-            })
+            .map(|(pos, name)| (crate::model::shared_name_address(name), pos as u32))
             .collect();
         NodeOrder {
             order,
             names,
             position,
             by_address,
+            shared,
             by_thread: (0..rayon::current_num_threads())
                 .map(|_| std::sync::OnceLock::new())
                 .collect(),
@@ -126,7 +129,7 @@ impl NodeOrder {
     pub(crate) fn position_of(&self, name: &Name) -> Option<u32> {
         let address = crate::model::shared_name_address(name);
         match self.by_address.get(&address) {
-            Some(&(_, pos)) => Some(pos),
+            Some(&pos) => Some(pos),
             None => self.position.get(&**name).copied(),
         }
     }
@@ -424,7 +427,7 @@ mod tests {
             .join()
             .expect("decoding thread");
         let address = crate::model::shared_name_address(&decoded);
-        let (held, _) = &order.by_address[&address];
+        let held = &order.shared[order.by_address[&address] as usize];
         assert!(Arc::ptr_eq(&decoded, held), "one allocation per name");
         assert_eq!(order.position_of(&decoded), Some(1));
         // A name of its own (a snapshot's, a test's) is found by its text.
