@@ -473,8 +473,9 @@ pub struct Incremental {
     /// The last update's nodes in name order (where each node's eligibility is kept), re-used
     /// while their names stay the same.
     order: Option<Arc<NodeOrder>>,
-    /// The node list `order` was last found to index: an observation holding that same list
-    /// has the same names without comparing 5,000 of them.
+    /// The names `order` was last found to index ([`crate::model::Nodes::names_seen`]): an
+    /// observation whose list still has them (its nodes changed in place, if at all) is
+    /// indexed by it without comparing 5,000 names.
     indexed: crate::model::NodesSeen,
     entries: BTreeMap<Key, Entry>,
     /// No update yet: the first one plans everything.
