@@ -1455,3 +1455,36 @@ fn removing_a_taint_patches_that_taint_alone_and_only_at_the_version_read() {
         "{missing:?}"
     );
 }
+
+#[test]
+fn a_stale_write_is_a_conflict_and_a_taken_field_or_a_taken_name_is_rejected() {
+    use super::api::error::ApiError;
+    // kube-apiserver's optimistic lock and preconditions (409 Conflict): planned again.
+    let stale = ApiError::conflict(
+        "pods",
+        "",
+        "p",
+        "the object has been modified; please apply your changes to the latest version and try again",
+    );
+    assert!(matches!(
+        super::cluster_error(stale, "pod", "ns", "p"),
+        ClusterError::Conflict(_)
+    ));
+    // A server-side apply taking another manager's field (409 Conflict with its causes) and
+    // a create of a name taken (409 AlreadyExists): the same write cannot succeed.
+    let taken = ApiError::apply_conflict(
+        "manageddaemonsets",
+        "daemonsync.io",
+        "agent",
+        &[("kubectl".into(), ".spec.daemonSet".into())],
+    );
+    assert!(matches!(
+        super::cluster_error(taken, "record", "ns", "agent"),
+        ClusterError::Rejected(_)
+    ));
+    let exists = ApiError::already_exists("pods", "", "p");
+    assert!(matches!(
+        super::cluster_error(exists, "pod", "ns", "p"),
+        ClusterError::Rejected(_)
+    ));
+}

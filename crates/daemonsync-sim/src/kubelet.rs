@@ -102,7 +102,7 @@ impl BackOff {
 }
 
 fn conflict(name: &str) -> ClusterError {
-    ClusterError::Rejected(format!(
+    ClusterError::Conflict(format!(
         "Operation cannot be fulfilled on pods \"{name}\": the object has been modified; please \
          apply your changes to the latest version and try again"
     ))

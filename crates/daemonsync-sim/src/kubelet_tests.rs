@@ -266,6 +266,7 @@ fn a_stale_resource_version_precondition_is_refused() {
             &BTreeMap::new(),
         )
         .unwrap_err();
+    assert!(matches!(err, ClusterError::Conflict(_)), "{err:?}");
     assert!(err.to_string().contains("has been modified"), "{err}");
     assert_eq!(container(&status(&s, &name), "agent")["image"], "agent:1");
     assert!(model(&s, &name).is_ready(), "nothing changed");

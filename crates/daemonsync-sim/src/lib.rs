@@ -98,7 +98,10 @@ fn cluster_error(e: ApiError, kind: &'static str, namespace: &str, name: &str) -
             name: name.into(),
         },
         403 => ClusterError::Refused(e.message),
-        409 if e.reason == "Conflict" => ClusterError::Conflict(format!(
+        // A stale write or a failed precondition; a server-side apply taking another
+        // manager's fields is also a 409 Conflict, but names them as its causes, and
+        // retrying the same apply cannot help (the live backend reports it as rejected).
+        409 if e.reason == "Conflict" && !takes_fields(&e) => ClusterError::Conflict(format!(
             "the simulated cluster answered {} {}: {}",
             e.code, e.reason, e.message
         )),
@@ -107,6 +110,14 @@ fn cluster_error(e: ApiError, kind: &'static str, namespace: &str, name: &str) -
             e.code, e.reason, e.message
         )),
     }
+}
+
+/// Whether a 409 is a server-side apply's conflict with another field manager.
+fn takes_fields(e: &ApiError) -> bool {
+    e.details
+        .as_ref()
+        .and_then(|d| d["causes"].as_array())
+        .is_some_and(|c| c.iter().any(|c| c["type"] == "FieldManagerConflict"))
 }
 
 impl Sim {
