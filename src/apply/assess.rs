@@ -350,13 +350,18 @@ impl Assessment<'_> {
             .collect()
     }
 
-    /// Whether the next step writes anything: a pod of an active (or paused) DaemonSet, or a
-    /// prune.
-    pub fn has_work(&self, opts: &ApplyOptions) -> bool {
+    /// The DaemonSets whose step does something and is written ([`Self::writes_step`]).
+    pub fn stepping(&self) -> impl Iterator<Item = &plan::DaemonSetPlan> {
         self.plan
             .daemonsets
             .iter()
-            .any(|ds| !ds.step.is_empty() && self.writes_step(ds))
+            .filter(|ds| !ds.step.is_empty() && self.writes_step(ds))
+    }
+
+    /// Whether the next step writes anything: a pod of an active (or paused) DaemonSet, or a
+    /// prune.
+    pub fn has_work(&self, opts: &ApplyOptions) -> bool {
+        self.stepping().next().is_some()
             || self.active_handovers().next().is_some()
             || !self.prune_pods(opts).is_empty()
             || self.obsolete_copies().next().is_some()

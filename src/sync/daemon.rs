@@ -1026,13 +1026,8 @@ impl Reconciler {
             }
         }
         if acted.executed {
-            self.rolling.extend(
-                a.plan
-                    .daemonsets
-                    .iter()
-                    .filter(|d| !d.step.is_empty() && a.writes_step(d))
-                    .map(|d| (d.namespace.clone(), d.name.clone())),
-            );
+            self.rolling
+                .extend(a.stepping().map(|d| (d.namespace.clone(), d.name.clone())));
         } else if !self.rolling.is_empty() {
             let rolling = &self.rolling;
             let done = crate::apply::announce_complete(&mut gated, &a, |d| {
@@ -1066,12 +1061,7 @@ impl Reconciler {
                 jiff::SignedDuration::try_from(conflict_retry(self.conflicts)).unwrap_or_default(),
             );
             if let Some(inc) = self.incremental.as_mut() {
-                for d in a
-                    .plan
-                    .daemonsets
-                    .iter()
-                    .filter(|d| !d.step.is_empty() && a.writes_step(d))
-                {
+                for d in a.stepping() {
                     let at = inc
                         .deadlines
                         .entry((d.namespace.clone(), d.name.clone()))
