@@ -12,7 +12,8 @@
 //! - a node: every DaemonSet (every plan lists every node), re-evaluating only that node's
 //!   eligibility; a DaemonSet that should not run on the node, before or after, and has no
 //!   pod there only has the node's row redone, and is not planned again (a node that
-//!   registers not ready, a pool its selector leaves out);
+//!   registers not ready, a pool its selector leaves out), unless its plan reads every node
+//!   (a readiness taint, waves by a node label);
 //! - a DaemonSet of the source: that DaemonSet; one added or removed: itself;
 //! - a record or a live `apps/v1` DaemonSet: the DaemonSet of that name;
 //! - a namespace's labels or a ControllerRevision: the DaemonSets of that namespace;
@@ -292,6 +293,8 @@ struct Entry {
     eligibility: Arc<[Eligibility]>,
     /// It names a readiness taint.
     gated: bool,
+    /// Its plan reads nodes it does not run on ([`reads_every_node`]).
+    every_node: bool,
     /// The nodes where its plan would create a pod (missing or out of date): what the
     /// scheduler has left there weighs in its risks.
     creates_on: BTreeSet<Name>,
@@ -370,6 +373,20 @@ fn settles(plan: &DaemonSetPlan, gated: bool) -> bool {
         && missing == step.create.len()
 }
 
+/// Whether the plan of `d` reads nodes it should not run on and has no pod on: it names a
+/// readiness taint (its gates are joined over every node), or its rollout waves by a node
+/// label (which is an error while no node carries it, whichever nodes the DaemonSet runs on).
+/// A change of such a node alone changes nothing else of any other plan: a rollout's stages,
+/// partition, thresholds and budgets count the nodes a DaemonSet should run on.
+fn reads_every_node(d: &Desired) -> bool {
+    readiness_taint(&d.daemonset).is_some()
+        || d.daemonset
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(crate::manifest::policy::WAVES_BY))
+}
+
 /// What an update does for one woken DaemonSet.
 enum Work<'e> {
     /// Plan it (re-using its kept entry, if any).
@@ -382,15 +399,15 @@ enum Work<'e> {
 impl Entry {
     /// The new rows of the `changed` nodes (`None`: gone from the cluster), when they are all
     /// this DaemonSet's plan needs: each is, and was, a node it should not run on, and none
-    /// holds a pod of it — such a node counts in no status, step, wave or risk. `None` when
-    /// it must be planned again (also when it names a readiness taint or follows a rollout
-    /// policy, whose plans read every node).
+    /// holds a pod of it — such a node counts in no status, step, wave, risk or stage of a
+    /// rollout. `None` when it must be planned again (also when its plan reads every node,
+    /// [`reads_every_node`]).
     fn rows_only(
         &self,
         changed: &[(&str, Option<&crate::model::Node>)],
         policy: &Policy,
     ) -> Option<Vec<NodeEntry>> {
-        if self.gated || self.plan.rollout.is_some() {
+        if self.every_node {
             return None;
         }
         let gone = &self.plan.nodes[self.plan.observed_rows().len()..];
@@ -449,6 +466,7 @@ struct Planned {
     spec: DaemonSetSpec,
     eligibility: Arc<[Eligibility]>,
     gated: bool,
+    every_node: bool,
     completed: bool,
     plan: DaemonSetPlan,
     gate: Option<readiness::Gate>,
@@ -1044,6 +1062,7 @@ impl Incremental {
                     spec: compiled,
                     eligibility,
                     gated: readiness_taint(&d.daemonset).is_some(),
+                    every_node: reads_every_node(d),
                     completed: completed(ctx, d, &plan),
                     plan,
                     gate,
@@ -1064,14 +1083,16 @@ impl Incremental {
             };
             plans.push(p.plan);
             gates.push(p.gate);
-            kept.push((p.spec, p.eligibility, (p.gated, p.completed)));
+            kept.push((p.spec, p.eligibility, (p.gated, p.every_node, p.completed)));
         }
         let all: BTreeSet<(&str, &str)> = wanted
             .iter()
             .map(|(ns, n)| (ns.as_str(), n.as_str()))
             .collect();
         readiness::settle_among(ctx, policy, now, &all, &mut plans, gates);
-        for (plan, (spec, eligibility, (gated, completed))) in plans.into_iter().zip(kept) {
+        for (plan, (spec, eligibility, (gated, every_node, completed))) in
+            plans.into_iter().zip(kept)
+        {
             let key = (plan.namespace.clone(), plan.name.clone());
             let creates_on = plan
                 .nodes
@@ -1083,6 +1104,7 @@ impl Incremental {
                 spec,
                 eligibility,
                 gated,
+                every_node,
                 creates_on,
                 settled: completed && settles(&plan, gated),
                 completed,

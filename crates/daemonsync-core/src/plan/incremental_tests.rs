@@ -3,7 +3,9 @@
 //! not wake has the plan it had (but for the rows of nodes it does not run on).
 
 use super::{Changes, Incremental, Key, PodTouch, names_pre_pull};
-use crate::manifest::policy::{READINESS_TAINT, tolerate_readiness_taint};
+use crate::manifest::policy::{
+    CANARY, CANARY_PAUSE, READINESS_TAINT, WAVES_BY, tolerate_readiness_taint,
+};
 use crate::model::{Node, Pod, PodPhase, ReadyCondition, Taint, TaintEffect};
 use crate::plan::{Desired, NodeState, Observed, Policy, plan};
 use crate::testkit::synthetic::{fleet, fleet_now};
@@ -11,6 +13,8 @@ use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
 const READINESS_KEY: &str = "example.com/agent-not-ready";
+/// The label some DaemonSets' rollouts wave by: no node carries it at first.
+const ZONE: &str = "example.com/zone";
 
 /// One change to the cluster or the source; indices are taken modulo the list they index.
 #[derive(Debug, Clone)]
@@ -149,6 +153,25 @@ fn start(nodes: usize, daemonsets: usize, seed: u64, gated: bool) -> (Vec<Desire
             .annotations
             .get_or_insert_default()
             .insert(crate::plan::progressive::PRE_PULL.into(), "true".into());
+    }
+    // Rollout policies: the second DaemonSet of every four stops after a one-node canary; the
+    // fourth waves by a label no node carries until one is relabelled for Windows (an error
+    // until then, whichever nodes it runs on).
+    let annotate = |d: &mut Desired, pairs: &[(&str, &str)]| {
+        let a = d.daemonset.metadata.annotations.get_or_insert_default();
+        for (k, v) in pairs {
+            a.insert((*k).into(), (*v).into());
+        }
+    };
+    for (i, d) in desired.iter_mut().enumerate() {
+        match i % 4 {
+            1 => annotate(d, &[(CANARY, "1"), (CANARY_PAUSE, "manual")]),
+            3 => annotate(
+                d,
+                &[(WAVES_BY, ZONE), (CANARY, "25%"), (CANARY_PAUSE, "0s")],
+            ),
+            _ => {}
+        }
     }
     if gated {
         for d in desired.iter_mut().step_by(2) {
@@ -314,6 +337,9 @@ fn apply(event: &Event, desired: &mut [Desired], o: &mut Observed, counter: &mut
             changes = touch_node(o, *n, &|node| {
                 node.labels.insert("kubernetes.io/os".into(), os.into());
                 node.labels.insert("pool".into(), pool.into());
+                if *windows {
+                    node.labels.insert(ZONE.into(), "west".into());
+                }
             });
         }
         Event::NodeTainted(n, readiness) => {
@@ -1047,4 +1073,56 @@ fn a_nodes_images_wake_only_the_daemonsets_that_pull_ahead_and_its_resources_tho
     let mut changes = Changes::default();
     changes.note_node(&name, Some(&before), Some(&after));
     assert!(inc.woken(&desired, &changes).is_empty());
+}
+
+#[test]
+fn a_node_it_does_not_run_on_gaining_the_label_its_rollout_waves_by_plans_it_again() {
+    let (mut desired, mut observed) = fleet(8, 4, 7);
+    // `agent-01` waves by a label no node carries: an error, until one does.
+    desired[1]
+        .daemonset
+        .metadata
+        .annotations
+        .get_or_insert_default()
+        .insert(WAVES_BY.into(), ZONE.into());
+    // `agent-02` stops after a one-node canary: its stages count only the nodes it runs on.
+    desired[2]
+        .daemonset
+        .metadata
+        .annotations
+        .get_or_insert_default()
+        .insert(CANARY.into(), "1".into());
+    let now = fleet_now();
+    let mut inc = Incremental::new(Policy::default());
+    inc.update(&desired, &observed, &Changes::default(), now);
+    let (ns, name) = key(&desired[1]);
+    assert_eq!(inc.get(&ns, &name).unwrap().errors.len(), 1);
+    // A node registering not ready (no DaemonSet of these runs there) carries it.
+    let mut node = Node::named("joining");
+    node.labels
+        .insert("kubernetes.io/os".into(), "linux".into());
+    node.labels.insert(ZONE.into(), "west".into());
+    node.ready = Some(false);
+    node.taints.push(taint(NOT_READY, TaintEffect::NoSchedule));
+    observed.nodes.push(node);
+    let changes = Changes {
+        nodes: BTreeSet::from(["joining".to_string()]),
+        ..Changes::default()
+    };
+    let woken = inc.update(&desired, &observed, &changes, now);
+    assert!(
+        woken.daemonsets.contains(&(ns.clone(), name.clone())),
+        "{woken:?}"
+    );
+    let planned = inc.get(&ns, &name).unwrap();
+    assert!(planned.errors.is_empty(), "{:?}", planned.errors);
+    assert!(planned.rollout.is_some());
+    // The others it does not run on, with a rollout policy or without, only have its row.
+    let canaried = key(&desired[2]);
+    assert!(inc.get(&canaried.0, &canaried.1).unwrap().rollout.is_some());
+    assert!(!woken.daemonsets.contains(&canaried), "{woken:?}");
+    assert!(
+        inc.compare(&plan(&desired, &observed, &Policy::default(), now))
+            .is_empty()
+    );
 }
