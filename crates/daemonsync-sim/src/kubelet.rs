@@ -432,6 +432,9 @@ impl NodeSim {
         let key = (namespace, name.clone());
         self.pods.insert(key.clone(), sim_pod);
         self.changed_pods.insert(key.clone());
+        if wanted.is_none() {
+            self.unbound.insert(key.clone());
+        }
         match wanted {
             // A pod that names its node skips the scheduler.
             Some(node) => {
@@ -454,6 +457,7 @@ impl NodeSim {
         let Some(p) = self.pod_mut(key) else { return };
         p.pod.node_name = Some(crate::model::shared_name(node));
         p.unschedulable = None;
+        self.unbound.remove(key);
         self.bound
             .entry(node.to_string())
             .or_default()
@@ -478,6 +482,7 @@ impl NodeSim {
     pub(crate) fn remove_pod(&mut self, key: &PodKey) -> Option<SimPod> {
         let p = self.pods.remove(key)?;
         self.changed_pods.insert(key.clone());
+        self.unbound.remove(key);
         if let Some(node) = &p.pod.node_name {
             if let Some(set) = self.bound.get_mut(&**node) {
                 set.remove(key);

@@ -217,6 +217,11 @@ pub struct NodeSim {
     pub writes: usize,
     /// Pods bound to each node (for the scheduler's accounting).
     pub(crate) bound: BTreeMap<String, std::collections::BTreeSet<(String, String)>>,
+    /// Pods created unbound and not bound since (a few may be gone): where the scheduler
+    /// looks for the pods to try again when a node changes (upstream's queue of unschedulable
+    /// pods), rather than through every pod. A bound pod never loses its node, so every
+    /// Pending pod is here.
+    pub(crate) unbound: std::collections::BTreeSet<(String, String)>,
     /// Each node's capacity, allocatable and load.
     pub(crate) resources: BTreeMap<String, super::scheduler::NodeResources>,
     /// Nodes whose kubelet stopped reporting (Ready `Unknown`).
@@ -321,6 +326,7 @@ impl NodeSim {
             probe: None,
             writes: 0,
             bound: BTreeMap::new(),
+            unbound: std::collections::BTreeSet::new(),
             resources: BTreeMap::new(),
             unreachable: Default::default(),
             condition_taints_added: BTreeMap::new(),
