@@ -106,15 +106,15 @@ pub fn assess_plan<'d>(
         }
         wanted.insert(key);
     }
-    let mut orphans = Orphans::of(&wanted);
-    let health = Health::assess_with(
+    let (health, runs) = Health::assess_with(
         &plan,
         &specs,
         &state.observed,
         (state.now, opts.progress_deadline),
-        |pod| orphans.see(pod),
+        || Orphans::of(&wanted),
+        Orphans::see,
     );
-    let orphans = orphans.found();
+    let orphans = Orphans::found(runs);
     // A DaemonSet halts when its new pods failed on more Ready nodes than its halt
     // threshold allows (none, without a policy).
     let mut failures: BTreeMap<Key, usize> = BTreeMap::new();
@@ -553,9 +553,15 @@ impl<'a> Orphans<'a> {
         }
     }
 
-    /// The orphans found, by namespace and name.
-    fn found(self) -> Vec<Orphan> {
-        self.found
+    /// The orphans `runs` found (over runs of pods, in order), by namespace and name.
+    fn found(runs: Vec<Orphans>) -> Vec<Orphan> {
+        let mut found: BTreeMap<Key, Vec<String>> = BTreeMap::new();
+        for run in runs {
+            for (key, pods) in run.found {
+                found.entry(key).or_default().extend(pods);
+            }
+        }
+        found
             .into_iter()
             .map(|((namespace, name), pods)| Orphan {
                 namespace,

@@ -7,7 +7,12 @@ use crate::manifest::policy::FailurePolicy;
 use crate::model::{Pod, Timestamp};
 use crate::plan::{DaemonSetSpec, Desired, NodeState, Observed, Plan, RECORD_KIND};
 use jiff::SignedDuration;
+use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Pods per run of [`Health::assess_with`]'s parallel pass: an observation of one
+/// DaemonSet's pods is one run.
+const RUN: usize = 16 * 1024;
 
 /// What the observed pods say about the rollout.
 #[derive(Debug, Clone, Default)]
@@ -44,30 +49,30 @@ impl Health {
         now: Timestamp,
         deadline: SignedDuration,
     ) -> Health {
-        Self::assess_with(plan, specs, observed, (now, deadline), |_| {})
+        Self::assess_with(plan, specs, observed, (now, deadline), || (), |_, _| {}).0
     }
 
-    /// [`Health::assess`], showing every observed pod to `also` on the way: one pass over the
+    /// [`Health::assess`], showing every observed pod to `see` on the way: one pass over the
     /// pods serves the health and whatever else an assessment reads of each (its orphans).
-    pub(crate) fn assess_with<'o>(
+    /// The pass runs over runs of pods in parallel: each run shows its pods to a collector of
+    /// its own (`start`), and the collectors come back in the pods' order.
+    pub(crate) fn assess_with<'o, T: Send>(
         plan: &Plan,
         specs: &BTreeMap<(String, String), (&Desired, DaemonSetSpec)>,
         observed: &'o Observed,
         (now, deadline): (Timestamp, SignedDuration),
-        mut also: impl FnMut(&'o Pod),
-    ) -> Health {
-        let mut h = Health {
-            not_ready: observed
-                .nodes
-                .iter()
-                .filter(|n| n.ready == Some(false))
-                .map(|n| n.name.clone())
-                .collect(),
-            ..Health::default()
-        };
+        start: impl Fn() -> T + Sync,
+        see: impl Fn(&mut T, &'o Pod) + Sync,
+    ) -> (Health, Vec<T>) {
+        let not_ready: BTreeSet<String> = observed
+            .nodes
+            .iter()
+            .filter(|n| n.ready == Some(false))
+            .map(|n| n.name.clone())
+            .collect();
         // Nodes where a pod is on its way out: its resources come free, so a new pod the
         // scheduler cannot place there yet may still fit. Read only when such a pod is seen.
-        let freeing: std::cell::OnceCell<BTreeSet<&str>> = std::cell::OnceCell::new();
+        let freeing: std::sync::OnceLock<BTreeSet<&str>> = std::sync::OnceLock::new();
         let freeing = || {
             freeing.get_or_init(|| {
                 observed
@@ -78,55 +83,82 @@ impl Health {
                     .collect()
             })
         };
-        // Each planned DaemonSet, as its pods are judged.
-        let mut judged: Vec<Option<Judging>> = plan
-            .daemonsets
-            .iter()
-            .map(|ds| {
-                let (desired, spec) = specs.get(&(ds.namespace.clone(), ds.name.clone()))?;
-                Some(Judging {
-                    ds,
-                    spec,
-                    policy: FailurePolicy::of(&desired.daemonset),
-                    current: crate::model::LastLabels::default(),
-                })
-            })
-            .collect();
         let planned: rustc_hash::FxHashMap<(&str, &str), usize> = plan
             .daemonsets
             .iter()
             .enumerate()
             .map(|(i, ds)| ((ds.namespace.as_str(), ds.name.as_str()), i))
             .collect();
-        // The pods of the planned DaemonSets, in one pass. Pods come in key order, so a
-        // DaemonSet's pods mostly follow one another: the last owner looked up is compared
-        // first.
-        let mut last: Option<((&str, &str), Option<usize>)> = None;
-        for pod in &observed.pods {
-            also(pod);
-            let Some(c) = &pod.controller else {
-                continue;
-            };
-            if !(c.kind == RECORD_KIND || c.kind == "DaemonSet") || pod.is_terminating() {
-                continue;
-            }
-            let key = (&*pod.namespace, c.name.as_str());
-            let at = match last {
-                Some((k, at)) if crate::model::same_key(k, key) => at,
-                _ => {
-                    let at = planned.get(&key).copied();
-                    last = Some((key, at));
-                    at
+        let judge_run = |pods: &'o [std::sync::Arc<Pod>]| {
+            let mut h = Health::default();
+            let mut seen = start();
+            // Each planned DaemonSet, as its pods are judged.
+            let mut judged: Vec<Option<Judging>> = plan
+                .daemonsets
+                .iter()
+                .map(|ds| {
+                    let (desired, spec) = specs.get(&(ds.namespace.clone(), ds.name.clone()))?;
+                    Some(Judging {
+                        ds,
+                        spec,
+                        policy: FailurePolicy::of(&desired.daemonset),
+                        current: crate::model::LastLabels::default(),
+                    })
+                })
+                .collect();
+            // Pods come in key order, so a DaemonSet's pods mostly follow one another: the
+            // last owner looked up is compared first.
+            let mut last: Option<((&str, &str), Option<usize>)> = None;
+            for pod in pods {
+                let pod: &'o Pod = pod;
+                see(&mut seen, pod);
+                let Some(c) = &pod.controller else {
+                    continue;
+                };
+                if !(c.kind == RECORD_KIND || c.kind == "DaemonSet") || pod.is_terminating() {
+                    continue;
                 }
-            };
-            if let Some(j) = at.and_then(|i| judged[i].as_mut()) {
-                h.judge(j, pod, (now, deadline), &freeing);
+                let key = (&*pod.namespace, c.name.as_str());
+                let at = match last {
+                    Some((k, at)) if crate::model::same_key(k, key) => at,
+                    _ => {
+                        let at = planned.get(&key).copied();
+                        last = Some((key, at));
+                        at
+                    }
+                };
+                if let Some(j) = at.and_then(|i| judged[i].as_mut()) {
+                    h.judge(j, pod, (now, deadline), &not_ready, &freeing);
+                }
             }
+            (h, seen)
+        };
+        let runs: Vec<(Health, T)> = observed
+            .pods
+            .shared()
+            .par_chunks(RUN)
+            .map(judge_run)
+            .collect();
+        let mut h = Health {
+            not_ready,
+            ..Health::default()
+        };
+        let mut collected = Vec::with_capacity(runs.len());
+        for (run, seen) in runs {
+            h.failed.extend(run.failed);
+            h.node_problems.extend(run.node_problems);
+            for (key, n) in run.failing_now {
+                *h.failing_now.entry(key).or_default() += n;
+            }
+            if let Some(t) = run.next_deadline {
+                h.wake(t, now);
+            }
+            collected.push(seen);
         }
         let order = |f: &FailedNode| (f.namespace.clone(), f.daemonset.clone(), f.node.clone());
         h.failed.sort_by_key(order);
         h.node_problems.sort_by_key(order);
-        h
+        (h, collected)
     }
 
     /// Judges one pod of a planned DaemonSet: of its new revision, failing (on a Ready node)
@@ -136,6 +168,7 @@ impl Health {
         j: &mut Judging<'_>,
         pod: &Pod,
         (now, deadline): (Timestamp, SignedDuration),
+        not_ready: &BTreeSet<String>,
         freeing: &impl Fn() -> &'a BTreeSet<&'a str>,
     ) {
         let (ds, spec, policy) = (j.ds, j.spec, &j.policy);
@@ -174,7 +207,7 @@ impl Health {
         };
         // A pod that crashes after passing readiness fails as soon as it restarted too often,
         // ready or not at this instant.
-        if !self.not_ready.contains(node)
+        if !not_ready.contains(node)
             && let Some(why) = restarted_too_often(pod, created, policy)
         {
             self.failed.push(entry(why));
@@ -194,7 +227,7 @@ impl Health {
             }
             return;
         }
-        if self.not_ready.contains(node) {
+        if not_ready.contains(node) {
             self.node_problems
                 .push(entry("node problem: the node is NotReady".into()));
             return;
@@ -414,6 +447,70 @@ mod tests {
             now(),
             SignedDuration::from_mins(5),
         )
+    }
+
+    #[test]
+    fn pods_judged_in_parallel_runs_are_reported_as_one_pass_would() {
+        // More pods than two runs hold: a failing pod in each run, on nodes named against
+        // the runs' order, and every pod shown to the collectors once, in the pods' order.
+        let d = daemonset("infra", "agent", serde_json::json!({"type": "OnDelete"}));
+        let nodes = ["w2", "w1", "w0"];
+        let failing = [7, RUN + 7, 2 * RUN + 7];
+        let pods: Vec<Pod> = (0..2 * RUN + 20)
+            .map(|i| {
+                let at = failing.iter().position(|&f| f == i);
+                let node = at.map_or("w0", |k| nodes[k]);
+                let mut p = pod("infra", "agent", node, &revision(&d), at.is_none());
+                p.name = format!("agent-{i:06}");
+                p
+            })
+            .collect();
+        let observed = Observed {
+            nodes: nodes.iter().map(|n| worker(n)).collect::<Vec<_>>().into(),
+            pods: pods.into(),
+            ..Observed::default()
+        };
+        // The plan's rows name the nodes: planned without the pods, which cost a debug build
+        // seconds to plan and change no row the judging reads.
+        let nodes_only = Observed {
+            nodes: observed.nodes.clone(),
+            ..Observed::default()
+        };
+        let plan = crate::plan::plan(
+            std::slice::from_ref(&d),
+            &nodes_only,
+            &Default::default(),
+            now(),
+        );
+        let specs = BTreeMap::from([(
+            ("infra".to_string(), "agent".to_string()),
+            (&d, DaemonSetSpec::compile(&d.daemonset)),
+        )]);
+        let (health, runs) = Health::assess_with(
+            &plan,
+            &specs,
+            &observed,
+            (now(), SignedDuration::from_mins(5)),
+            Vec::new,
+            |seen: &mut Vec<String>, p| seen.push(p.name.clone()),
+        );
+        assert!(runs.len() > 2, "{} runs", runs.len());
+        let seen: Vec<String> = runs.concat();
+        let all: Vec<String> = observed.pods.iter().map(|p| p.name.clone()).collect();
+        assert_eq!(seen, all);
+        let failed: Vec<(&str, &str)> = health
+            .failed
+            .iter()
+            .map(|f| (f.node.as_str(), f.pod.as_str()))
+            .collect();
+        assert_eq!(
+            failed,
+            [
+                ("w0", "agent-032775"),
+                ("w1", "agent-016391"),
+                ("w2", "agent-000007")
+            ]
+        );
     }
 
     #[test]
