@@ -956,6 +956,62 @@ churn:
     assert!(taints(sim.world(), "n-1").is_empty());
 }
 
+#[test]
+fn a_node_created_is_tainted_not_ready_until_the_lifecycle_controller_sees_it_ready() {
+    let mut sim = cluster("nodes: [{name: n-1}]");
+    let kind = sim.world().kind("", "v1", "nodes");
+    let node = |name: &str| json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}});
+    let created_taints = |created: &Value| -> Vec<(String, String)> {
+        created["spec"]["taints"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                (
+                    t["key"].as_str().unwrap().to_string(),
+                    t["effect"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let not_ready = |effect: &str| ("node.kubernetes.io/not-ready".to_string(), effect.into());
+    // TaintNodesByCondition: the create answers with the taint; the simulated kubelet
+    // registers the node Ready, and the lifecycle controller takes the taint off.
+    let created = sim
+        .world_mut()
+        .create(&kind, "", node("n-2"), &client(), None)
+        .expect("node");
+    assert_eq!(created_taints(&created), [not_ready("NoSchedule")]);
+    assert_eq!(ready_status(sim.world(), "n-2"), "True");
+    assert!(taints(sim.world(), "n-2").is_empty());
+    let rv = |v: &Value| {
+        v["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let now = sim.world().store.get("/nodes", "", "n-2").unwrap().object();
+    assert_ne!(
+        rv(&now),
+        rv(&created),
+        "the taint's removal is a write of its own"
+    );
+    // A node registering NotReady keeps it, with the NoExecute one, until it is Ready.
+    let mut joining = node("n-3");
+    joining["status"] = json!({"conditions": [{"type": "Ready", "status": "False"}]});
+    let created = sim
+        .world_mut()
+        .create(&kind, "", joining, &client(), None)
+        .expect("node");
+    assert_eq!(created_taints(&created), [not_ready("NoSchedule")]);
+    assert_eq!(
+        taints(sim.world(), "n-3"),
+        [not_ready("NoExecute"), not_ready("NoSchedule")]
+    );
+    // Nodes that were there at the start registered long ago.
+    assert!(taints(sim.world(), "n-1").is_empty());
+}
+
 /// `(key, effect, timeAdded)` of a node's taints, sorted.
 fn taints_added(w: &World, node: &str) -> Vec<(String, String, Option<Timestamp>)> {
     let mut t: Vec<_> = w.store.get("/nodes", "", node).unwrap().object()["spec"]["taints"]

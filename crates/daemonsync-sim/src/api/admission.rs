@@ -1,5 +1,6 @@
 //! kube-apiserver's admission chain, as far as daemon pods meet it: the mutating
-//! DefaultTolerationSeconds plugin (`plugin/pkg/admission/defaulttolerationseconds`), the
+//! DefaultTolerationSeconds plugin (`plugin/pkg/admission/defaulttolerationseconds`) and
+//! TaintNodesByCondition plugin (`plugin/pkg/admission/nodetaint`), the
 //! validating PodSecurity plugin (`staging/src/k8s.io/pod-security-admission`), which reads
 //! the namespace's `pod-security.kubernetes.io/enforce` label, and validating webhooks that
 //! deny requests (`deny=VERB:RESOURCE:MESSAGE`, answered as the webhook admission plugin
@@ -131,6 +132,26 @@ pub fn default_pod(pod: &mut Value) {
     if let Ok(v) = serde_json::to_value(&spec) {
         pod["spec"] = v;
     }
+}
+
+/// The mutating TaintNodesByCondition plugin (`plugin/pkg/admission/nodetaint`): a Node
+/// created carries `node.kubernetes.io/not-ready:NoSchedule` (unless it already does), so that
+/// nothing is scheduled there before the node lifecycle controller has seen its Ready
+/// condition; the controller takes the taint off once the node is Ready. Creates only.
+pub fn taint_new_node_not_ready(node: &mut Value) {
+    let not_ready = crate::lifecycle::NOT_READY;
+    let mut taints = node["spec"]["taints"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if taints
+        .iter()
+        .any(|t| t["key"] == not_ready && t["effect"] == "NoSchedule")
+    {
+        return;
+    }
+    taints.push(json!({"key": not_ready, "effect": "NoSchedule"}));
+    node["spec"]["taints"] = Value::Array(taints);
 }
 
 /// The tolerations DefaultTolerationSeconds adds to a pod that has none for the not-ready

@@ -407,6 +407,9 @@ impl World {
             super::admission::default_pod(&mut obj);
             super::admission::default_toleration_seconds(&mut obj);
         }
+        if kind.behaviour == Behaviour::Nodes {
+            super::admission::taint_new_node_not_ready(&mut obj);
+        }
         if kind.behaviour == Behaviour::Namespaces {
             // The API server's defaulting labels every namespace with its name.
             let name = str_at(&obj, &["metadata", "name"]).to_string();
