@@ -13,7 +13,7 @@ use crate::plan::{self, DaemonSetSpec, Desired, Plan};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The compiled specs of the desired DaemonSets, by key.
-type Specs<'d> = BTreeMap<Key, (&'d Desired, DaemonSetSpec)>;
+pub(super) type Specs<'d> = BTreeMap<Key, (&'d Desired, DaemonSetSpec)>;
 
 /// What observed state says, before anything is written: the plan, the health of the new
 /// pods, and which DaemonSets may be written to. Pure: [`assess`] makes it from the desired

@@ -419,6 +419,21 @@ mod tests {
     use super::*;
     use daemonsync_core::testkit::fixtures::{daemonset, now, pod, revision, worker};
 
+    /// The plan of `d` alone against `observed`, and its compiled spec as an assessment has it.
+    fn planned<'d>(d: &'d Desired, observed: &Observed) -> (Plan, super::super::assess::Specs<'d>) {
+        let plan = crate::plan::plan(
+            std::slice::from_ref(d),
+            observed,
+            &Default::default(),
+            now(),
+        );
+        let specs = BTreeMap::from([(
+            ("infra".to_string(), "agent".to_string()),
+            (d, DaemonSetSpec::compile(&d.daemonset)),
+        )]);
+        (plan, specs)
+    }
+
     /// A pod of the current revision that never became ready, created long before `now`,
     /// on `node`, beside the workers w1 and w2.
     fn judged(node: &str) -> Health {
@@ -430,16 +445,7 @@ mod tests {
         let mut p = pod("infra", "agent", node, &revision(&d), false);
         p.waiting_reason = None;
         observed.pods = vec![p].into();
-        let plan = crate::plan::plan(
-            std::slice::from_ref(&d),
-            &observed,
-            &Default::default(),
-            now(),
-        );
-        let specs = BTreeMap::from([(
-            ("infra".to_string(), "agent".to_string()),
-            (&d, DaemonSetSpec::compile(&d.daemonset)),
-        )]);
+        let (plan, specs) = planned(&d, &observed);
         Health::assess(
             &plan,
             &specs,
@@ -476,16 +482,7 @@ mod tests {
             nodes: observed.nodes.clone(),
             ..Observed::default()
         };
-        let plan = crate::plan::plan(
-            std::slice::from_ref(&d),
-            &nodes_only,
-            &Default::default(),
-            now(),
-        );
-        let specs = BTreeMap::from([(
-            ("infra".to_string(), "agent".to_string()),
-            (&d, DaemonSetSpec::compile(&d.daemonset)),
-        )]);
+        let (plan, specs) = planned(&d, &nodes_only);
         let (health, runs) = Health::assess_with(
             &plan,
             &specs,

@@ -882,20 +882,33 @@ fn a_surge_pod_cannot_bind_a_host_port_its_old_pod_holds() {
 }
 
 fn taints(w: &World, node: &str) -> Vec<(String, String)> {
-    let mut t: Vec<(String, String)> =
-        w.store.get("/nodes", "", node).unwrap().object()["spec"]["taints"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|t| {
-                (
-                    t["key"].as_str().unwrap().to_string(),
-                    t["effect"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect();
+    let mut t = key_effects(&w.store.get("/nodes", "", node).unwrap().object());
     t.sort();
     t
+}
+
+/// `(key, effect)` of the taints a Node object shows, in its order.
+fn key_effects(node: &Value) -> Vec<(String, String)> {
+    stamped_taints(node)
+        .into_iter()
+        .map(|(key, effect, _)| (key, effect))
+        .collect()
+}
+
+/// `(key, effect, timeAdded)` of the taints a Node object shows, in its order.
+fn stamped_taints(node: &Value) -> Vec<(String, String, Option<Timestamp>)> {
+    node["spec"]["taints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            (
+                t["key"].as_str().unwrap().to_string(),
+                t["effect"].as_str().unwrap().to_string(),
+                t["timeAdded"].as_str().map(|a| a.parse().unwrap()),
+            )
+        })
+        .collect()
 }
 
 fn ready_status(w: &World, node: &str) -> String {
@@ -961,19 +974,6 @@ fn a_node_created_is_tainted_not_ready_until_the_lifecycle_controller_sees_it_re
     let mut sim = cluster("nodes: [{name: n-1}]");
     let kind = sim.world().kind("", "v1", "nodes");
     let node = |name: &str| json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}});
-    let created_taints = |created: &Value| -> Vec<(String, String)> {
-        created["spec"]["taints"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|t| {
-                (
-                    t["key"].as_str().unwrap().to_string(),
-                    t["effect"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect()
-    };
     let not_ready = |effect: &str| ("node.kubernetes.io/not-ready".to_string(), effect.into());
     // TaintNodesByCondition: the create answers with the taint; the simulated kubelet
     // registers the node Ready, and the lifecycle controller takes the taint off.
@@ -981,7 +981,7 @@ fn a_node_created_is_tainted_not_ready_until_the_lifecycle_controller_sees_it_re
         .world_mut()
         .create(&kind, "", node("n-2"), &client(), None)
         .expect("node");
-    assert_eq!(created_taints(&created), [not_ready("NoSchedule")]);
+    assert_eq!(key_effects(&created), [not_ready("NoSchedule")]);
     assert_eq!(ready_status(sim.world(), "n-2"), "True");
     assert!(taints(sim.world(), "n-2").is_empty());
     let rv = |v: &Value| {
@@ -1003,7 +1003,7 @@ fn a_node_created_is_tainted_not_ready_until_the_lifecycle_controller_sees_it_re
         .world_mut()
         .create(&kind, "", joining, &client(), None)
         .expect("node");
-    assert_eq!(created_taints(&created), [not_ready("NoSchedule")]);
+    assert_eq!(key_effects(&created), [not_ready("NoSchedule")]);
     assert_eq!(
         taints(sim.world(), "n-3"),
         [not_ready("NoExecute"), not_ready("NoSchedule")]
@@ -1014,18 +1014,7 @@ fn a_node_created_is_tainted_not_ready_until_the_lifecycle_controller_sees_it_re
 
 /// `(key, effect, timeAdded)` of a node's taints, sorted.
 fn taints_added(w: &World, node: &str) -> Vec<(String, String, Option<Timestamp>)> {
-    let mut t: Vec<_> = w.store.get("/nodes", "", node).unwrap().object()["spec"]["taints"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|t| {
-            (
-                t["key"].as_str().unwrap().to_string(),
-                t["effect"].as_str().unwrap().to_string(),
-                t["timeAdded"].as_str().map(|a| a.parse().unwrap()),
-            )
-        })
-        .collect();
+    let mut t = stamped_taints(&w.store.get("/nodes", "", node).unwrap().object());
     t.sort();
     t
 }
@@ -1369,17 +1358,9 @@ admission:
 
 /// The node's taints as `key:Effect`, in order.
 fn taints_of(w: &World, node: &str) -> Vec<String> {
-    w.store.get("/nodes", "", node).unwrap().object()["spec"]["taints"]
-        .as_array()
+    key_effects(&w.store.get("/nodes", "", node).unwrap().object())
         .into_iter()
-        .flatten()
-        .map(|t| {
-            format!(
-                "{}:{}",
-                t["key"].as_str().unwrap(),
-                t["effect"].as_str().unwrap()
-            )
-        })
+        .map(|(key, effect)| format!("{key}:{effect}"))
         .collect()
 }
 
