@@ -217,7 +217,7 @@ pub struct NodeSim {
     pub writes: usize,
     /// Pods bound to each node (for the scheduler's accounting).
     pub(crate) bound: BTreeMap<String, std::collections::BTreeSet<(String, String)>>,
-    /// Pods created unbound and not bound since (a few may be gone): where the scheduler
+    /// Pods created unbound and not bound or removed since: where the scheduler
     /// looks for the pods to try again when a node changes (upstream's queue of unschedulable
     /// pods), rather than through every pod. A bound pod never loses its node, so every
     /// Pending pod is here.

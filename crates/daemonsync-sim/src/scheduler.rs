@@ -392,9 +392,6 @@ impl NodeSim {
     /// Tries again the Pending pods that could now fit: those whose target is `node` (or
     /// that target none), in creation order.
     pub(crate) fn retry_pending(&mut self, node: Option<&str>) {
-        let pods = &self.pods;
-        self.unbound
-            .retain(|k| pods.get(k).is_some_and(|p| p.pod.node_name.is_none()));
         let mut pending: Vec<((String, String), Option<crate::model::Timestamp>)> = self
             .unbound
             .iter()
