@@ -975,7 +975,7 @@ fn a_node_created_is_tainted_not_ready_until_the_lifecycle_controller_sees_it_re
     let kind = sim.world().kind("", "v1", "nodes");
     let node = |name: &str| json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}});
     let not_ready = |effect: &str| ("node.kubernetes.io/not-ready".to_string(), effect.into());
-    // TaintNodesByCondition: the create answers with the taint; the simulated kubelet
+    // TaintNodesAtCreation: the create answers with the taint; the simulated kubelet
     // registers the node Ready, and the lifecycle controller takes the taint off.
     let created = sim
         .world_mut()

@@ -1,6 +1,6 @@
 //! kube-apiserver's admission chain, as far as daemon pods meet it: the mutating
 //! DefaultTolerationSeconds plugin (`plugin/pkg/admission/defaulttolerationseconds`) and
-//! TaintNodesByCondition plugin (`plugin/pkg/admission/nodetaint`), the
+//! TaintNodesAtCreation plugin (`plugin/pkg/admission/nodetaint`), the
 //! validating PodSecurity plugin (`staging/src/k8s.io/pod-security-admission`), which reads
 //! the namespace's `pod-security.kubernetes.io/enforce` label, and validating webhooks that
 //! deny requests (`deny=VERB:RESOURCE:MESSAGE`, answered as the webhook admission plugin
@@ -134,10 +134,12 @@ pub fn default_pod(pod: &mut Value) {
     }
 }
 
-/// The mutating TaintNodesByCondition plugin (`plugin/pkg/admission/nodetaint`): a Node
-/// created carries `node.kubernetes.io/not-ready:NoSchedule` (unless it already does), so that
-/// nothing is scheduled there before the node lifecycle controller has seen its Ready
-/// condition; the controller takes the taint off once the node is Ready. Creates only.
+/// The mutating TaintNodesAtCreation plugin (`plugin/pkg/admission/nodetaint`, `Admit`, on
+/// with the TaintNodesByCondition feature): a Node created carries
+/// `node.kubernetes.io/not-ready:NoSchedule` (unless a taint of that key and effect is there
+/// already), with no `timeAdded`, so that nothing is scheduled there before the node lifecycle
+/// controller has seen its Ready condition; the controller's `doNoScheduleTaintingPass` takes
+/// the taint off once the node is Ready. Creates only.
 pub fn taint_new_node_not_ready(node: &mut Value) {
     let not_ready = crate::lifecycle::NOT_READY;
     let mut taints = node["spec"]["taints"]
