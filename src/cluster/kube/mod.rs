@@ -615,6 +615,15 @@ impl KubeCluster {
         {
             return;
         }
+        let awaited = [
+            creates.len(),
+            deletes.len(),
+            updates.len(),
+            daemonsets.len(),
+            records.len(),
+            taints.len(),
+            copies.len(),
+        ];
         let met = move |s: &cache::State| {
             creates.iter().all(|k| s.pod(k).is_some())
                 // An updated pod shows its new version in the feed that speaks for it; one
@@ -659,6 +668,7 @@ impl KubeCluster {
                     }
                 })
         };
+        let started = std::time::Instant::now();
         let waited = self
             .run(async move {
                 let wait = cache.wait_until(met);
@@ -667,6 +677,26 @@ impl KubeCluster {
                     .is_ok())
             })
             .await;
+        let [
+            creates,
+            deletes,
+            updates,
+            daemonsets,
+            records,
+            taints,
+            copies,
+        ] = awaited;
+        tracing::debug!(
+            waited_ms = started.elapsed().as_secs_f64() * 1e3,
+            creates,
+            deletes,
+            updates,
+            daemonsets,
+            records,
+            taints,
+            copies,
+            "the watch shows this client's own writes"
+        );
         if !matches!(waited, Ok(true)) {
             tracing::warn!(
                 cluster = %self.target,
