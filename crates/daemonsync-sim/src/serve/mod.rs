@@ -22,6 +22,25 @@ mod inplace_tests;
 #[cfg(test)]
 mod metrics_tests;
 
+#[cfg(test)]
+mod tests {
+    use axum::serve::Listener as _;
+
+    #[tokio::test]
+    async fn connections_are_accepted_without_delay_as_kube_apiserver_accepts_them() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut listener = super::without_delay(listener);
+        let client = tokio::net::TcpStream::connect(addr);
+        let ((stream, _), client) = tokio::join!(listener.accept(), client);
+        client.unwrap();
+        assert!(
+            stream.nodelay().unwrap(),
+            "a connection the simulated API server accepts has TCP_NODELAY set"
+        );
+    }
+}
+
 pub use faults::{Faults, FaultsError};
 
 use super::api::admission::Deny;
@@ -82,6 +101,21 @@ pub struct Server {
     task: tokio::task::JoinHandle<()>,
 }
 
+/// Accepts connections as kube-apiserver does: with `TCP_NODELAY` set, as Go's `net`
+/// package sets it on every TCP connection. Without it, the second of two watch events
+/// written back to back waits for the client's delayed acknowledgement of the first (Nagle's
+/// algorithm), up to 40 ms on Linux, which no real API server makes a client wait.
+fn without_delay(
+    listener: tokio::net::TcpListener,
+) -> impl axum::serve::Listener<Io = tokio::net::TcpStream, Addr = SocketAddr> {
+    use axum::serve::ListenerExt as _;
+    listener.tap_io(|stream| {
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY on a connection");
+        }
+    })
+}
+
 impl Server {
     /// Loads the sim file, builds the cluster, binds and starts serving (on the current
     /// tokio runtime). Writes the kubeconfig when asked.
@@ -97,6 +131,7 @@ impl Server {
             .await
             .with_context(|| format!("cannot listen on {}", opts.listen))?;
         let addr = listener.local_addr()?;
+        let listener = without_delay(listener);
         let url = format!("http://{addr}");
         if let Some(path) = &opts.kubeconfig {
             write_kubeconfig(path, &url)?;
