@@ -605,25 +605,23 @@ impl KubeCluster {
         let records = std::mem::take(&mut self.expected.records);
         let taints = std::mem::take(&mut self.expected.taints);
         let copies = std::mem::take(&mut self.expected.copies);
-        if creates.is_empty()
-            && deletes.is_empty()
-            && updates.is_empty()
-            && daemonsets.is_empty()
-            && records.is_empty()
-            && taints.is_empty()
-            && copies.is_empty()
-        {
+        // What is awaited, for the log; nothing written, nothing to wait for.
+        let awaited: Vec<String> = [
+            ("creates", creates.len()),
+            ("deletes", deletes.len()),
+            ("pod updates", updates.len()),
+            ("DaemonSets", daemonsets.len()),
+            ("records", records.len()),
+            ("taints", taints.len()),
+            ("config copies", copies.len()),
+        ]
+        .into_iter()
+        .filter(|&(_, n)| n > 0)
+        .map(|(what, n)| format!("{n} {what}"))
+        .collect();
+        if awaited.is_empty() {
             return;
         }
-        let awaited = [
-            creates.len(),
-            deletes.len(),
-            updates.len(),
-            daemonsets.len(),
-            records.len(),
-            taints.len(),
-            copies.len(),
-        ];
         let met = move |s: &cache::State| {
             creates.iter().all(|k| s.pod(k).is_some())
                 // An updated pod shows its new version in the feed that speaks for it; one
@@ -677,24 +675,9 @@ impl KubeCluster {
                     .is_ok())
             })
             .await;
-        let [
-            creates,
-            deletes,
-            updates,
-            daemonsets,
-            records,
-            taints,
-            copies,
-        ] = awaited;
         tracing::debug!(
             waited_ms = started.elapsed().as_secs_f64() * 1e3,
-            creates,
-            deletes,
-            updates,
-            daemonsets,
-            records,
-            taints,
-            copies,
+            awaited = %awaited.join(", "),
             "the watch shows this client's own writes"
         );
         if !matches!(waited, Ok(true)) {
