@@ -22,25 +22,6 @@ mod inplace_tests;
 #[cfg(test)]
 mod metrics_tests;
 
-#[cfg(test)]
-mod tests {
-    use axum::serve::Listener as _;
-
-    #[tokio::test]
-    async fn connections_are_accepted_without_delay_as_kube_apiserver_accepts_them() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let mut listener = super::without_delay(listener);
-        let client = tokio::net::TcpStream::connect(addr);
-        let ((stream, _), client) = tokio::join!(listener.accept(), client);
-        client.unwrap();
-        assert!(
-            stream.nodelay().unwrap(),
-            "a connection the simulated API server accepts has TCP_NODELAY set"
-        );
-    }
-}
-
 pub use faults::{Faults, FaultsError};
 
 use super::api::admission::Deny;
@@ -266,4 +247,23 @@ pub async fn serve_until_signal(opts: ServeOptions) -> Result<()> {
     }
     server.shutdown().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::serve::Listener as _;
+
+    #[tokio::test]
+    async fn connections_are_accepted_without_delay_as_kube_apiserver_accepts_them() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut listener = super::without_delay(listener);
+        let client = tokio::net::TcpStream::connect(addr);
+        let ((stream, _), client) = tokio::join!(listener.accept(), client);
+        client.unwrap();
+        assert!(
+            stream.nodelay().unwrap(),
+            "a connection the simulated API server accepts has TCP_NODELAY set"
+        );
+    }
 }
