@@ -5,7 +5,7 @@ use super::DaemonSetProgress;
 use super::options::FailedNode;
 use crate::manifest::policy::FailurePolicy;
 use crate::model::{Pod, Timestamp};
-use crate::plan::{DaemonSetSpec, Desired, NodeState, Observed, Plan, RECORD_KIND};
+use crate::plan::{DaemonSetSpec, NodeState, Observed, Plan, RECORD_KIND};
 use jiff::SignedDuration;
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,7 +44,7 @@ impl Health {
     #[cfg(test)]
     pub(crate) fn assess(
         plan: &Plan,
-        specs: &BTreeMap<(String, String), (&Desired, DaemonSetSpec)>,
+        specs: &super::assess::Specs<'_>,
         observed: &Observed,
         now: Timestamp,
         deadline: SignedDuration,
@@ -58,7 +58,7 @@ impl Health {
     /// its own (`start`), and the collectors come back in the pods' order.
     pub(crate) fn assess_with<'o, T: Send>(
         plan: &Plan,
-        specs: &BTreeMap<(String, String), (&Desired, DaemonSetSpec)>,
+        specs: &super::assess::Specs<'_>,
         observed: &'o Observed,
         (now, deadline): (Timestamp, SignedDuration),
         start: impl Fn() -> T + Sync,
@@ -417,6 +417,7 @@ fn restarted_too_often(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::Desired;
     use daemonsync_core::testkit::fixtures::{daemonset, now, pod, revision, worker};
 
     /// The plan of `d` alone against `observed`, and its compiled spec as an assessment has it.
