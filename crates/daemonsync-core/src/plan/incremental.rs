@@ -463,13 +463,18 @@ fn with_rows(
 
 /// One DaemonSet re-planned, before the readiness gates are joined.
 struct Planned {
+    kept: Kept,
+    plan: DaemonSetPlan,
+    gate: Option<readiness::Gate>,
+}
+
+/// What a re-planned DaemonSet's [`Entry`] keeps besides its plan.
+struct Kept {
     spec: DaemonSetSpec,
     eligibility: Arc<[Eligibility]>,
     gated: bool,
     every_node: bool,
     completed: bool,
-    plan: DaemonSetPlan,
-    gate: Option<readiness::Gate>,
 }
 
 /// One DaemonSet whose changed nodes' rows alone were brought up to date ([`Work::Rows`]).
@@ -1059,11 +1064,13 @@ impl Incremental {
                 };
                 let (plan, gate) = ctx.plan_one(d, spec, live, &eligibility, now, false);
                 Done::Planned(Box::new(Planned {
-                    spec: compiled,
-                    eligibility,
-                    gated: readiness_taint(&d.daemonset).is_some(),
-                    every_node: reads_every_node(d),
-                    completed: completed(ctx, d, &plan),
+                    kept: Kept {
+                        spec: compiled,
+                        eligibility,
+                        gated: readiness_taint(&d.daemonset).is_some(),
+                        every_node: reads_every_node(d),
+                        completed: completed(ctx, d, &plan),
+                    },
                     plan,
                     gate,
                 }))
@@ -1083,16 +1090,21 @@ impl Incremental {
             };
             plans.push(p.plan);
             gates.push(p.gate);
-            kept.push((p.spec, p.eligibility, (p.gated, p.every_node, p.completed)));
+            kept.push(p.kept);
         }
         let all: BTreeSet<(&str, &str)> = wanted
             .iter()
             .map(|(ns, n)| (ns.as_str(), n.as_str()))
             .collect();
         readiness::settle_among(ctx, policy, now, &all, &mut plans, gates);
-        for (plan, (spec, eligibility, (gated, every_node, completed))) in
-            plans.into_iter().zip(kept)
-        {
+        for (plan, kept) in plans.into_iter().zip(kept) {
+            let Kept {
+                spec,
+                eligibility,
+                gated,
+                every_node,
+                completed,
+            } = kept;
             let key = (plan.namespace.clone(), plan.name.clone());
             let creates_on = plan
                 .nodes
