@@ -4,6 +4,7 @@
 
 use super::Sim;
 use super::api::patch::PatchType;
+use super::api::store::ChangeType;
 use super::api::world::{DeleteParams, World, WriteParams};
 use super::config::SimConfig;
 use crate::block_on;
@@ -1010,6 +1011,52 @@ fn a_node_created_is_tainted_not_ready_until_the_lifecycle_controller_sees_it_re
     );
     // Nodes that were there at the start registered long ago.
     assert!(taints(sim.world(), "n-1").is_empty());
+}
+
+#[test]
+fn a_node_joining_by_churn_registers_tainted_not_ready_as_one_created_does() {
+    let mut sim = cluster(
+        "nodes: [{name: n-1}]
+churn:
+  - {at: 10s, add: {name: ready-1, taints: [{key: example.com/agent, effect: NoSchedule}]}}
+  - {at: 20s, add: {name: late-1, ready: false}}",
+    );
+    // What a watch of nodes sees of each node from now on: each write's taints.
+    let mut watch = sim.world().store.subscribe();
+    let mut seen = Vec::new();
+    let mut at = |sim: &mut Sim, secs: i64, node: &str| {
+        let t = sim.start() + SignedDuration::from_secs(secs);
+        while sim.advance(t) {}
+        while let Ok(c) = watch.try_recv() {
+            seen.push(c);
+        }
+        seen.iter()
+            .filter(|c| c.storage == "/nodes" && c.object.name() == node)
+            .map(|c| (c.type_, key_effects(&c.object.value())))
+            .collect::<Vec<_>>()
+    };
+    let taint = |key: &str, effect: &str| (key.to_string(), effect.to_string());
+    let not_ready = |effect: &str| taint("node.kubernetes.io/not-ready", effect);
+    let own = taint("example.com/agent", "NoSchedule");
+    // Admission's taint beside the kubelet's own, then the lifecycle controller's write.
+    assert_eq!(
+        at(&mut sim, 15, "ready-1"),
+        [
+            (
+                ChangeType::Added,
+                vec![own.clone(), not_ready("NoSchedule")]
+            ),
+            (ChangeType::Modified, vec![own.clone()]),
+        ]
+    );
+    // Registering NotReady: the NoSchedule taint stays, and the NoExecute one joins it.
+    let late = at(&mut sim, 25, "late-1");
+    assert_eq!(late[0], (ChangeType::Added, vec![not_ready("NoSchedule")]));
+    let mut last = late.last().expect("written").1.clone();
+    last.sort();
+    assert_eq!(last, [not_ready("NoExecute"), not_ready("NoSchedule")]);
+    // Nodes that were there at the start registered long ago: never written since.
+    assert!(at(&mut sim, 30, "n-1").is_empty());
 }
 
 /// `(key, effect, timeAdded)` of a node's taints, sorted.

@@ -113,6 +113,9 @@ pub fn project(w: &mut World) -> bool {
                     obj["spec"]["taints"] = taints_json(&node, &Value::Null, condition_since);
                 }
                 obj["metadata"]["uid"] = json!(w.new_uid());
+                if w.engine.boot_time.is_none() {
+                    registered(w, &obj, &images);
+                }
                 obj
             }
         };
@@ -281,6 +284,28 @@ pub fn forget_pod(w: &mut World, namespace: &str, name: &str) {
     let k = (namespace.to_string(), name.to_string());
     w.nodes.remove_pod(&k);
     w.engine.pods.remove(&k);
+}
+
+/// A node joining after start-up (a churn entry) registers as its kubelet would, through the
+/// API: the create, admitted by TaintNodesAtCreation
+/// ([`taint_new_node_not_ready`](super::admission::taint_new_node_not_ready)), is stored with
+/// `node.kubernetes.io/not-ready:NoSchedule` and without the node lifecycle controller's
+/// condition taints, which `node` (the object as the controller leaves it) is then written
+/// with: a watch sees the node join tainted and the controller's write after it, as for a
+/// Node created through the API. Nodes that were there at the start registered long ago.
+fn registered(w: &mut World, node: &Value, images: &BTreeSet<String>) {
+    let mut created = node.clone();
+    let own: Vec<Value> = created["spec"]["taints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| !is_condition_taint(t["key"].as_str().unwrap_or_default()))
+        .cloned()
+        .collect();
+    created["spec"]["taints"] = Value::Array(own);
+    super::admission::taint_new_node_not_ready(&mut created);
+    set_images(&mut created, images);
+    w.store.put(NODES, created, None);
 }
 
 /// A node written through the API: the simulator sees its labels, taints and readiness.
