@@ -606,7 +606,7 @@ impl KubeCluster {
         let taints = std::mem::take(&mut self.expected.taints);
         let copies = std::mem::take(&mut self.expected.copies);
         // What is awaited, for the log; nothing written, nothing to wait for.
-        let awaited: Vec<String> = [
+        let awaited = [
             ("creates", creates.len()),
             ("deletes", deletes.len()),
             ("pod updates", updates.len()),
@@ -614,12 +614,8 @@ impl KubeCluster {
             ("records", records.len()),
             ("taints", taints.len()),
             ("config copies", copies.len()),
-        ]
-        .into_iter()
-        .filter(|&(_, n)| n > 0)
-        .map(|(what, n)| format!("{n} {what}"))
-        .collect();
-        if awaited.is_empty() {
+        ];
+        if awaited.iter().all(|&(_, n)| n == 0) {
             return;
         }
         let met = move |s: &cache::State| {
@@ -677,7 +673,13 @@ impl KubeCluster {
             .await;
         tracing::debug!(
             waited_ms = started.elapsed().as_secs_f64() * 1e3,
-            awaited = %awaited.join(", "),
+            // Formatted only when the line is logged: this runs on every pass that wrote.
+            awaited = %awaited
+                .iter()
+                .filter(|&&(_, n)| n > 0)
+                .map(|(what, n)| format!("{n} {what}"))
+                .collect::<Vec<_>>()
+                .join(", "),
             "the watch shows this client's own writes"
         );
         if !matches!(waited, Ok(true)) {
