@@ -134,6 +134,22 @@ impl NodeOrder {
         }
     }
 
+    /// Where each node of this order, by position, was in `last`: both walked once in name
+    /// order, so that a node joining or leaving a fleet of thousands costs no lookup per node.
+    pub(crate) fn positions_in(&self, last: &NodeOrder) -> Vec<Option<u32>> {
+        let mut theirs = (0u32..)
+            .zip(last.order.iter().map(|&i| &*last.names[i as usize]))
+            .peekable();
+        self.order
+            .iter()
+            .map(|&i| {
+                let name = &*self.names[i as usize];
+                while theirs.next_if(|(_, n)| *n < name).is_some() {}
+                theirs.next_if(|(_, n)| *n == name).map(|(pos, _)| pos)
+            })
+            .collect()
+    }
+
     /// Whether this indexes `nodes`: the same names in the same order.
     pub(crate) fn indexes(&self, nodes: &[crate::model::Node]) -> bool {
         self.names.len() == nodes.len()
@@ -143,6 +159,15 @@ impl NodeOrder {
                 .zip(nodes)
                 .all(|(name, node)| **name == *node.name)
     }
+}
+
+/// What `node` has free of `resource` ([`Context::free`]).
+pub(super) fn free_on(node: &crate::model::Node, resource: &str) -> Option<i64> {
+    let (Some(allocatable), Some(requested)) = (&node.allocatable, &node.requested) else {
+        return None;
+    };
+    let total = *allocatable.get(resource)?;
+    Some(total - requested.get(resource).copied().unwrap_or(0))
 }
 
 /// Indexes built once per plan and shared by every DaemonSet.
@@ -161,6 +186,9 @@ pub(super) struct Context<'a> {
     pub(super) ignore_pause: bool,
     /// Planning as the built-in controller (its own pods, no handover).
     pub(super) builtin: bool,
+    /// What each node has free of one resource, by position ([`Context::free`]), made once
+    /// per plan for the DaemonSets that weigh many nodes.
+    free: std::sync::Mutex<HashMap<String, std::sync::Arc<[Option<i64>]>>>,
 }
 
 impl<'a> Context<'a> {
@@ -182,7 +210,24 @@ impl<'a> Context<'a> {
             auto_promote: false,
             ignore_pause: false,
             builtin: false,
+            free: std::sync::Mutex::default(),
         }
+    }
+
+    /// What each node, by position, has free of `resource` as the scheduler counts it: its
+    /// allocatable amount less what the pods bound there request. `None` where the node's
+    /// resources are not known, or it does not offer `resource`. Made once per plan and
+    /// shared by the DaemonSets that ask (the first one makes it).
+    pub(super) fn free(&self, resource: &str) -> std::sync::Arc<[Option<i64>]> {
+        let mut tables = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = tables.get(resource) {
+            return std::sync::Arc::clone(t);
+        }
+        let table: std::sync::Arc<[Option<i64>]> = (0..self.nodes.order.len() as u32)
+            .map(|pos| free_on(self.node_at(pos), resource))
+            .collect();
+        tables.insert(resource.to_string(), std::sync::Arc::clone(&table));
+        table
     }
 
     /// The live `apps/v1` DaemonSet of that namespace and name.
@@ -441,5 +486,27 @@ mod tests {
         assert_eq!(order.position_of(&shared_name("node-a")), Some(0));
         assert_eq!(order.position_of(&Arc::from("node-z")), None);
         assert_eq!(order.position_of(&shared_name("node-z")), None);
+    }
+
+    #[test]
+    fn a_node_joining_and_one_leaving_keep_every_other_nodes_place_from_the_last_order() {
+        let order = |names: &[&str]| {
+            let nodes: Vec<Node> = names.iter().copied().map(Node::named).collect();
+            NodeOrder::of(&nodes)
+        };
+        let last = order(&["node-b", "node-d", "node-a", "node-e"]);
+        // node-d left, node-c and node-f joined; the list comes in another order.
+        let now = order(&["node-f", "node-a", "node-c", "node-e", "node-b"]);
+        // In name order: node-a, node-b, node-c, node-e, node-f; last: a, b, d, e.
+        assert_eq!(
+            now.positions_in(&last),
+            vec![Some(0), Some(1), None, Some(3), None]
+        );
+        assert_eq!(
+            last.positions_in(&last),
+            vec![Some(0), Some(1), Some(2), Some(3)]
+        );
+        assert_eq!(order(&[]).positions_in(&last), Vec::<Option<u32>>::new());
+        assert_eq!(last.positions_in(&order(&[])), vec![None; 4]);
     }
 }

@@ -974,10 +974,13 @@ impl Incremental {
                 .enumerate()
                 .map(|(i, n)| (!changes.nodes.contains(&**n)).then_some(i))
                 .collect(),
-            Some(last) => sorted()
-                .map(|n| {
-                    last.position_of(n)
-                        .map(|p| p as usize)
+            Some(last) => ctx
+                .nodes
+                .positions_in(last)
+                .into_iter()
+                .zip(sorted())
+                .map(|(p, n)| {
+                    p.map(|p| p as usize)
                         .filter(|_| !changes.nodes.contains(&**n))
                 })
                 .collect(),
