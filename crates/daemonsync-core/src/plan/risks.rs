@@ -272,6 +272,10 @@ fn name_list(names: &[Name], max: usize) -> String {
     s
 }
 
+/// From how many weighed nodes a DaemonSet reads what nodes have free from the plan's shared
+/// table ([`Context::free`]) rather than off each node.
+const SHARED_FREE_FROM: usize = 64;
+
 impl Context<'_> {
     /// The DaemonSet's risks, from its plan so far.
     pub(super) fn risks(
@@ -300,43 +304,67 @@ impl Context<'_> {
             // Only the pod slot itself: the scheduler's pod count is not a capacity concern.
             return None;
         }
-        let mut old: Option<std::collections::HashMap<&str, &Resources>> = None;
+        let mut old: Option<Vec<Option<&Resources>>> = None;
         // Per resource: (needed, the most any short node has free, the short nodes).
         let mut short: std::collections::BTreeMap<&str, (i64, i64, Vec<Name>)> =
             std::collections::BTreeMap::new();
-        for entry in nodes {
-            let replaces = match entry.state {
-                NodeState::OutOfDate => !d.surge,
-                NodeState::Missing => false,
-                _ => continue,
-            };
-            let Some(i) = self.nodes.position_of(&entry.node) else {
-                continue;
-            };
-            let node = self.node_at(i);
-            let (Some(allocatable), Some(requested)) = (&node.allocatable, &node.requested) else {
-                continue;
-            };
-            let credit = if replaces {
-                let old = old.get_or_insert_with(|| self.old_requests(d));
-                old.get(&*entry.node).copied()
-            } else {
-                None
-            };
-            for (name, &need) in want {
-                if name == "pods" {
-                    continue;
-                }
-                let Some(&total) = allocatable.get(name) else {
+        // The rows of the observed nodes come first, in node order: row `i` is the node at
+        // position `i` (the vanished nodes after them have none).
+        let weighed: Vec<(usize, bool)> = nodes
+            .iter()
+            .enumerate()
+            .take(self.nodes.order.len())
+            .filter_map(|(i, entry)| match entry.state {
+                NodeState::OutOfDate => Some((i, !d.surge)),
+                NodeState::Missing => Some((i, false)),
+                _ => None,
+            })
+            .collect();
+        let want: Vec<(&str, i64)> = want
+            .iter()
+            .filter(|(name, _)| *name != "pods")
+            .map(|(name, &need)| (name.as_str(), need))
+            .collect();
+        // What each node has free: read off the few nodes weighed, or, for many (a rollout
+        // across the fleet), from the table the plan shares between its DaemonSets.
+        let tables: Option<Vec<std::sync::Arc<[Option<i64>]>>> = (weighed.len() > SHARED_FREE_FROM)
+            .then(|| want.iter().map(|(name, _)| self.free(name)).collect());
+        let mut backs: Vec<(&Resources, Vec<i64>)> = Vec::new();
+        for (i, replaces) in weighed {
+            let entry = &nodes[i];
+            let node = self.node_at(i as u32);
+            debug_assert_eq!(*entry.node, *node.name, "row {i} is not the node at {i}");
+            for (r, &(name, need)) in want.iter().enumerate() {
+                let free = match &tables {
+                    Some(t) => t[r][i],
+                    None => super::context::free_on(node, name),
+                };
+                let Some(free) = free else {
                     continue;
                 };
-                let used = requested.get(name).copied().unwrap_or(0);
-                let back = credit.and_then(|c| c.get(name)).copied().unwrap_or(0);
-                let free = total - used + back;
+                let credit = if replaces {
+                    old.get_or_insert_with(|| self.old_requests(d))[i]
+                } else {
+                    None
+                };
+                let back = credit.map_or(0, |c| {
+                    // Old pods mostly share a few maps of requests: each is read once.
+                    let i = match backs.iter().position(|(m, _)| std::ptr::eq(*m, c)) {
+                        Some(i) => i,
+                        None => {
+                            let amounts = want
+                                .iter()
+                                .map(|(n, _)| c.get(*n).copied().unwrap_or(0))
+                                .collect();
+                            backs.push((c, amounts));
+                            backs.len() - 1
+                        }
+                    };
+                    backs[i].1[r]
+                });
+                let free = free + back;
                 if need > free {
-                    let e = short
-                        .entry(name.as_str())
-                        .or_insert((need, i64::MIN, Vec::new()));
+                    let e = short.entry(name).or_insert((need, i64::MIN, Vec::new()));
                     e.1 = e.1.max(free.max(0));
                     e.2.push(entry.node.clone());
                 }
@@ -376,22 +404,24 @@ impl Context<'_> {
         })
     }
 
-    /// What the pods of `d` not at its new revision request, by node.
+    /// What the pods of `d` not at its new revision request, by the position of their node
+    /// (of several on one node, the last claimed).
     fn old_requests<'p>(
         &'p self,
         d: &Prepared<'_>,
-    ) -> std::collections::HashMap<&'p str, &'p crate::model::resources::Resources> {
+    ) -> Vec<Option<&'p crate::model::resources::Resources>> {
         let pods = &self.observed.pods;
-        self.pods
-            .claimed(pods, &d.spec)
-            .into_iter()
-            .filter_map(|id| {
-                let p = &pods[id as usize];
-                let old =
-                    !p.is_terminating() && p.revision_hash() != Some(d.spec.revision.as_str());
-                Some((p.target_node.as_deref()?, p.requests.as_deref()?)).filter(|_| old)
-            })
-            .collect()
+        let mut by_node = vec![None; self.nodes.order.len()];
+        for id in self.pods.claimed(pods, &d.spec) {
+            let p = &pods[id as usize];
+            if p.is_terminating() || p.revision_hash() == Some(d.spec.revision.as_str()) {
+                continue;
+            }
+            if let (Some(pos), Some(requests)) = (self.pods.node_position(id), &p.requests) {
+                by_node[pos as usize] = Some(&**requests);
+            }
+        }
+        by_node
     }
 
     /// The risks of the manifest and of the plan's nodes and step.
@@ -565,6 +595,56 @@ mod tests {
         let d = requesting(daemonset("infra", "agent", strategy), "100m");
         let p = plan(&[d], &o, &Policy::default(), now());
         assert!(!kinds(&p).contains(&RiskKind::RequestsDoNotFit));
+    }
+
+    #[test]
+    fn across_a_fleet_every_daemonset_weighs_each_node_as_it_would_a_few() {
+        // More nodes than a DaemonSet reads off one by one: what they have free comes from
+        // the table the plan shares, for both DaemonSets, with the same verdicts.
+        let strategy = json!({"type": "RollingUpdate"});
+        let mut o = Observed::default();
+        let mut expected = Vec::new();
+        for i in 0..(4 * super::SHARED_FREE_FROM) {
+            let (kind, used) = match i % 4 {
+                0 => ("full", Some(900)),
+                1 => ("roomy", Some(300)),
+                2 => ("unknown", None),
+                _ => ("empty", Some(600)),
+            };
+            let name = format!("{kind}-{i:03}");
+            o.nodes.push(sized(&name, 1000, used));
+            if matches!(kind, "full" | "empty") {
+                expected.push(Name::from(name.as_str()));
+            }
+            if kind == "empty" {
+                continue;
+            }
+            for app in ["agent", "logs"] {
+                let mut old = pod("infra", app, &name, "old", true);
+                old.requests = Some(std::sync::Arc::new([("cpu".to_string(), 100)].into()));
+                o.pods.push(old);
+            }
+        }
+        expected.sort();
+        let desired = [
+            requesting(daemonset("infra", "agent", strategy.clone()), "500m"),
+            requesting(daemonset("infra", "logs", strategy), "500m"),
+        ];
+        let p = plan(&desired, &o, &Policy::default(), now());
+        for ds in &p.daemonsets {
+            let r = ds
+                .risks
+                .iter()
+                .find(|r| r.kind == RiskKind::RequestsDoNotFit)
+                .expect("the risk");
+            assert_eq!(r.nodes, expected, "{}", ds.name);
+            assert!(
+                r.message
+                    .starts_with("cpu 500m needed, 400m free on 128 nodes: empty-003, "),
+                "{}",
+                r.message
+            );
+        }
     }
 
     #[test]
