@@ -57,8 +57,8 @@ use crate::model::Timestamp;
 use crate::plan::{self, Desired, Plan};
 use assess::active_steps;
 use execute::{Counts, Executed, execute};
-use options::Log;
-use status::{announce_blocked, announce_halt, pause_daemons, write_statuses};
+use options::{Log, keep_forbidden};
+use status::{announce_blocked, announce_halt, pause_daemons, write_after_step, write_statuses};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Steps allowed at one instant before the executor gives up (a step that changes nothing),
@@ -160,8 +160,9 @@ impl Executor {
     }
 
     /// Writes the record statuses, announces new halts, and executes the next step of the
-    /// active DaemonSets (and the prune). Errors of one DaemonSet do not stop the others',
-    /// except a refusal (401/403), which stops the step.
+    /// active DaemonSets (and the prune), then writes the statuses that only count pods.
+    /// Errors of one DaemonSet do not stop the others', except a refusal (401/403), which
+    /// stops the step.
     pub async fn act<C: Cluster>(
         &mut self,
         cluster: &mut C,
@@ -172,13 +173,33 @@ impl Executor {
         if !opts.dry_run {
             pause_daemons(cluster, a, state).await;
         }
-        let (written, status_held) =
-            write_statuses(cluster, a, state, opts, &mut self.churning_since).await;
-        let mut acted = Acted {
-            status_error: written.err(),
-            status_held,
+        let statuses = write_statuses(cluster, a, state, opts, &mut self.churning_since).await;
+        let acted = Acted {
+            status_error: statuses.written.err(),
+            status_held: statuses.held,
             ..Acted::default()
         };
+        let mut acted = self.announce_and_step(cluster, a, state, opts, acted).await;
+        // What only counts pods is written after the step ([`write_statuses`]), unless a
+        // refusal stopped it.
+        if acted.status_error.as_ref().is_none_or(|e| !e.stops_step())
+            && let Some(e) = write_after_step(cluster, a, opts, statuses.after_step).await
+        {
+            keep_forbidden(&mut acted.status_error, e);
+        }
+        acted
+    }
+
+    /// The part of [`Executor::act`] between the statuses written before the step and those
+    /// written after it: new halts and blocks announced, then the step.
+    async fn announce_and_step<C: Cluster>(
+        &mut self,
+        cluster: &mut C,
+        a: &Assessment<'_>,
+        state: &ClusterState,
+        opts: &ApplyOptions,
+        mut acted: Acted,
+    ) -> Acted {
         self.announced.retain(|k| a.halted.contains(k));
         for key in &a.halted {
             if self.announced.insert(key.clone()) {

@@ -19,14 +19,20 @@ use std::collections::BTreeMap;
 /// written once the difference has lasted the interval (`churning_since` keeps when each was
 /// first seen): a pod replaced within it costs no status write, and a DaemonSet under churn
 /// gets at most one per interval. Any other difference is written at once.
+///
+/// Such a status is not written here but returned ([`Statuses::after_step`]): it is written
+/// after the step, as upstream's controller updates a DaemonSet's status after managing its
+/// pods, so that counting pods never delays creating one (twenty DaemonSets' counters come
+/// due together under churn, and a node that joins then waits for none of them).
 pub(super) async fn write_statuses<C: Cluster>(
     cluster: &mut C,
     a: &Assessment<'_>,
     state: &ClusterState,
     opts: &ApplyOptions,
     churning_since: &mut BTreeMap<Key, Timestamp>,
-) -> (Result<(), ClusterError>, BTreeMap<Key, Timestamp>) {
+) -> Statuses {
     let mut held = BTreeMap::new();
+    let mut after_step = Vec::new();
     let mut first_error = None;
     for ds in &a.plan.daemonsets {
         let key = (ds.namespace.clone(), ds.name.clone());
@@ -157,15 +163,11 @@ pub(super) async fn write_statuses<C: Cluster>(
             }
         }
         churning_since.remove(&key);
-        let written = async {
-            if let Some((desired, _)) = a.specs.get(&key) {
-                cluster
-                    .ensure_record(&desired.daemonset, a.record_source(&key, opts))
-                    .await?;
-            }
-            cluster.write_status(&ds.namespace, &ds.name, &status).await
-        };
-        if let Err(e) = written.await {
+        if churn_only && !claim {
+            after_step.push((key, status));
+            continue;
+        }
+        if let Err(e) = write_status(cluster, a, opts, &key, &status).await {
             let forbidden = e.stops_step();
             keep_forbidden(&mut first_error, e);
             if forbidden {
@@ -173,11 +175,59 @@ pub(super) async fn write_statuses<C: Cluster>(
             }
         }
     }
-    let written = match first_error {
-        Some(e) => Err(e),
-        None => Ok(()),
-    };
-    (written, held)
+    Statuses {
+        written: first_error.map_or(Ok(()), Err),
+        held,
+        after_step,
+    }
+}
+
+/// What [`write_statuses`] did and left.
+pub(super) struct Statuses {
+    /// The first error (a refusal first).
+    pub(super) written: Result<(), ClusterError>,
+    /// The statuses held back, and when each is due.
+    pub(super) held: BTreeMap<Key, Timestamp>,
+    /// The statuses due that only count pods: to write after the step
+    /// ([`write_after_step`]).
+    pub(super) after_step: Vec<(Key, RecordStatus)>,
+}
+
+/// Writes the statuses [`write_statuses`] left for after the step; the first error (a refusal
+/// first), if any. A refusal stops the rest.
+pub(super) async fn write_after_step<C: Cluster>(
+    cluster: &mut C,
+    a: &Assessment<'_>,
+    opts: &ApplyOptions,
+    statuses: Vec<(Key, RecordStatus)>,
+) -> Option<ClusterError> {
+    let mut first_error = None;
+    for (key, status) in statuses {
+        if let Err(e) = write_status(cluster, a, opts, &key, &status).await {
+            let forbidden = e.stops_step();
+            keep_forbidden(&mut first_error, e);
+            if forbidden {
+                break;
+            }
+        }
+    }
+    first_error
+}
+
+/// Writes one DaemonSet's status to its record, making sure the record exists first.
+async fn write_status<C: Cluster>(
+    cluster: &mut C,
+    a: &Assessment<'_>,
+    opts: &ApplyOptions,
+    key: &Key,
+    status: &RecordStatus,
+) -> Result<(), ClusterError> {
+    if let Some((desired, _)) = a.specs.get(key) {
+        cluster
+            .ensure_record(&desired.daemonset, a.record_source(key, opts))
+            .await?;
+    }
+    cluster.write_status(&key.0, &key.1, status).await
 }
 
 /// One `RolloutHalted` warning per halted DaemonSet, naming its failing nodes (events are

@@ -666,8 +666,8 @@ fn a_not_ready_node_that_uses_the_whole_budget_stops_the_rollout_with_a_node_pro
 
 /// A simulated cluster whose pod creations and/or status writes fail (upstream's fake pod
 /// control and status client with injected errors).
-struct Faulty {
-    sim: Sim,
+pub(super) struct Faulty {
+    pub(super) sim: Sim,
     fail_creates: bool,
     fail_status: bool,
     /// Creates are refused with 403, as a cluster whose RBAC does not grant them.
@@ -675,11 +675,13 @@ struct Faulty {
     create_attempts: usize,
     /// Each batch of creates sent, as the DaemonSets (`app` labels) of its pods.
     batches: Vec<Vec<String>>,
+    /// The writes that reached the cluster, in order: `create` for a pod, `status NAME`.
+    pub(super) writes: Vec<String>,
 }
 
 impl Faulty {
     /// `sim` with no fault injected.
-    fn new(sim: Sim) -> Self {
+    pub(super) fn new(sim: Sim) -> Self {
         Faulty {
             sim,
             fail_creates: false,
@@ -687,6 +689,7 @@ impl Faulty {
             forbid_creates: false,
             create_attempts: 0,
             batches: Vec::new(),
+            writes: Vec::new(),
         }
     }
 }
@@ -706,6 +709,7 @@ impl Cluster for Faulty {
         if self.forbid_creates {
             return Err(ClusterError::Forbidden("create forbidden".into()));
         }
+        self.writes.push("create".to_string());
         self.sim.create_pod(pod).await
     }
     async fn create_pods(
@@ -745,6 +749,7 @@ impl Cluster for Faulty {
         if self.fail_status {
             return Err(ClusterError::Backend("status refused".into()));
         }
+        self.writes.push(format!("status {name}"));
         self.sim.write_status(namespace, name, status).await
     }
     async fn emit_event(&mut self, event: crate::cluster::Event) -> Result<(), ClusterError> {
