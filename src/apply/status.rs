@@ -193,8 +193,9 @@ pub(super) struct Statuses {
     pub(super) after_step: Vec<(Key, RecordStatus)>,
 }
 
-/// Writes the statuses [`write_statuses`] left for after the step; the first error (a refusal
-/// first), if any. A refusal stops the rest.
+/// Writes the statuses [`write_statuses`] left for after the step, as one batch
+/// ([`Cluster::write_statuses`]: in flight together where the backend can), each record made
+/// sure of first; the first error (a refusal first), if any.
 pub(super) async fn write_after_step<C: Cluster>(
     cluster: &mut C,
     a: &Assessment<'_>,
@@ -202,14 +203,28 @@ pub(super) async fn write_after_step<C: Cluster>(
     statuses: Vec<(Key, RecordStatus)>,
 ) -> Option<ClusterError> {
     let mut first_error = None;
-    for (key, status) in statuses {
-        if let Err(e) = write_status(cluster, a, opts, &key, &status).await {
-            let forbidden = e.stops_step();
+    let mut batch = Vec::with_capacity(statuses.len());
+    for ((namespace, name), status) in statuses {
+        if let Some((desired, _)) = a.specs.get(&(namespace.clone(), name.clone()))
+            && let Err(e) = cluster
+                .ensure_record(
+                    &desired.daemonset,
+                    a.record_source(&(namespace.clone(), name.clone()), opts),
+                )
+                .await
+        {
             keep_forbidden(&mut first_error, e);
-            if forbidden {
-                break;
-            }
+            continue;
         }
+        batch.push((namespace, name, status));
+    }
+    for e in cluster
+        .write_statuses(batch)
+        .await
+        .into_iter()
+        .filter_map(Result::err)
+    {
+        keep_forbidden(&mut first_error, e);
     }
     first_error
 }

@@ -230,6 +230,13 @@ impl Cluster for AnyCluster {
         forward!(self, c => c.write_status(namespace, name, status))
     }
 
+    async fn write_statuses(
+        &mut self,
+        statuses: Vec<(String, String, RecordStatus)>,
+    ) -> Vec<Result<(), ClusterError>> {
+        forward!(self, c => c.write_statuses(statuses))
+    }
+
     async fn ensure_record(
         &mut self,
         daemonset: &k8s_openapi::api::apps::v1::DaemonSet,

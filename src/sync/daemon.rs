@@ -598,6 +598,21 @@ impl Cluster for Gated<'_, '_> {
         self.inner.write_status(namespace, name, status).await
     }
 
+    async fn write_statuses(
+        &mut self,
+        statuses: Vec<(String, String, RecordStatus)>,
+    ) -> Vec<Result<(), ClusterError>> {
+        if let Err(e) = self.gate.check() {
+            // Nothing is sent: each write is stopped for the same reason.
+            let why = e.to_string();
+            return statuses
+                .iter()
+                .map(|_| Err(ClusterError::Stopped(why.clone())))
+                .collect();
+        }
+        self.inner.write_statuses(statuses).await
+    }
+
     async fn emit_event(&mut self, event: Event) -> Result<(), ClusterError> {
         self.gate.check()?;
         self.inner.emit_event(event).await

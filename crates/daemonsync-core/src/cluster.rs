@@ -436,6 +436,22 @@ pub trait Cluster: Send {
         status: &RecordStatus,
     ) -> impl Future<Output = Result<(), ClusterError>> + Send;
 
+    /// Writes the statuses of several records (`(namespace, name, status)`) as one batch:
+    /// every write is sent, and the results come back in order. A backend that can have
+    /// requests in flight together sends them so; the default sends them one after another.
+    fn write_statuses(
+        &mut self,
+        statuses: Vec<(String, String, RecordStatus)>,
+    ) -> impl Future<Output = Vec<Result<(), ClusterError>>> + Send {
+        async move {
+            let mut results = Vec::with_capacity(statuses.len());
+            for (namespace, name, status) in &statuses {
+                results.push(self.write_status(namespace, name, status).await);
+            }
+            results
+        }
+    }
+
     /// Emits an Event on a managed DaemonSet's record.
     fn emit_event(&mut self, event: Event)
     -> impl Future<Output = Result<(), ClusterError>> + Send;

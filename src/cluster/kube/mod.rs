@@ -754,6 +754,46 @@ impl KubeCluster {
             .expect_echo((namespace.to_string(), name.clone()));
         Ok(name)
     }
+
+    /// Writes a record's status, unless the record already shows it.
+    async fn send_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        status: &RecordStatus,
+    ) -> Result<(), ClusterError> {
+        let previous = {
+            let s = self.cache.lock();
+            s.records
+                .items
+                .get(&(namespace.to_string(), name.to_string()))
+                .map(|r| (r.status.clone(), r.generation))
+        };
+        let Some((previous, generation)) = previous else {
+            return Err(ClusterError::NotFound {
+                kind: "manageddaemonset",
+                namespace: namespace.into(),
+                name: name.into(),
+            });
+        };
+        let written = ManagedDaemonSetStatus::written(
+            status,
+            previous.as_ref(),
+            generation,
+            Timestamp::now(),
+        );
+        // Unchanged (transition times are kept while a condition holds): writing it anyway
+        // would only wake this client's own record watch, and the next observation would
+        // write again.
+        if previous.as_ref() == Some(&written) {
+            return Ok(());
+        }
+        let api: Api<ManagedDaemonSet> = Api::namespaced(self.client.clone(), namespace);
+        let target = self.target.clone();
+        let name = name.to_string();
+        self.run(async move { requests::write_status(&api, &name, &written, &target).await })
+            .await
+    }
 }
 
 /// The changes an observation took from the caches, kept for [`KubeCluster::take_changes`].
@@ -1160,36 +1200,22 @@ impl Cluster for KubeCluster {
         name: &str,
         status: &RecordStatus,
     ) -> Result<(), ClusterError> {
-        let previous = {
-            let s = self.cache.lock();
-            s.records
-                .items
-                .get(&(namespace.to_string(), name.to_string()))
-                .map(|r| (r.status.clone(), r.generation))
-        };
-        let Some((previous, generation)) = previous else {
-            return Err(ClusterError::NotFound {
-                kind: "manageddaemonset",
-                namespace: namespace.into(),
-                name: name.into(),
+        self.send_status(namespace, name, status).await
+    }
+
+    async fn write_statuses(
+        &mut self,
+        statuses: Vec<(String, String, RecordStatus)>,
+    ) -> Vec<Result<(), ClusterError>> {
+        let this = &*self;
+        let sent = statuses
+            .into_iter()
+            .map(|(namespace, name, status)| async move {
+                this.send_status(&namespace, &name, &status).await
             });
-        };
-        let written = ManagedDaemonSetStatus::written(
-            status,
-            previous.as_ref(),
-            generation,
-            Timestamp::now(),
-        );
-        // Unchanged (transition times are kept while a condition holds): writing it anyway
-        // would only wake this client's own record watch, and the next observation would
-        // write again.
-        if previous.as_ref() == Some(&written) {
-            return Ok(());
-        }
-        let api: Api<ManagedDaemonSet> = Api::namespaced(self.client.clone(), namespace);
-        let target = self.target.clone();
-        let name = name.to_string();
-        self.run(async move { requests::write_status(&api, &name, &written, &target).await })
+        futures::stream::iter(sent)
+            .buffered(CREATES_IN_FLIGHT)
+            .collect()
             .await
     }
 
