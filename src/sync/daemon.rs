@@ -734,7 +734,8 @@ struct Incremental {
     /// timed pause): it is woken then.
     deadlines: BTreeMap<Key, Timestamp>,
     /// DaemonSets changes were left for until then ([`plan::incremental::Incremental::defer`]:
-    /// pods' readiness and the like, where it moves only their counters and reports).
+    /// pods' readiness and the like, where it moves only their counters and reports), and
+    /// those whose status write of counters was held until then: woken a few per pass.
     deferred: BTreeMap<Key, Timestamp>,
     /// How long such changes may wait: the status interval, as their status write would
     /// (`None`: they are planned at once).
@@ -1032,11 +1033,14 @@ impl Reconciler {
             act_ms = (started.elapsed() - assessed).as_secs_f64() * 1e3,
             "pass timed"
         );
-        // A status held back is written when due: its DaemonSet is looked at again then.
+        // A status held back is written when due: its DaemonSet is looked at again then, a
+        // few per pass as the deferred ones are. Under churn every DaemonSet's counters come
+        // due together; one pass planning them all held up the event arriving meanwhile by
+        // as long, and a pass planning them anyway (a node's) writes them on its way.
         let held_due = acted.status_held.values().min().copied();
         if let Some(inc) = self.incremental.as_mut() {
             for (key, due) in &acted.status_held {
-                let at = inc.deadlines.entry(key.clone()).or_insert(*due);
+                let at = inc.deferred.entry(key.clone()).or_insert(*due);
                 *at = (*at).min(*due);
             }
         }
