@@ -199,7 +199,11 @@ impl SyncArgs {
                 progress_deadline: self.progress_deadline,
                 prune: self.prune,
                 allow_mass_prune: self.allow_mass_prune,
-                policy: Policy::default(),
+                // A daemon reports no projected waves: it does not make them.
+                policy: Policy {
+                    leave_out_waves: true,
+                    ..Policy::default()
+                },
                 timeout: None,
                 stop_after_writes: None,
                 // The daemon keeps watching a blocked DaemonSet: its record says so.

@@ -186,6 +186,8 @@ pub(super) struct Context<'a> {
     pub(super) ignore_pause: bool,
     /// Planning as the built-in controller (its own pods, no handover).
     pub(super) builtin: bool,
+    /// Leave the projected waves out ([`super::Policy::leave_out_waves`]).
+    pub(super) leave_out_waves: bool,
     /// What each node has free of one resource, by position ([`Context::free`]), made once
     /// per plan for the DaemonSets that weigh many nodes.
     free: std::sync::Mutex<HashMap<String, std::sync::Arc<[Option<i64>]>>>,
@@ -210,6 +212,7 @@ impl<'a> Context<'a> {
             auto_promote: false,
             ignore_pause: false,
             builtin: false,
+            leave_out_waves: false,
             free: std::sync::Mutex::default(),
         }
     }

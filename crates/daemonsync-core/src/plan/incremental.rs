@@ -953,6 +953,7 @@ impl Incremental {
         let mut ctx = Context::with_nodes(observed, order);
         ctx.auto_promote = self.policy.auto_promote;
         ctx.ignore_pause = self.policy.ignore_pause;
+        ctx.leave_out_waves = self.policy.leave_out_waves;
         if woken.is_empty() {
             self.fresh = false;
             return Woken {

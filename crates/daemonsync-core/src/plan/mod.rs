@@ -157,6 +157,7 @@ fn plan_in(
     ctx.manifest_only = manifest_only;
     ctx.auto_promote = policy.auto_promote;
     ctx.ignore_pause = policy.ignore_pause;
+    ctx.leave_out_waves = policy.leave_out_waves;
     let (specs, comparisons): (Vec<_>, Vec<_>) = desired.iter().map(|d| ctx.spec(d)).unzip();
     // The two costliest indexes do not depend on each other.
     let (pods, eligibility) = rayon::join(

@@ -27,6 +27,11 @@ pub struct Policy {
     /// record for a `sync` daemon and rolls its own template out). A freeze holds whatever
     /// this says.
     pub ignore_pause: bool,
+    /// Leave the projected waves out (`sync`, which reports none, and re-plans as pods
+    /// change): each plan's `waves` is empty and its `converges` true, and no warning says
+    /// the projection does not converge. Every other part of the plan, its step first, is
+    /// the same.
+    pub leave_out_waves: bool,
 }
 
 /// Version of the plan's JSON form.

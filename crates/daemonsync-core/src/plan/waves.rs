@@ -307,6 +307,9 @@ impl Context<'_> {
         node_rollouts: &[Option<NodeRollout>],
         warnings: &mut Vec<String>,
     ) -> (Vec<Wave>, bool) {
+        if self.leave_out_waves {
+            return (Vec::new(), true);
+        }
         let mut wave_stages = Vec::new();
         let projection = if frozen {
             Projection {
@@ -370,5 +373,42 @@ impl Context<'_> {
             })
             .collect();
         (waves, projection.converges)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plan::{Policy, plan};
+    use crate::testkit::synthetic::{fleet, fleet_now};
+
+    #[test]
+    fn a_plan_without_its_waves_is_the_same_plan_otherwise() {
+        let (desired, observed) = fleet(300, 12, 11);
+        let with = plan(&desired, &observed, &Policy::default(), fleet_now());
+        let policy = Policy {
+            leave_out_waves: true,
+            ..Policy::default()
+        };
+        let without = plan(&desired, &observed, &policy, fleet_now());
+        assert!(
+            with.daemonsets.iter().any(|d| d.waves.len() > 1),
+            "the fleet has rollouts to project"
+        );
+        for (w, mut wo) in with.daemonsets.into_iter().zip(without.daemonsets) {
+            assert!(wo.waves.is_empty() && wo.converges, "{}", wo.name);
+            // What the projection adds: its waves, whether it converges, and the warning
+            // when it does not.
+            wo.waves.clone_from(&w.waves);
+            wo.converges = w.converges;
+            let projected = "the rollout does not converge under the current budgets";
+            let mut expected = w.clone();
+            expected.warnings.retain(|x| x != projected);
+            assert_eq!(
+                serde_json::to_value(&wo).expect("plan as JSON"),
+                serde_json::to_value(&expected).expect("plan as JSON"),
+                "{}",
+                w.name
+            );
+        }
     }
 }
