@@ -510,6 +510,17 @@ impl Gate<'_> {
     fn may_write(&self) -> bool {
         self.check().is_ok()
     }
+
+    /// Each of `n` writes of a batch stopped, for the one reason this replica may not write
+    /// now; `None` when it may (the batch is sent).
+    fn stops_batch<T>(&self, n: usize) -> Option<Vec<Result<T, ClusterError>>> {
+        let why = self.check().err()?.to_string();
+        Some(
+            (0..n)
+                .map(|_| Err(ClusterError::Stopped(why.clone())))
+                .collect(),
+        )
+    }
 }
 
 /// The cluster as the executor sees it from `sync`: every write checked against the gate
@@ -532,13 +543,8 @@ impl Cluster for Gated<'_, '_> {
     }
 
     async fn create_pods(&mut self, pods: Vec<Pod>) -> Vec<Result<String, ClusterError>> {
-        if let Err(e) = self.gate.check() {
-            // Nothing is sent: each create is stopped for the same reason.
-            let why = e.to_string();
-            return pods
-                .iter()
-                .map(|_| Err(ClusterError::Stopped(why.clone())))
-                .collect();
+        if let Some(stopped) = self.gate.stops_batch(pods.len()) {
+            return stopped;
         }
         let results = self.inner.create_pods(pods).await;
         for r in &results {
@@ -602,13 +608,8 @@ impl Cluster for Gated<'_, '_> {
         &mut self,
         statuses: Vec<(String, String, RecordStatus)>,
     ) -> Vec<Result<(), ClusterError>> {
-        if let Err(e) = self.gate.check() {
-            // Nothing is sent: each write is stopped for the same reason.
-            let why = e.to_string();
-            return statuses
-                .iter()
-                .map(|_| Err(ClusterError::Stopped(why.clone())))
-                .collect();
+        if let Some(stopped) = self.gate.stops_batch(statuses.len()) {
+            return stopped;
         }
         self.inner.write_statuses(statuses).await
     }
