@@ -204,19 +204,12 @@ pub(super) async fn write_after_step<C: Cluster>(
 ) -> Option<ClusterError> {
     let mut first_error = None;
     let mut batch = Vec::with_capacity(statuses.len());
-    for ((namespace, name), status) in statuses {
-        if let Some((desired, _)) = a.specs.get(&(namespace.clone(), name.clone()))
-            && let Err(e) = cluster
-                .ensure_record(
-                    &desired.daemonset,
-                    a.record_source(&(namespace.clone(), name.clone()), opts),
-                )
-                .await
-        {
+    for (key, status) in statuses {
+        if let Err(e) = ensure_record(cluster, a, opts, &key).await {
             keep_forbidden(&mut first_error, e);
             continue;
         }
-        batch.push((namespace, name, status));
+        batch.push((key.0, key.1, status));
     }
     for e in cluster
         .write_statuses(batch)
@@ -237,12 +230,25 @@ async fn write_status<C: Cluster>(
     key: &Key,
     status: &RecordStatus,
 ) -> Result<(), ClusterError> {
-    if let Some((desired, _)) = a.specs.get(key) {
-        cluster
-            .ensure_record(&desired.daemonset, a.record_source(key, opts))
-            .await?;
-    }
+    ensure_record(cluster, a, opts, key).await?;
     cluster.write_status(&key.0, &key.1, status).await
+}
+
+/// Makes sure the record of a DaemonSet of the source exists before its status is written.
+async fn ensure_record<C: Cluster>(
+    cluster: &mut C,
+    a: &Assessment<'_>,
+    opts: &ApplyOptions,
+    key: &Key,
+) -> Result<(), ClusterError> {
+    match a.specs.get(key) {
+        Some((desired, _)) => {
+            cluster
+                .ensure_record(&desired.daemonset, a.record_source(key, opts))
+                .await
+        }
+        None => Ok(()),
+    }
 }
 
 /// One `RolloutHalted` warning per halted DaemonSet, naming its failing nodes (events are
