@@ -54,9 +54,9 @@ pub const EXPECTATION_TIMEOUT: Duration = Duration::from_secs(30);
 /// Retries of a request answered 500 or 502 (kube-rs itself retries 429, 503 and 504).
 const SERVER_ERROR_RETRIES: u32 = 4;
 
-/// At most this many creates of one batch are in flight together (a slow-start batch holds
-/// up to [`crate::plan::BURST_REPLICAS`]).
-const CREATES_IN_FLIGHT: usize = 32;
+/// At most this many writes of one batch are in flight together: creates (a slow-start
+/// batch holds up to [`crate::plan::BURST_REPLICAS`]), status writes (one per DaemonSet).
+const WRITES_IN_FLIGHT: usize = 32;
 
 /// Which cluster, as people name it: the kubeconfig context and the server URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1119,7 +1119,7 @@ impl Cluster for KubeCluster {
             }
         });
         let results: Vec<Result<(String, String), ClusterError>> = futures::stream::iter(sent)
-            .buffered(CREATES_IN_FLIGHT)
+            .buffered(WRITES_IN_FLIGHT)
             .collect()
             .await;
         results
@@ -1214,7 +1214,7 @@ impl Cluster for KubeCluster {
                 this.send_status(&namespace, &name, &status).await
             });
         futures::stream::iter(sent)
-            .buffered(CREATES_IN_FLIGHT)
+            .buffered(WRITES_IN_FLIGHT)
             .collect()
             .await
     }
