@@ -23,6 +23,13 @@ fn pass(sim: &mut Sim, ex: &mut Executor, desired: &[Desired], opts: &ApplyOptio
     block_on(ex.act(sim, &a, &state, opts))
 }
 
+/// An executor after one pass of `desired` made as `apply` makes it: every status written.
+fn after_a_first_pass(sim: &mut Sim, desired: &[Desired]) -> Executor {
+    let mut ex = Executor::default();
+    pass(sim, &mut ex, desired, &ApplyOptions::default());
+    ex
+}
+
 /// Moves the simulated clock by `d`, running everything due meanwhile.
 fn wait(sim: &mut Sim, d: SignedDuration) {
     let until = crate::model::later(sim.now(), d);
@@ -49,8 +56,7 @@ fn a_change_of_counters_only_is_written_once_it_has_lasted_the_interval() {
     let mut sim = cluster(3, "");
     let d = agent("agent:1", "");
     let opts = coalescing();
-    let mut ex = Executor::default();
-    pass(&mut sim, &mut ex, &d, &ApplyOptions::default());
+    let mut ex = after_a_first_pass(&mut sim, &d);
     let before = record(&sim)["status"].clone();
     assert!(!before["conditions"].is_null(), "{before:#}");
 
@@ -90,8 +96,7 @@ fn counters_that_come_due_are_written_after_the_step_that_creates_a_pod() {
     let mut sim = cluster(3, "");
     let d = agent("agent:1", "");
     let opts = coalescing();
-    let mut ex = Executor::default();
-    pass(&mut sim, &mut ex, &d, &ApplyOptions::default());
+    let mut ex = after_a_first_pass(&mut sim, &d);
     delete_one_pod(&mut sim);
     wait(&mut sim, SignedDuration::from_millis(1100));
     // The replacement is created; the counters are held for a second.
@@ -146,9 +151,8 @@ nodes:
     sim.install(&d).expect("install");
     wait(&mut sim, SignedDuration::from_secs(1));
     let opts = coalescing();
-    let mut ex = Executor::default();
     // The record as the rollout left it, conditions and all.
-    pass(&mut sim, &mut ex, &d, &ApplyOptions::default());
+    let mut ex = after_a_first_pass(&mut sim, &d);
     let before = record(&sim);
     assert_eq!(before["status"]["numberAvailable"], 3, "{before:#}");
     delete_one_pod(&mut sim);
@@ -179,8 +183,7 @@ fn a_change_beyond_the_counters_is_written_at_once() {
     let mut sim = cluster(3, "");
     let d = agent("agent:1", "");
     let mut opts = coalescing();
-    let mut ex = Executor::default();
-    pass(&mut sim, &mut ex, &d, &ApplyOptions::default());
+    let mut ex = after_a_first_pass(&mut sim, &d);
     delete_one_pod(&mut sim);
     opts.source_errors
         .insert(key(), "ds/agent.yaml: the new version is invalid".into());
